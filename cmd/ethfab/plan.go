@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/plan"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+func planCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "plan",
+		Usage: "compile a fabric's tables and count rules per switch (no root needed)",
+		Description: `Builds the topology, lays out hierarchical pseudo-MACs, compiles every switch's
+OpenFlow table and reports sizes and rule counts by kind (min / mean / max per switch).
+--verify walks the tables for every ordered host pair (a seeded sample above --max-pairs),
+a broadcast from every host and the DMP rule of every host port.
+--sweep reproduces seed 000 Table I and Fig. 4 / Fig. 6 as CSV and plots.
+
+Examples:
+  ethfab plan --topology dragonfly:p=4,a=8,h=4 --verify
+  ethfab plan --topology flatfly:dims=15x15x15x6,t=15 --addressing per-group --compact --json
+  ethfab plan --sweep --out sweep/`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N]"},
+			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group"},
+			&cli.BoolFlag{Name: "compact", Usage: "compact routing rules into an optimal prefix table (coordinate sub-fields on Flattened Butterflies)"},
+			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant"},
+			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP)"},
+			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},
+			&cli.IntFlag{Name: "sample-switches", Usage: "compile only this many switches, evenly spread (0: all)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.BoolFlag{Name: "sweep", Usage: "reproduce Table I / Fig. 4 / Fig. 6 for 8..96-port switches"},
+			&cli.StringFlag{Name: "out", Value: "plan-sweep", Usage: "with --sweep: directory for sweep.csv and the plots"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("sweep") {
+				return runSweep(c)
+			}
+			if c.String("topology") == "" {
+				return fmt.Errorf("--topology is required, e.g. --topology dragonfly:p=4,a=8,h=4")
+			}
+			spec, err := topology.ParseSpec(c.String("topology"))
+			if err != nil {
+				return fmt.Errorf("--topology: %w", err)
+			}
+			sc, err := addressing.ParseScheme(c.String("addressing"))
+			if err != nil {
+				return fmt.Errorf("--addressing: %w", err)
+			}
+			mode, err := controller.ParseMode(c.String("routing"))
+			if err != nil {
+				return fmt.Errorf("--routing: %w", err)
+			}
+			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
+				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches")})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			} else {
+				r.WriteText(c.App.Writer)
+			}
+			if v := r.Verify; v != nil && v.Failures+v.BroadcastFailures+v.DMPFailures > 0 {
+				return cli.Exit("verify failed", 2)
+			}
+			return nil
+		},
+	}
+}
+
+func runSweep(c *cli.Context) error {
+	var progress io.Writer = c.App.ErrWriter
+	if c.Bool("json") {
+		progress = nil
+	}
+	rows, err := plan.Sweep(progress)
+	if err != nil {
+		return err
+	}
+	files, err := plan.WriteSweep(c.String("out"), rows)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return json.NewEncoder(c.App.Writer).Encode(map[string]any{"rows": rows, "files": files})
+	}
+	for _, f := range files {
+		fmt.Fprintln(c.App.Writer, f)
+	}
+	return nil
+}

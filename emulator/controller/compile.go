@@ -1,0 +1,230 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/compaction"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// Mode is a routing mode.
+type Mode string
+
+// Routing modes. Minimal: Dragonfly local-global-local, Flattened Butterfly
+// dimension order (last dimension first, matching the address layout), Clos
+// up/down with a static per-source uplink. Valiant: every host's traffic to
+// another group leaves through a statically assigned non-minimal port of
+// its switch (seed 000 §V-D, Fig. 10) and is routed minimally from there.
+const (
+	Minimal Mode = "minimal"
+	Valiant Mode = "valiant"
+)
+
+// ParseMode checks a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case Minimal, Valiant:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("unknown routing mode %q (want minimal or valiant)", s)
+}
+
+// Options select what the controller compiles.
+type Options struct {
+	Mode    Mode
+	Compact bool // merge routing rules into an optimal prefix table (ORTC)
+}
+
+// Controller compiles the tables of one fabric.
+type Controller struct {
+	top  *topology.Topology
+	plan *addressing.Plan
+	opts Options
+	tree [][]int32 // per switch: ports on the broadcast tree
+}
+
+// New prepares a controller; tables are compiled on demand per switch.
+func New(plan *addressing.Plan, opts Options) (*Controller, error) {
+	if opts.Mode == "" {
+		opts.Mode = Minimal
+	}
+	if _, err := ParseMode(string(opts.Mode)); err != nil {
+		return nil, err
+	}
+	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
+	c.tree = spanningTree(c.top)
+	return c, nil
+}
+
+// Plan returns the address plan.
+func (c *Controller) Plan() *addressing.Plan { return c.plan }
+
+// Options returns what the controller compiles.
+func (c *Controller) Options() Options { return c.opts }
+
+// HopBound is the most inter-switch hops a unicast frame may take.
+func (c *Controller) HopBound() int {
+	s := c.top.Spec
+	switch s.Kind {
+	case topology.Dragonfly:
+		if c.opts.Mode == Valiant {
+			return 4
+		}
+		return 3
+	case topology.FlatFly:
+		if c.opts.Mode == Valiant {
+			return len(s.Dims) + 1
+		}
+		return len(s.Dims)
+	default:
+		return 2 * (s.Levels - 1)
+	}
+}
+
+// spanningTree is a breadth-first tree over the switches from switch 0; a
+// frame flooded along it and the hosts reaches every host once.
+func spanningTree(t *topology.Topology) [][]int32 {
+	tree := make([][]int32, len(t.Switches))
+	seen := make([]bool, len(t.Switches))
+	seen[0] = true
+	q := []int{0}
+	for len(q) > 0 {
+		u := q[0]
+		q = q[1:]
+		for _, p := range t.Switches[u].Ports {
+			if p.Class == topology.ClassHost || seen[p.Peer.Switch] {
+				continue
+			}
+			seen[p.Peer.Switch] = true
+			tree[u] = append(tree[u], int32(p.Num))
+			tree[p.Peer.Switch] = append(tree[p.Peer.Switch], int32(p.Peer.Port))
+			q = append(q, p.Peer.Switch)
+		}
+	}
+	for _, ports := range tree {
+		sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+	}
+	return tree
+}
+
+// actionUp is the compaction action of "not below this switch: climb" in
+// Clos switches, realised by the per-source uplink rules.
+const actionUp int32 = -2
+
+type entry struct {
+	pre addressing.Prefix
+	out int32
+}
+
+// Table compiles the flow table of one switch.
+func (c *Controller) Table(sw int) (*Table, error) {
+	s := &c.top.Switches[sw]
+	t := &Table{Switch: sw}
+	// DMP: one rule per host port (seed 000 §IV, Fig. 7).
+	for _, p := range s.Ports {
+		if p.Class != topology.ClassHost {
+			break
+		}
+		t.Rules = append(t.Rules, Rule{Kind: KindDMP, Priority: PrioDMP,
+			Match:  Match{InPort: p.Num, DlType: EtherTypeDMP},
+			SetSrc: c.plan.HostMAC(p.Host), Out: []int32{PortInPort}})
+	}
+	t.Rules = append(t.Rules, c.broadcastRules(s)...)
+
+	var err error
+	if c.top.Spec.Kind == topology.Clos {
+		err = c.closRules(s, t)
+	} else {
+		err = c.directRules(s, t)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("switch %s: %w", s.Name, err)
+	}
+	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
+	sort.SliceStable(t.Rules, func(i, j int) bool { return t.Rules[i].Priority > t.Rules[j].Priority })
+	return t, nil
+}
+
+// broadcastRules floods along the spanning tree: a frame entering on a host
+// port or a tree port leaves on every other host and tree port; entering
+// anywhere else it is dropped by the miss rule.
+func (c *Controller) broadcastRules(s *topology.Switch) []Rule {
+	var ports []int32
+	for _, p := range s.Ports {
+		if p.Class == topology.ClassHost {
+			ports = append(ports, int32(p.Num))
+		}
+	}
+	ports = append(ports, c.tree[s.ID]...)
+	rules := make([]Rule, 0, len(ports))
+	for _, in := range ports {
+		out := make([]int32, 0, len(ports)-1)
+		for _, p := range ports {
+			if p != in {
+				out = append(out, p)
+			}
+		}
+		rules = append(rules, Rule{Kind: KindBroadcast, Priority: PrioBroadcast,
+			Match: Match{InPort: int(in), Dst: Broadcast, DstMask: Broadcast}, Out: out})
+	}
+	return rules
+}
+
+// routingRules turns destination entries into rules, compacting them when
+// asked. def is the action for every address the entries do not cover.
+func (c *Controller) routingRules(es []entry, def int32, base, scale int, compact bool, upRule func(pre addressing.Prefix) []Rule) ([]Rule, error) {
+	if compact {
+		// Compaction works on dense action IDs; Drop stays Drop.
+		ids := map[int32]int32{}
+		var acts []int32
+		id := func(a int32) int32 {
+			if a == compaction.Drop {
+				return a
+			}
+			v, ok := ids[a]
+			if !ok {
+				v = int32(len(acts))
+				ids[a] = v
+				acts = append(acts, a)
+			}
+			return v
+		}
+		in := make([]compaction.Entry, 0, len(es)+1)
+		if def != compaction.Drop {
+			in = append(in, compaction.Entry{Action: id(def)})
+		}
+		for _, e := range es {
+			in = append(in, compaction.Entry{Prefix: compaction.Prefix{Value: e.pre.Value, Len: e.pre.Len}, Action: id(e.out)})
+		}
+		out, err := compaction.Compact(addressing.AddressBits, in)
+		if err != nil {
+			return nil, fmt.Errorf("compaction: %w", err)
+		}
+		es = es[:0]
+		for _, o := range out {
+			a := o.Action
+			if a != compaction.Drop {
+				a = acts[a]
+			}
+			es = append(es, entry{addressing.Prefix{Value: o.Prefix.Value, Len: o.Prefix.Len}, a})
+		}
+	}
+	rules := make([]Rule, 0, len(es))
+	for _, e := range es {
+		if e.out == actionUp {
+			if e.pre.Len > 0 {
+				rules = append(rules, upRule(e.pre)...)
+			}
+			continue
+		}
+		v, m := e.pre.Match()
+		r := Rule{Kind: KindRouting, Priority: uint16(base + scale*e.pre.Len), Match: Match{Dst: v, DstMask: m}}
+		if e.out != compaction.Drop {
+			r.Out = []int32{e.out}
+		}
+		rules = append(rules, r)
+	}
+	return rules, nil
+}

@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/compaction"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// directRules compiles Dragonfly and Flattened Butterfly routing: one entry
+// per destination host, switch or group (seed 000 Eq. 1), compacted on
+// request, plus the Valiant detours.
+func (c *Controller) directRules(s *topology.Switch, t *Table) error {
+	var own, remote []entry
+	add := func(d int, e entry) {
+		if c.top.Switches[d].Group == s.Group {
+			own = append(own, e)
+		} else {
+			remote = append(remote, e)
+		}
+	}
+	for _, p := range s.Ports {
+		if p.Class == topology.ClassHost {
+			own = append(own, entry{c.plan.HostPrefix(p.Host), int32(p.Num)})
+		}
+	}
+	switch c.plan.Scheme {
+	case addressing.Flat:
+		for h := range c.top.Hosts {
+			if d := c.top.Hosts[h].Switch; d != s.ID {
+				add(d, entry{c.plan.HostPrefix(h), c.hop(s, d)})
+			}
+		}
+	case addressing.PerSwitch:
+		for d := range c.top.Switches {
+			if d != s.ID && c.plan.HasSwitchPrefix(d) {
+				add(d, entry{c.plan.SwitchPrefix(d), c.hop(s, d)})
+			}
+		}
+	default:
+		first, n := c.groupSwitches(s.Group)
+		for d := first; d < first+n; d++ {
+			if d != s.ID {
+				own = append(own, entry{c.plan.SwitchPrefix(d), c.hop(s, d)})
+			}
+		}
+		for g := 0; g < c.top.NumGroups(); g++ {
+			if g != s.Group {
+				rep, _ := c.groupSwitches(g)
+				remote = append(remote, entry{c.plan.GroupPrefix(g), c.groupHop(s, rep)})
+			}
+		}
+	}
+	if c.opts.Mode == Minimal {
+		rules, err := c.routingRules(append(own, remote...), compaction.Drop, PrioRouting, 2, c.opts.Compact, nil)
+		t.Rules = append(t.Rules, rules...)
+		return err
+	}
+	// Valiant: own-group destinations keep minimal routes above the
+	// per-injection-port detours; the remote routes below them carry transit
+	// traffic. The own band stays uncompacted: a merged prefix there could
+	// reach beyond the group and capture traffic the detour should take.
+	rules, err := c.routingRules(own, compaction.Drop, PrioOwnBand, 1, false, nil)
+	if err != nil {
+		return err
+	}
+	t.Rules = append(t.Rules, rules...)
+	t.Rules = append(t.Rules, c.valiantRules(s)...)
+	rules, err = c.routingRules(remote, compaction.Drop, PrioRouting, 2, c.opts.Compact, nil)
+	t.Rules = append(t.Rules, rules...)
+	return err
+}
+
+// groupSwitches returns the first switch ID of a group and how many it has
+// (switch IDs are consecutive within a Dragonfly group and an FB row).
+func (c *Controller) groupSwitches(g int) (first, n int) {
+	if c.top.Spec.Kind == topology.Dragonfly {
+		return g * c.top.Spec.A, c.top.Spec.A
+	}
+	k := c.top.Spec.Dims[0]
+	return g * k, k
+}
+
+// hop is the minimal first hop from switch s towards switch d.
+func (c *Controller) hop(s *topology.Switch, d int) int32 {
+	ds := &c.top.Switches[d]
+	if c.top.Spec.Kind == topology.Dragonfly {
+		return c.dfHop(s, ds.Group, ds.Index)
+	}
+	return c.fbHop(s, ds.Coords, 0)
+}
+
+// groupHop is the minimal first hop from s towards a remote group; rep is
+// one of its switches.
+func (c *Controller) groupHop(s *topology.Switch, rep int) int32 {
+	ds := &c.top.Switches[rep]
+	if c.top.Spec.Kind == topology.Dragonfly {
+		return c.dfHop(s, ds.Group, -1)
+	}
+	return c.fbHop(s, ds.Coords, 1)
+}
+
+// dfHop routes local-global-local: within the group straight to the switch;
+// to another group over the global link at that group's offset, first
+// crossing to the switch that owns it.
+func (c *Controller) dfHop(s *topology.Switch, g, j int) int32 {
+	sp := c.top.Spec
+	local := func(peer int) int32 {
+		if peer < s.Index {
+			return int32(sp.P + 1 + peer)
+		}
+		return int32(sp.P + peer)
+	}
+	if s.Group == g {
+		return local(j)
+	}
+	owner, l := topology.DragonflyGlobalOwner(sp, (g-s.Group+sp.G)%sp.G)
+	if owner == s.Index {
+		return int32(sp.P + sp.A - 1 + l + 1)
+	}
+	return local(owner)
+}
+
+// fbHop corrects the highest differing dimension at or above from.
+func (c *Controller) fbHop(s *topology.Switch, dc []int, from int) int32 {
+	for d := len(dc) - 1; d >= from; d-- {
+		if s.Coords[d] != dc[d] {
+			return int32(topology.FlatFlyPort(c.top.Spec, d, s.Coords[d], dc[d]))
+		}
+	}
+	return compaction.Drop
+}
+
+// valiantRules give each injection port one statically assigned
+// non-minimal output: a global port on a Dragonfly (Fig. 10a: T extra
+// rules), a port towards another row on a Flattened Butterfly (Fig. 10b).
+// On a Flattened Butterfly the detour is along dimension 1: dimension-order
+// routing from there corrects the higher dimensions first and then
+// dimension 1 towards the destination's row, never back to the source's,
+// while a detour along a higher dimension would bounce straight back for
+// destinations that share it. A switch without such ports routes its hosts
+// minimally.
+func (c *Controller) valiantRules(s *topology.Switch) []Rule {
+	var nonmin []int32
+	for _, p := range s.Ports {
+		if p.Class == topology.ClassGlobal || (c.top.Spec.Kind == topology.FlatFly && p.Class == topology.ClassLocal && p.Dim == 1) {
+			nonmin = append(nonmin, int32(p.Num))
+		}
+	}
+	if len(nonmin) == 0 {
+		return nil
+	}
+	var rules []Rule
+	for _, p := range s.Ports {
+		if p.Class != topology.ClassHost {
+			break
+		}
+		rules = append(rules, Rule{Kind: KindValiant, Priority: PrioValiant,
+			Match: Match{InPort: p.Num}, Out: []int32{nonmin[(p.Num-1)%len(nonmin)]}})
+	}
+	return rules
+}

@@ -1,0 +1,317 @@
+package controller
+
+import (
+	"fmt"
+	"math/rand"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// EtherTypeProbe is what the table walk sends: ethfab's traffic EtherType,
+// which no rule singles out, so it is routed like any data frame.
+const EtherTypeProbe = 0x88b6
+
+// Tables compiles every switch's table lazily and keeps it; safe for
+// concurrent use.
+type Tables struct {
+	c      *Controller
+	mu     sync.RWMutex
+	tables map[int]*Table
+}
+
+// NewTables returns a lazily filled table set.
+func NewTables(c *Controller) *Tables { return &Tables{c: c, tables: map[int]*Table{}} }
+
+// Get returns a switch's table, compiling it on first use.
+func (ts *Tables) Get(sw int) (*Table, error) {
+	ts.mu.RLock()
+	t := ts.tables[sw]
+	ts.mu.RUnlock()
+	if t != nil {
+		return t, nil
+	}
+	t, err := ts.c.Table(sw)
+	if err != nil {
+		return nil, err
+	}
+	ts.mu.Lock()
+	ts.tables[sw] = t
+	ts.mu.Unlock()
+	return t, nil
+}
+
+// Failure is one undelivered pair or broadcast.
+type Failure struct {
+	Src    string `json:"src"`
+	Dst    string `json:"dst,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// VerifyReport is what the table walk found.
+type VerifyReport struct {
+	PairsChecked      int64     `json:"pairs_checked"`
+	PairsTotal        int64     `json:"pairs_total"`
+	Sampled           bool      `json:"sampled"`
+	Seed              int64     `json:"seed,omitempty"`
+	Failures          int64     `json:"failures"`
+	MaxHops           int       `json:"max_hops"`
+	HopBound          int       `json:"hop_bound"`
+	BroadcastSources  int       `json:"broadcast_sources"`
+	BroadcastFailures int64     `json:"broadcast_failures"`
+	DMPFailures       int64     `json:"dmp_failures"`
+	Examples          []Failure `json:"examples,omitempty"`
+}
+
+// VerifyOptions bound the walk.
+type VerifyOptions struct {
+	// MaxPairs above which ordered pairs are sampled (0: 2,000,000).
+	MaxPairs int64
+	// MaxBroadcasts bounds the broadcast sources (0: 2,000).
+	MaxBroadcasts int
+	Seed          int64
+	Workers       int
+}
+
+// Verify walks the compiled tables: every ordered host pair (or a seeded
+// random sample of them) must be delivered to the right host, without a
+// loop, within the mode's hop bound; a broadcast from every host (or a
+// sample) must reach every other host exactly once; every host port must
+// answer DMP with that host's pseudo-MAC.
+func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
+	top := ts.c.top
+	if o.MaxPairs == 0 {
+		o.MaxPairs = 2_000_000
+	}
+	if o.MaxBroadcasts == 0 {
+		o.MaxBroadcasts = 2000
+	}
+	if o.Workers == 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	n := int64(len(top.Hosts))
+	r := &VerifyReport{PairsTotal: n * (n - 1), HopBound: ts.c.HopBound()}
+	var mu sync.Mutex
+	fail := func(f Failure, counter *int64) {
+		atomic.AddInt64(counter, 1)
+		mu.Lock()
+		if len(r.Examples) < 20 {
+			r.Examples = append(r.Examples, f)
+		}
+		mu.Unlock()
+	}
+	var maxHops int64
+	var firstErr error
+	var errOnce sync.Once
+	setErr := func(err error) { errOnce.Do(func() { firstErr = err }) }
+
+	// Work items: a source host and its destinations.
+	type job struct {
+		src  int
+		dsts []int
+	}
+	jobs := make(chan job, 64)
+	var wg sync.WaitGroup
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				for _, d := range j.dsts {
+					hops, reason, err := walk(ts, j.src, d)
+					if err != nil {
+						setErr(err)
+						continue
+					}
+					atomic.AddInt64(&r.PairsChecked, 1)
+					if reason != "" {
+						fail(Failure{Src: top.Hosts[j.src].Name, Dst: top.Hosts[d].Name, Reason: reason}, &r.Failures)
+						continue
+					}
+					for {
+						cur := atomic.LoadInt64(&maxHops)
+						if int64(hops) <= cur || atomic.CompareAndSwapInt64(&maxHops, cur, int64(hops)) {
+							break
+						}
+					}
+				}
+			}
+		}()
+	}
+	if r.PairsTotal <= o.MaxPairs {
+		for s := 0; s < int(n); s++ {
+			dsts := make([]int, 0, n-1)
+			for d := 0; d < int(n); d++ {
+				if d != s {
+					dsts = append(dsts, d)
+				}
+			}
+			jobs <- job{s, dsts}
+		}
+	} else {
+		r.Sampled, r.Seed = true, o.Seed
+		rng := rand.New(rand.NewSource(o.Seed))
+		const batch = 1000
+		for left := o.MaxPairs; left > 0; left -= batch {
+			s := rng.Intn(int(n))
+			dsts := make([]int, 0, batch)
+			for i := 0; i < batch && int64(i) < left; i++ {
+				d := rng.Intn(int(n) - 1)
+				if d >= s {
+					d++
+				}
+				dsts = append(dsts, d)
+			}
+			jobs <- job{s, dsts}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	r.MaxHops = int(maxHops)
+	if r.MaxHops > r.HopBound {
+		return nil, fmt.Errorf("internal: max hops %d beyond bound %d passed the walk", r.MaxHops, r.HopBound)
+	}
+
+	srcs := make([]int, 0, min(int(n), o.MaxBroadcasts))
+	if int(n) <= o.MaxBroadcasts {
+		for h := 0; h < int(n); h++ {
+			srcs = append(srcs, h)
+		}
+	} else {
+		rng := rand.New(rand.NewSource(o.Seed + 1))
+		for _, h := range rng.Perm(int(n))[:o.MaxBroadcasts] {
+			srcs = append(srcs, h)
+		}
+	}
+	r.BroadcastSources = len(srcs)
+	for _, h := range srcs {
+		reason, err := flood(ts, h)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
+			fail(Failure{Src: top.Hosts[h].Name, Reason: reason}, &r.BroadcastFailures)
+		}
+	}
+	for h := range top.Hosts {
+		if reason, err := dmp(ts, h); err != nil {
+			return nil, err
+		} else if reason != "" {
+			fail(Failure{Src: top.Hosts[h].Name, Reason: reason}, &r.DMPFailures)
+		}
+	}
+	return r, nil
+}
+
+// walk follows one unicast frame; reason is empty on correct delivery.
+func walk(ts *Tables, src, dst int) (hops int, reason string, err error) {
+	top, plan := ts.c.top, ts.c.plan
+	mac := plan.HostMAC(dst)
+	sw, in := top.Hosts[src].Switch, top.Hosts[src].Port
+	bound := ts.c.HopBound()
+	for {
+		t, err := ts.Get(sw)
+		if err != nil {
+			return 0, "", err
+		}
+		s := &top.Switches[sw]
+		rule := t.Lookup(in, mac, EtherTypeProbe)
+		if rule == nil || len(rule.Out) == 0 {
+			return hops, fmt.Sprintf("dropped at %s (in_port %d)", s.Name, in), nil
+		}
+		if len(rule.Out) != 1 {
+			return hops, fmt.Sprintf("replicated at %s by a %s rule", s.Name, rule.Kind), nil
+		}
+		out := int(rule.Out[0])
+		if out == PortInPort {
+			out = in
+		} else if out == in {
+			return hops, fmt.Sprintf("sent back out of its ingress port at %s: OpenFlow drops it", s.Name), nil
+		}
+		p := s.Port(out)
+		if p.Class == topology.ClassHost {
+			if p.Host != dst {
+				return hops, fmt.Sprintf("delivered to %s", top.Hosts[p.Host].Name), nil
+			}
+			return hops, "", nil
+		}
+		hops++
+		if hops > bound {
+			return hops, fmt.Sprintf("more than %d inter-switch hops (at %s)", bound, s.Name), nil
+		}
+		sw, in = p.Peer.Switch, p.Peer.Port
+	}
+}
+
+// flood follows a broadcast frame everywhere it is copied.
+func flood(ts *Tables, src int) (string, error) {
+	top := ts.c.top
+	got := make(map[int]int, len(top.Hosts))
+	type at struct{ sw, in int }
+	q := []at{{top.Hosts[src].Switch, top.Hosts[src].Port}}
+	visits := 0
+	for len(q) > 0 {
+		cur := q[0]
+		q = q[1:]
+		if visits++; visits > 2*len(top.Switches) {
+			return "broadcast loops", nil
+		}
+		t, err := ts.Get(cur.sw)
+		if err != nil {
+			return "", err
+		}
+		rule := t.Lookup(cur.in, Broadcast, EtherTypeProbe)
+		if rule == nil {
+			continue
+		}
+		s := &top.Switches[cur.sw]
+		for _, o := range rule.Out {
+			out := int(o)
+			if out == PortInPort {
+				out = cur.in
+			} else if out == cur.in {
+				continue
+			}
+			p := s.Port(out)
+			if p.Class == topology.ClassHost {
+				got[p.Host]++
+			} else {
+				q = append(q, at{p.Peer.Switch, p.Peer.Port})
+			}
+		}
+	}
+	for h := range top.Hosts {
+		want := 1
+		if h == src {
+			want = 0
+		}
+		if got[h] != want {
+			return fmt.Sprintf("%s received the broadcast %d times", top.Hosts[h].Name, got[h]), nil
+		}
+	}
+	return "", nil
+}
+
+// dmp checks the host's switch bounces a DMP request with its pseudo-MAC.
+func dmp(ts *Tables, h int) (string, error) {
+	host := ts.c.top.Hosts[h]
+	t, err := ts.Get(host.Switch)
+	if err != nil {
+		return "", err
+	}
+	// The request's destination is the host's own original MAC, which is
+	// arbitrary: use one no pseudo-MAC rule can match.
+	const original addressing.MAC = 0x0e0000000001
+	rule := t.Lookup(host.Port, original, EtherTypeDMP)
+	want := ts.c.plan.HostMAC(h)
+	if rule == nil || rule.Kind != KindDMP || rule.SetSrc != want || len(rule.Out) != 1 || rule.Out[0] != PortInPort {
+		return fmt.Sprintf("DMP request on port %d is not answered with %s", host.Port, want), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,221 @@
+// Package plan is what `ethfab plan` does: build a topology, lay out its
+// addresses, compile every switch's table, count the rules by kind, and
+// optionally walk the tables. No root, no kernel.
+package plan
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// Options are `ethfab plan`'s flags.
+type Options struct {
+	Topology   topology.Spec
+	Scheme     addressing.Scheme
+	Compact    bool
+	Mode       controller.Mode
+	Verify     bool
+	MaxPairs   int64 // verify: sample above this many ordered pairs
+	Seed       int64
+	SampleSize int // compile only this many switches, evenly spread (0: all)
+}
+
+// Report is `ethfab plan --json`; scripts depend on the names.
+type Report struct {
+	Topology   string                       `json:"topology"`
+	Addressing addressing.Scheme            `json:"addressing"`
+	Compact    bool                         `json:"compact"`
+	Routing    controller.Mode              `json:"routing"`
+	Switches   int                          `json:"switches"`
+	Hosts      int                          `json:"hosts"`
+	Links      int                          `json:"links"`
+	Groups     int                          `json:"groups"`
+	Diameter   int                          `json:"diameter"`
+	HopBound   int                          `json:"hop_bound"`
+	Address    AddressReport                `json:"address"`
+	Rules      map[string]controller.Spread `json:"rules"`
+	Ports      controller.Spread            `json:"ports"`
+	// Equation1 is seed 000 Eq. 1, R = (G-1) + (S-1) + T, for the
+	// uncompacted hierarchical tables of direct topologies.
+	Equation1 *int                     `json:"equation1,omitempty"`
+	Compiled  int                      `json:"switches_compiled"`
+	Verify    *controller.VerifyReport `json:"verify,omitempty"`
+	Seconds   Timing                   `json:"seconds"`
+	PeakRSSMB float64                  `json:"peak_rss_mb"`
+}
+
+// AddressReport documents the bit layout.
+type AddressReport struct {
+	Bits    int                `json:"bits"`
+	Fields  []addressing.Field `json:"fields"`
+	Example string             `json:"example"`
+}
+
+// Timing is where the time went.
+type Timing struct {
+	Build   float64 `json:"build"`
+	Compile float64 `json:"compile"`
+	Verify  float64 `json:"verify,omitempty"`
+}
+
+// Run plans one fabric.
+func Run(o Options) (*Report, error) {
+	t0 := time.Now()
+	top, err := topology.Build(o.Topology)
+	if err != nil {
+		return nil, err
+	}
+	ap, err := addressing.New(top, o.Scheme, o.Compact)
+	if err != nil {
+		return nil, fmt.Errorf("addressing %s: %w", o.Topology, err)
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact})
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Topology: top.Spec.String(), Addressing: o.Scheme, Compact: o.Compact, Routing: ctl.Options().Mode,
+		Switches: len(top.Switches), Hosts: len(top.Hosts), Links: top.NumLinks(), Groups: top.NumGroups(),
+		Diameter: top.Diameter(), HopBound: ctl.HopBound(),
+		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
+	}
+	r.Seconds.Build = time.Since(t0).Seconds()
+	if eq := equation1(top, o.Scheme); eq >= 0 && !o.Compact {
+		r.Equation1 = &eq
+	}
+	t1 := time.Now()
+	st, err := ctl.Stats(Sample(len(top.Switches), o.SampleSize))
+	if err != nil {
+		return nil, err
+	}
+	r.Seconds.Compile = time.Since(t1).Seconds()
+	r.Compiled = st.Switches
+	r.Rules = st.ByKind
+	r.Rules["total"] = st.Total
+	r.Ports = st.Ports
+	if o.Verify {
+		t2 := time.Now()
+		v, err := controller.Verify(controller.NewTables(ctl), controller.VerifyOptions{MaxPairs: o.MaxPairs, Seed: o.Seed})
+		if err != nil {
+			return nil, err
+		}
+		r.Verify = v
+		r.Seconds.Verify = time.Since(t2).Seconds()
+	}
+	r.PeakRSSMB = PeakRSSMB()
+	return r, nil
+}
+
+// Sample spreads n picks evenly over count switches; nil means all.
+func Sample(count, n int) []int {
+	if n <= 0 || n >= count {
+		return nil
+	}
+	s := make([]int, n)
+	for i := range s {
+		s[i] = int(int64(i) * int64(count) / int64(n))
+	}
+	return s
+}
+
+// equation1 is R = (G-1) + (S-1) + T for Dragonflies and Flattened
+// Butterflies (a group is a row along the first dimension); -1 elsewhere.
+func equation1(t *topology.Topology, sc addressing.Scheme) int {
+	s := t.Spec
+	var T, S int
+	switch s.Kind {
+	case topology.Dragonfly:
+		T, S = s.P, s.A
+	case topology.FlatFly:
+		T, S = s.T, s.Dims[0]
+	default:
+		return -1
+	}
+	switch sc {
+	case addressing.PerGroup:
+		return (t.NumGroups() - 1) + (S - 1) + T
+	case addressing.PerSwitch:
+		return (len(t.Switches) - 1) + T
+	default:
+		return len(t.Hosts)
+	}
+}
+
+// PeakRSSMB is the process's peak resident memory.
+func PeakRSSMB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}
+
+// WriteText prints the report for people.
+func (r *Report) WriteText(w io.Writer) {
+	compact := ""
+	if r.Compact {
+		compact = ", compacted"
+	}
+	fmt.Fprintf(w, "%s\n", r.Topology)
+	fmt.Fprintf(w, "  switches %d   hosts %d   links %d   groups %d   diameter %d (hop bound %d, %s routing)\n",
+		r.Switches, r.Hosts, r.Links, r.Groups, r.Diameter, r.HopBound, r.Routing)
+	fields := make([]string, len(r.Address.Fields))
+	for i, f := range r.Address.Fields {
+		fields[i] = fmt.Sprintf("%s:%d", f.Name, f.Width)
+	}
+	fmt.Fprintf(w, "  addressing %s%s: %d bits [%s], e.g. %s\n", r.Addressing, compact, r.Address.Bits, strings.Join(fields, " "), r.Address.Example)
+	sampled := ""
+	if r.Compiled < r.Switches {
+		sampled = fmt.Sprintf(" (%d of %d switches sampled)", r.Compiled, r.Switches)
+	}
+	fmt.Fprintf(w, "  rules per switch%s:        min     mean      max\n", sampled)
+	names := make([]string, 0, len(r.Rules))
+	for k, s := range r.Rules {
+		if s.Max > 0 && k != "total" {
+			names = append(names, k)
+		}
+	}
+	order := map[string]int{}
+	for i, k := range controller.Kinds() {
+		order[k.String()] = i
+	}
+	sort.Slice(names, func(i, j int) bool { return order[names[i]] < order[names[j]] })
+	names = append(names, "total")
+	for _, k := range names {
+		s := r.Rules[k]
+		fmt.Fprintf(w, "    %-12s %12d %8.1f %8d\n", k, s.Min, s.Mean, s.Max)
+	}
+	fmt.Fprintf(w, "    %-12s %12d %8.1f %8d\n", "(ports)", r.Ports.Min, r.Ports.Mean, r.Ports.Max)
+	if r.Equation1 != nil {
+		fmt.Fprintf(w, "  seed 000 Eq. 1 for %s: R = %d routing rules per access switch\n", r.Addressing, *r.Equation1)
+	}
+	fmt.Fprintf(w, "  time: build %.2fs, compile %.2fs", r.Seconds.Build, r.Seconds.Compile)
+	if r.Verify != nil {
+		fmt.Fprintf(w, ", verify %.2fs", r.Seconds.Verify)
+	}
+	fmt.Fprintf(w, "; peak memory %.0f MB; %d CPUs\n", r.PeakRSSMB, runtime.NumCPU())
+	if v := r.Verify; v != nil {
+		how := "all ordered pairs"
+		if v.Sampled {
+			how = fmt.Sprintf("random sample (seed %d) of %d ordered pairs", v.Seed, v.PairsTotal)
+		}
+		status := "OK"
+		if v.Failures+v.BroadcastFailures+v.DMPFailures > 0 {
+			status = "FAILED"
+		}
+		fmt.Fprintf(w, "  verify %s: %d pairs checked (%s), %d failures, max %d hops (bound %d); broadcast from %d hosts, %d failures; DMP %d failures\n",
+			status, v.PairsChecked, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures)
+		for _, f := range v.Examples {
+			fmt.Fprintf(w, "    %s -> %s: %s\n", f.Src, f.Dst, f.Reason)
+		}
+	}
+}

@@ -1,0 +1,194 @@
+package topology
+
+import "fmt"
+
+// LinkClass is the class of a link, which decides its shaping: host links
+// join a host to its access switch; local links join switches of one group
+// (Dragonfly), of one dimension (Flattened Butterfly) or an edge switch to an
+// aggregation switch (Clos); global links join groups (Dragonfly) or climb
+// above the aggregation level (Clos).
+type LinkClass uint8
+
+// Link classes, in port-numbering order.
+const (
+	ClassHost LinkClass = iota
+	ClassLocal
+	ClassGlobal
+)
+
+func (c LinkClass) String() string {
+	switch c {
+	case ClassHost:
+		return "host"
+	case ClassLocal:
+		return "local"
+	case ClassGlobal:
+		return "global"
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// Endpoint is one end of an inter-switch link: a switch and its OpenFlow
+// port number.
+type Endpoint struct {
+	Switch int `json:"switch"`
+	Port   int `json:"port"`
+}
+
+// Port is a switch port. Port numbers start at 1 (OpenFlow's first physical
+// port) and follow the order hosts, local ports, global ports.
+type Port struct {
+	Num   int       `json:"num"`
+	Class LinkClass `json:"class"`
+	// Host is the attached host's ID on host ports, -1 elsewhere.
+	Host int `json:"host"`
+	// Peer is the far end on inter-switch ports.
+	Peer Endpoint `json:"peer"`
+	// Dim is the Flattened Butterfly dimension of a local port.
+	Dim int `json:"dim,omitempty"`
+	// Up marks a Clos uplink (towards the core).
+	Up bool `json:"up,omitempty"`
+}
+
+// Switch is one switch of the fabric.
+type Switch struct {
+	ID   int    `json:"id"`
+	Name string `json:"name"`
+	// Group is the addressing group: the Dragonfly group, the Flattened
+	// Butterfly row along the first dimension, or the Clos pod. Switches
+	// above the pods (Clos levels 3 and 4) have Group -1.
+	Group int `json:"group"`
+	// Index is the switch's position in its group (Dragonfly switch index,
+	// FB first coordinate, Clos position within its level of the pod).
+	Index int `json:"index"`
+	// Coords are the Flattened Butterfly coordinates, first dimension first.
+	Coords []int `json:"coords,omitempty"`
+	// Level is the Clos level (1 edge, 2 aggregation, 3 and 4 above); 0 in
+	// direct topologies.
+	Level    int    `json:"level,omitempty"`
+	NumHosts int    `json:"hosts"`
+	Ports    []Port `json:"ports"`
+}
+
+// Port returns port number n (1-based).
+func (s *Switch) Port(n int) *Port { return &s.Ports[n-1] }
+
+// Host is an end node.
+type Host struct {
+	ID     int    `json:"id"`
+	Name   string `json:"name"`
+	Switch int    `json:"switch"`
+	Port   int    `json:"port"`
+	// Index is the host's position on its switch (0-based), which is its
+	// port number minus one.
+	Index int `json:"index"`
+}
+
+// Link is a cable. For host links A is the switch end and Host the host;
+// for inter-switch links Host is -1.
+type Link struct {
+	Class LinkClass `json:"class"`
+	A     Endpoint  `json:"a"`
+	B     Endpoint  `json:"b"`
+	Host  int       `json:"host"`
+}
+
+// Topology is a built fabric. Switch, host and link IDs index the slices.
+type Topology struct {
+	Spec     Spec     `json:"spec"`
+	Switches []Switch `json:"switches"`
+	Hosts    []Host   `json:"hosts"`
+	Links    []Link   `json:"links"`
+
+	groups int
+}
+
+// Build constructs the topology a Spec describes.
+func Build(s Spec) (*Topology, error) {
+	s = s.Normalize()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	switch s.Kind {
+	case Dragonfly:
+		return buildDragonfly(s), nil
+	case FlatFly:
+		return buildFlatFly(s), nil
+	default:
+		return buildClos(s), nil
+	}
+}
+
+// NumGroups is the number of addressing groups (Dragonfly groups, FB rows,
+// Clos pods).
+func (t *Topology) NumGroups() int { return t.groups }
+
+// NumLinks counts host links and inter-switch links.
+func (t *Topology) NumLinks() int { return len(t.Links) }
+
+// NumPorts counts switch ports in use.
+func (t *Topology) NumPorts() int {
+	n := 0
+	for i := range t.Switches {
+		n += len(t.Switches[i].Ports)
+	}
+	return n
+}
+
+// Diameter is the largest number of inter-switch hops on a shortest path
+// between two hosts. It follows from the construction (see the builders),
+// and the tests check it against a breadth-first search.
+func (t *Topology) Diameter() int {
+	s := t.Spec
+	switch s.Kind {
+	case Dragonfly:
+		if s.A == 1 {
+			return 1
+		}
+		return 3
+	case FlatFly:
+		return len(s.Dims)
+	default:
+		if s.Levels == 4 && s.Pods > s.K/2 {
+			return 6
+		}
+		return 4
+	}
+}
+
+// addSwitch appends a switch and returns its ID. Names are stable across
+// runs so that lab state, rule files and results can refer to them.
+func (t *Topology) addSwitch(sw Switch) int {
+	sw.ID = len(t.Switches)
+	t.Switches = append(t.Switches, sw)
+	return sw.ID
+}
+
+func (t *Topology) addHosts(swID, n int) {
+	sw := &t.Switches[swID]
+	for i := 0; i < n; i++ {
+		h := Host{ID: len(t.Hosts), Name: fmt.Sprintf("%sh%d", sw.Name, i), Switch: swID, Port: i + 1, Index: i}
+		t.Hosts = append(t.Hosts, h)
+		sw.Ports = append(sw.Ports, Port{Num: i + 1, Class: ClassHost, Host: h.ID})
+		t.Links = append(t.Links, Link{Class: ClassHost, A: Endpoint{swID, i + 1}, Host: h.ID})
+	}
+	sw.NumHosts = n
+}
+
+// connect adds a port on each switch and the link between them.
+// The port on a is an uplink in Clos terms.
+func (t *Topology) connect(a, b int, c LinkClass) {
+	sa, sb := &t.Switches[a], &t.Switches[b]
+	pa, pb := len(sa.Ports)+1, len(sb.Ports)+1
+	sa.Ports = append(sa.Ports, Port{Num: pa, Class: c, Host: -1, Peer: Endpoint{b, pb}, Up: true})
+	sb.Ports = append(sb.Ports, Port{Num: pb, Class: c, Host: -1, Peer: Endpoint{a, pa}})
+	t.Links = append(t.Links, Link{Class: c, A: Endpoint{a, pa}, B: Endpoint{b, pb}, Host: -1})
+}
+
+// wire joins two ports that the builder has already numbered, so that ports
+// can be wired out of order (Dragonfly global ports).
+func (t *Topology) wire(a, pa, b, pb int, c LinkClass) {
+	t.Switches[a].Ports[pa-1] = Port{Num: pa, Class: c, Host: -1, Peer: Endpoint{b, pb}}
+	t.Switches[b].Ports[pb-1] = Port{Num: pb, Class: c, Host: -1, Peer: Endpoint{a, pa}}
+	t.Links = append(t.Links, Link{Class: c, A: Endpoint{a, pa}, B: Endpoint{b, pb}, Host: -1})
+}
