@@ -324,3 +324,24 @@ func TestParseSpec(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range shapes {
+		f.Add(s)
+	}
+	f.Add("dragonfly:p=2,a=4,h=2,g=99")
+	f.Add("flatfly:dims=0x3,t=1")
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := ParseSpec(s)
+		if err != nil {
+			return
+		}
+		if err := sp.Validate(); err != nil {
+			t.Fatalf("ParseSpec(%q) returned an invalid spec: %v", s, err)
+		}
+		again, err := ParseSpec(sp.String())
+		if err != nil || again.String() != sp.String() {
+			t.Fatalf("%q: round trip %q -> %v, %v", s, sp.String(), again, err)
+		}
+	})
+}

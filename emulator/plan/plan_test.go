@@ -1,0 +1,81 @@
+package plan
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// The JSON names scripts depend on.
+func TestJSONNames(t *testing.T) {
+	sp, _ := topology.ParseSpec("dragonfly:p=2,a=4,h=2")
+	r, err := Run(Options{Topology: sp, Scheme: addressing.PerGroup, Mode: controller.Minimal, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"switches", "hosts", "links", "diameter"} {
+		if _, ok := m[k].(float64); !ok {
+			t.Errorf("missing number %s", k)
+		}
+	}
+	rules := m["rules"].(map[string]any)
+	for _, kind := range []string{"routing", "dmp", "broadcast", "total"} {
+		s, ok := rules[kind].(map[string]any)
+		if !ok {
+			t.Fatalf("rules.%s missing", kind)
+		}
+		for _, f := range []string{"min", "mean", "max"} {
+			if _, ok := s[f].(float64); !ok {
+				t.Errorf("rules.%s.%s missing", kind, f)
+			}
+		}
+	}
+	v := m["verify"].(map[string]any)
+	if v["pairs_checked"].(float64) != 72*71 || v["failures"].(float64) != 0 {
+		t.Errorf("verify = %v", v)
+	}
+	if m["switches"].(float64) != 36 || m["hosts"].(float64) != 72 || m["diameter"].(float64) != 3 {
+		t.Errorf("sizes %v %v %v", m["switches"], m["hosts"], m["diameter"])
+	}
+	if r.Equation1 == nil || *r.Equation1 != 13 || r.Rules["routing"].Max != 13 {
+		t.Errorf("Eq. 1 = %v, routing %+v", r.Equation1, r.Rules["routing"])
+	}
+}
+
+// Table I: hosts per access switch and network size for P-port switches.
+func TestSweepShapesFollowTableI(t *testing.T) {
+	for _, p := range SweepPorts {
+		for _, st := range SweepTopologies {
+			sp := st.Spec(p).Normalize()
+			if err := sp.Validate(); err != nil {
+				t.Fatalf("%s P=%d: %v", st.Name, p, err)
+			}
+			top, err := topology.Build(sp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sw := range top.Switches {
+				if len(sw.Ports) > p {
+					t.Fatalf("%s P=%d: %s uses %d ports", st.Name, p, sw.Name, len(sw.Ports))
+				}
+			}
+			if p != 96 || sp.Kind == topology.FlatFly && len(sp.Dims) == 4 {
+				continue
+			}
+			// Scalability column of Table I at P=96.
+			want := map[string]int{"3-level Folded-Clos": 96 * 96 * 96 / 4, "2D Flattened Butterfly": 32 * 32 * 32,
+				"3D Flattened Butterfly": 24 * 24 * 24 * 24, "Dragonfly": 24 * 48 * (48*24 + 1)}[st.Name]
+			if len(top.Hosts) != want {
+				t.Errorf("%s P=96: %d hosts, want %d", st.Name, len(top.Hosts), want)
+			}
+		}
+	}
+}
