@@ -1,0 +1,822 @@
+package scenario
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// decoder turns the tree into a Scenario, collecting every error it can
+// find rather than stopping at the first.
+type decoder struct {
+	file string
+	errs Errors
+}
+
+func decode(file string, tree *node) (*Scenario, error) {
+	d := &decoder{file: file}
+	s := d.scenario(tree)
+	if len(d.errs) > 0 {
+		return nil, d.errs
+	}
+	s.Source = file
+	s.tree = tree
+	return s, nil
+}
+
+func (d *decoder) errAt(p pos, path, format string, args ...any) {
+	e := &Error{File: d.file, Line: p.line, Col: p.col, Override: p.override, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if e.Override == "" && e.Line < 1 {
+		e.Line, e.Col = 1, 1
+	}
+	d.errs = append(d.errs, e)
+}
+
+func (d *decoder) errf(n *node, path, format string, args ...any) {
+	d.errAt(n.pos, path, format, args...)
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+
+// fields checks that n is a mapping with only the allowed keys and returns
+// its non-null entries by key. A null node reads as an empty mapping, and
+// a null value as an absent key, so `routing:` means "all defaults".
+func (d *decoder) fields(n *node, path string, allowed ...string) map[string]*entry {
+	out := map[string]*entry{}
+	if n.kind == nullNode {
+		return out
+	}
+	if n.kind != mapNode {
+		d.errf(n, path, "must be a mapping with fields %s, got %s", strings.Join(allowed, ", "), describe(n))
+		return out
+	}
+	for _, e := range n.entries {
+		ok := false
+		for _, a := range allowed {
+			if e.key == a {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			d.errAt(e.keyPos, join(path, e.key), "unknown field %q (want %s)", e.key, strings.Join(allowed, ", "))
+			continue
+		}
+		if e.val.kind != nullNode {
+			out[e.key] = e
+		}
+	}
+	return out
+}
+
+func describe(n *node) string {
+	switch n.kind {
+	case nullNode:
+		return "nothing"
+	case mapNode:
+		return "a mapping"
+	case seqNode:
+		return "a list"
+	}
+	switch n.typ {
+	case intScalar:
+		return "integer " + n.text
+	case floatScalar:
+		return "number " + n.text
+	case boolScalar:
+		return "boolean " + n.text
+	}
+	return strconv.Quote(n.text)
+}
+
+// str reads a scalar as text; numbers and booleans read as written.
+func (d *decoder) str(n *node, path string) (string, bool) {
+	if n.kind != scalarNode {
+		d.errf(n, path, "must be a single value, got %s", describe(n))
+		return "", false
+	}
+	return n.text, true
+}
+
+func (d *decoder) integer(n *node, path string) (int64, bool) {
+	if n.kind == scalarNode && n.typ == intScalar {
+		return n.ival, true
+	}
+	d.errf(n, path, "must be an integer, got %s", describe(n))
+	return 0, false
+}
+
+// smallInt reads an int that fits comfortably in an int on every platform.
+func (d *decoder) smallInt(n *node, path string) (int, bool) {
+	v, ok := d.integer(n, path)
+	if !ok {
+		return 0, false
+	}
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		d.errf(n, path, "%d is out of range", v)
+		return 0, false
+	}
+	return int(v), true
+}
+
+func (d *decoder) number(n *node, path string) (float64, bool) {
+	if n.kind == scalarNode && (n.typ == intScalar || n.typ == floatScalar) {
+		return n.fval, true
+	}
+	d.errf(n, path, "must be a number, got %s", describe(n))
+	return 0, false
+}
+
+func (d *decoder) boolean(n *node, path string) (bool, bool) {
+	if n.kind == scalarNode && n.typ == boolScalar {
+		return n.bval, true
+	}
+	d.errf(n, path, "must be true or false, got %s", describe(n))
+	return false, false
+}
+
+func (d *decoder) duration(n *node, path string) (time.Duration, bool) {
+	if n.kind != scalarNode {
+		d.errf(n, path, "must be a duration such as 2s or 40us, got %s", describe(n))
+		return 0, false
+	}
+	if n.typ == intScalar || n.typ == floatScalar {
+		d.errf(n, path, "%s has no unit (want e.g. %ss or %sms)", n.text, n.text, n.text)
+		return 0, false
+	}
+	v, err := time.ParseDuration(strings.TrimSpace(n.text))
+	if err != nil {
+		d.errf(n, path, "%q is not a duration (want e.g. 2s, 500ms, 40us)", n.text)
+		return 0, false
+	}
+	return v, true
+}
+
+// enum reads one of a fixed set of words.
+func (d *decoder) enum(n *node, path string, want ...string) (string, bool) {
+	s, ok := d.str(n, path)
+	if !ok {
+		return "", false
+	}
+	for _, w := range want {
+		if s == w {
+			return s, true
+		}
+	}
+	d.errf(n, path, "unknown value %q (want %s)", s, strings.Join(want, ", "))
+	return "", false
+}
+
+var labNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// MaxNameLen bounds the lab name: it prefixes interface names, which
+// Linux limits to 15 bytes.
+const MaxNameLen = 12
+
+var phaseNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+func (d *decoder) scenario(root *node) *Scenario {
+	s := &Scenario{Version: 1}
+	if root.kind != mapNode && root.kind != nullNode {
+		d.errf(root, "", "a scenario must be a mapping (version, name, topology, ...), got %s", describe(root))
+		return s
+	}
+	f := d.fields(root, "", "version", "name", "description", "topology", "addressing", "routing", "links", "ovs", "phases")
+	if e := f["version"]; e != nil {
+		if v, ok := d.integer(e.val, "version"); ok {
+			if v != 1 {
+				d.errf(e.val, "version", "unsupported version %d (this ethfab reads version 1)", v)
+			}
+		}
+	}
+	if e := f["name"]; e == nil {
+		d.errf(root, "name", "required: the lab name, e.g. name: df-small")
+	} else if v, ok := d.str(e.val, "name"); ok {
+		switch {
+		case !labNameRe.MatchString(v):
+			d.errf(e.val, "name", "%q is not a lab name (lower-case letters, digits and -, starting with a letter or digit)", v)
+		case len(v) > MaxNameLen:
+			d.errf(e.val, "name", "%q is %d characters; at most %d (it prefixes interface names)", v, len(v), MaxNameLen)
+		default:
+			s.Name = v
+		}
+	}
+	if e := f["description"]; e != nil {
+		if v, ok := d.str(e.val, "description"); ok {
+			if !utf8.ValidString(v) {
+				d.errf(e.val, "description", "is not valid UTF-8")
+			}
+			s.Description = v
+		}
+	}
+	topoOK := false
+	if e := f["topology"]; e == nil {
+		d.errf(root, "topology", "required, e.g. topology: {kind: dragonfly, p: 2, a: 4, h: 2}")
+	} else {
+		s.Topology, topoOK = d.topology(e.val, "topology")
+	}
+	s.Addressing = d.addressing(f["addressing"])
+	s.Routing = d.routing(f["routing"])
+	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
+	s.OVS.Datapath = DatapathAuto
+	if e := f["ovs"]; e != nil {
+		of := d.fields(e.val, "ovs", "datapath")
+		if e := of["datapath"]; e != nil {
+			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
+				s.OVS.Datapath = Datapath(v)
+			}
+		}
+	}
+	if e := f["phases"]; e != nil {
+		s.Phases = d.phases(e.val, "phases", s, topoOK)
+	}
+	d.crossChecks(s, f)
+	return s
+}
+
+func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
+	var sp topology.Spec
+	if n.kind != mapNode {
+		d.errf(n, path, "must be a mapping such as {kind: dragonfly, p: 2, a: 4, h: 2}, got %s", describe(n))
+		return sp, false
+	}
+	ke := n.get("kind")
+	if ke == nil || ke.val.kind == nullNode {
+		d.errf(n, join(path, "kind"), "required: dragonfly, flatfly or clos")
+		return sp, false
+	}
+	k, ok := d.enum(ke.val, join(path, "kind"), "dragonfly", "flatfly", "clos")
+	if !ok {
+		return sp, false
+	}
+	sp.Kind = topology.Kind(k)
+	before := len(d.errs)
+	f := d.fields(n, path, append([]string{"kind"}, sp.ParamNames()...)...)
+	for _, ne := range n.entries {
+		key, e := ne.key, f[ne.key]
+		if e == nil {
+			continue
+		}
+		p := join(path, key)
+		switch key {
+		case "kind":
+		case "dims":
+			sp.Dims = d.dims(e.val, p)
+		case "p", "a", "h", "g", "t", "k", "levels", "pods":
+			v, ok := d.smallInt(e.val, p)
+			if !ok {
+				continue
+			}
+			switch key {
+			case "p":
+				sp.P = v
+			case "a":
+				sp.A = v
+			case "h":
+				sp.H = v
+			case "g":
+				sp.G = v
+			case "t":
+				sp.T = v
+			case "k":
+				sp.K = v
+			case "levels":
+				sp.Levels = v
+			case "pods":
+				sp.Pods = v
+			}
+		}
+	}
+	if len(d.errs) > before {
+		return sp, false
+	}
+	sp = sp.Normalize()
+	if err := sp.Validate(); err != nil {
+		var pe *topology.ParamError
+		if errors.As(err, &pe) && pe.Param != "" {
+			at := n.pos
+			if e := f[pe.Param]; e != nil {
+				at = e.val.pos
+			}
+			d.errAt(at, join(path, pe.Param), "%s", pe.Msg)
+		} else {
+			d.errf(n, path, "%v", err)
+		}
+		return sp, false
+	}
+	return sp, true
+}
+
+func (d *decoder) dims(n *node, path string) []int {
+	var out []int
+	switch {
+	case n.kind == seqNode:
+		for i, it := range n.items {
+			if v, ok := d.smallInt(it, index(path, i)); ok {
+				out = append(out, v)
+			}
+		}
+	case n.kind == scalarNode && n.typ == strScalar:
+		// The command-line form, dims: 4x4, is accepted too.
+		for _, part := range strings.Split(n.text, "x") {
+			v, err := strconv.Atoi(strings.TrimSpace(part))
+			if err != nil || v > math.MaxInt32 {
+				d.errf(n, path, "%q is not a list of dimensions (want e.g. [4, 4] or 4x4)", n.text)
+				return nil
+			}
+			out = append(out, v)
+		}
+	case n.kind == scalarNode && n.typ == intScalar:
+		if v, ok := d.smallInt(n, path); ok {
+			out = []int{v}
+		}
+	default:
+		d.errf(n, path, "must be a list of dimension sizes such as [4, 4], got %s", describe(n))
+	}
+	return out
+}
+
+func (d *decoder) addressing(e *entry) Addressing {
+	a := Addressing{Scheme: PerGroup, Assign: AssignStatic}
+	if e == nil {
+		return a
+	}
+	f := d.fields(e.val, "addressing", "scheme", "compact", "assign")
+	if e := f["scheme"]; e != nil {
+		if v, ok := d.enum(e.val, "addressing.scheme", "flat", "per-switch", "per-group"); ok {
+			a.Scheme = AddressScheme(v)
+		}
+	}
+	if e := f["compact"]; e != nil {
+		a.Compact, _ = d.boolean(e.val, "addressing.compact")
+	}
+	if e := f["assign"]; e != nil {
+		if v, ok := d.enum(e.val, "addressing.assign", "static", "dmp", "rewrite"); ok {
+			a.Assign = AssignMode(v)
+		}
+	}
+	return a
+}
+
+func (d *decoder) routing(e *entry) Routing {
+	r := Routing{Mode: Minimal}
+	if e == nil {
+		return r
+	}
+	f := d.fields(e.val, "routing", "mode", "xoff", "xon")
+	modeOverridden := false
+	if e := f["mode"]; e != nil {
+		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional"); ok {
+			r.Mode = RoutingMode(v)
+		}
+		modeOverridden = e.val.pos.override != ""
+	}
+	for _, key := range []string{"xoff", "xon"} {
+		e := f[key]
+		if e == nil {
+			continue
+		}
+		p := "routing." + key
+		if r.Mode != Conditional {
+			// --set routing.mode=valiant on a conditional scenario is how
+			// modes are compared; its thresholds then simply do not apply.
+			if !modeOverridden || e.val.pos.override != "" {
+				d.errf(e.val, p, "only applies to mode: conditional (mode is %s)", r.Mode)
+			}
+			continue
+		}
+		v, ok := d.str(e.val, p)
+		if !ok {
+			continue
+		}
+		t, err := ParseThreshold(v)
+		if err != nil {
+			d.errf(e.val, p, "%v", err)
+			continue
+		}
+		if key == "xoff" {
+			r.XOff = t
+		} else {
+			r.XOn = t
+		}
+	}
+	if !r.XOff.IsZero() && !r.XOn.IsZero() {
+		xon := f["xon"]
+		switch {
+		case r.XOff.Unit != r.XOn.Unit:
+			d.errf(xon.val, "routing.xon", "counts %s but xoff counts %s; use one unit for both", r.XOn.Unit, r.XOff.Unit)
+		case r.XOn.Value >= r.XOff.Value:
+			d.errf(xon.val, "routing.xon", "%s must be below xoff (%s), or ports would never resume", r.XOn, r.XOff)
+		}
+	}
+	return r
+}
+
+func (d *decoder) links(e *entry, kind topology.Kind, topoOK bool) map[LinkClass]LinkSpec {
+	classes := ClassesOf(kind)
+	host := LinkSpec{Rate: DefaultRate}
+	given := map[LinkClass]LinkSpec{}
+	if e != nil {
+		f := d.fields(e.val, "links", "host", "local", "global")
+		for _, c := range []LinkClass{HostLinks, LocalLinks, GlobalLinks} {
+			ce := f[string(c)]
+			if ce == nil {
+				continue
+			}
+			if topoOK && !hasClass(classes, c) {
+				d.errAt(ce.keyPos, "links."+string(c), "%s has no %s links (its classes are %s)", kind, c, classList(classes))
+				continue
+			}
+			given[c] = d.linkSpec(ce.val, "links."+string(c))
+		}
+		if h, ok := given[HostLinks]; ok {
+			host = h
+		}
+	}
+	if !topoOK {
+		classes = []LinkClass{HostLinks, LocalLinks, GlobalLinks}
+	}
+	out := map[LinkClass]LinkSpec{}
+	for _, c := range classes {
+		if ls, ok := given[c]; ok {
+			out[c] = ls
+		} else {
+			out[c] = host
+		}
+	}
+	return out
+}
+
+func hasClass(cs []LinkClass, c LinkClass) bool {
+	for _, x := range cs {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func classList(cs []LinkClass) string {
+	s := make([]string, len(cs))
+	for i, c := range cs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+func (d *decoder) linkSpec(n *node, path string) LinkSpec {
+	var ls LinkSpec
+	f := d.fields(n, path, "rate", "delay", "jitter", "loss")
+	if n.kind != mapNode && n.kind != nullNode {
+		return ls
+	}
+	if e := f["rate"]; e == nil {
+		d.errf(n, join(path, "rate"), "required, e.g. rate: 100mbit")
+	} else if v, ok := d.str(e.val, join(path, "rate")); ok {
+		r, err := ParseRate(v)
+		if err != nil {
+			d.errf(e.val, join(path, "rate"), "%v", err)
+		}
+		ls.Rate = r
+	}
+	if e := f["delay"]; e != nil {
+		ls.Delay = impairment(d, e.val, join(path, "delay"), d.nonNegDuration)
+	}
+	if e := f["jitter"]; e != nil {
+		ls.Jitter = impairment(d, e.val, join(path, "jitter"), d.nonNegDuration)
+		if ls.Jitter.Value > 0 && ls.Delay.Value == 0 {
+			d.errf(e.val, join(path, "jitter"), "jitter needs a delay to vary around (netem); add delay")
+		}
+	}
+	if e := f["loss"]; e != nil {
+		ls.Loss = impairment(d, e.val, join(path, "loss"), d.lossPercent)
+	}
+	return ls
+}
+
+// impairment reads either a scalar (a required impairment) or
+// {value: X, required: bool} (required defaults to true).
+func impairment[T time.Duration | float64](d *decoder, n *node, path string, read func(*node, string) (T, bool)) Impairment[T] {
+	if n.kind != mapNode {
+		v, _ := read(n, path)
+		return Impairment[T]{Value: v, Required: true}
+	}
+	f := d.fields(n, path, "value", "required")
+	im := Impairment[T]{Required: true}
+	if e := f["value"]; e == nil {
+		d.errf(n, join(path, "value"), "required")
+	} else {
+		im.Value, _ = read(e.val, join(path, "value"))
+	}
+	if e := f["required"]; e != nil {
+		im.Required, _ = d.boolean(e.val, join(path, "required"))
+	}
+	return im
+}
+
+func (d *decoder) nonNegDuration(n *node, path string) (time.Duration, bool) {
+	v, ok := d.duration(n, path)
+	if ok && v < 0 {
+		d.errf(n, path, "must not be negative, got %s", n.text)
+		return 0, false
+	}
+	return v, ok
+}
+
+func (d *decoder) lossPercent(n *node, path string) (float64, bool) {
+	if n.kind != scalarNode || n.typ == boolScalar {
+		d.errf(n, path, "must be a percentage such as 0.1%%, got %s", describe(n))
+		return 0, false
+	}
+	v := n.fval
+	if n.typ == strScalar {
+		var err error
+		v, err = strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(n.text), "%")), 64)
+		if err != nil {
+			d.errf(n, path, "%q is not a percentage (want e.g. 0.1%%)", n.text)
+			return 0, false
+		}
+	}
+	if !(v >= 0 && v <= 100) {
+		d.errf(n, path, "must be between 0%% and 100%%, got %s", n.text)
+		return 0, false
+	}
+	return v, true
+}
+
+func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase {
+	if n.kind != seqNode {
+		d.errf(n, path, "must be a list of phases, got %s", describe(n))
+		return nil
+	}
+	var out []Phase
+	seen := map[string]string{}
+	for i, pn := range n.items {
+		pp := index(path, i)
+		if pn.kind != mapNode {
+			d.errf(pn, pp, "a phase must be a mapping with a name and one of dmp, announce, wait, traffic; got %s", describe(pn))
+			continue
+		}
+		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect")
+		ph := Phase{}
+		if e := f["name"]; e == nil {
+			d.errf(pn, join(pp, "name"), "required")
+		} else if v, ok := d.str(e.val, join(pp, "name")); ok {
+			switch {
+			case !phaseNameRe.MatchString(v) || len(v) > 64:
+				d.errf(e.val, join(pp, "name"), "%q is not a phase name (letters, digits, _, . and -, at most 64; it names result files)", v)
+			case seen[v] != "":
+				d.errf(e.val, join(pp, "name"), "duplicate phase name %q (also %s)", v, seen[v])
+			default:
+				seen[v] = pp
+				ph.Name = v
+			}
+		}
+		var kinds []string
+		for _, k := range []string{"dmp", "announce", "wait", "traffic"} {
+			if f[k] != nil {
+				kinds = append(kinds, k)
+			}
+		}
+		if len(kinds) != 1 {
+			has := "none"
+			if len(kinds) > 0 {
+				has = strings.Join(kinds, ", ")
+			}
+			d.errf(pn, pp, "a phase needs exactly one of dmp, announce, wait, traffic (has %s)", has)
+			out = append(out, ph)
+			continue
+		}
+		ph.Kind = PhaseKind(kinds[0])
+		e := f[kinds[0]]
+		kp := join(pp, kinds[0])
+		switch ph.Kind {
+		case PhaseDMP:
+			if v, ok := d.boolean(e.val, kp); ok && !v {
+				d.errf(e.val, kp, "must be true (drop the phase to skip DMP)")
+			}
+		case PhaseAnnounce:
+			ph.Announce = d.announce(e.val, kp)
+		case PhaseWait:
+			if v, ok := d.duration(e.val, kp); ok {
+				if v <= 0 {
+					d.errf(e.val, kp, "must be positive, got %s", e.val.text)
+				}
+				ph.Wait = v
+			}
+		case PhaseTraffic:
+			ph.Traffic = d.traffic(e.val, kp, s, topoOK)
+		}
+		if e := f["expect"]; e != nil {
+			if ph.Kind != PhaseTraffic {
+				d.errAt(e.keyPos, join(pp, "expect"), "only traffic phases have expectations")
+			} else {
+				ph.Expect = d.expect(e.val, join(pp, "expect"))
+			}
+		}
+		out = append(out, ph)
+	}
+	return out
+}
+
+func (d *decoder) announce(n *node, path string) *Announce {
+	a := &Announce{Rounds: 1, Interval: time.Second, PeerMACFrom: FromPayload}
+	if n.kind == scalarNode && n.typ == boolScalar && n.bval {
+		// announce: true takes every default.
+		return a
+	}
+	f := d.fields(n, path, "rounds", "interval", "peer_mac_from", "connect")
+	if e := f["rounds"]; e != nil {
+		if v, ok := d.smallInt(e.val, join(path, "rounds")); ok {
+			if v < 1 || v > 1000 {
+				d.errf(e.val, join(path, "rounds"), "must be between 1 and 1000, got %d", v)
+			}
+			a.Rounds = v
+		}
+	}
+	if e := f["interval"]; e != nil {
+		if v, ok := d.duration(e.val, join(path, "interval")); ok {
+			if v <= 0 {
+				d.errf(e.val, join(path, "interval"), "must be positive, got %s", e.val.text)
+			}
+			a.Interval = v
+		}
+	}
+	if e := f["peer_mac_from"]; e != nil {
+		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), "payload", "source"); ok {
+			a.PeerMACFrom = PeerMACSource(v)
+		}
+	}
+	if e := f["connect"]; e != nil {
+		a.Connect, _ = d.boolean(e.val, join(path, "connect"))
+	}
+	return a
+}
+
+var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
+
+var patternList = "uniform, adv+N, bit-reversal, transpose, permutation, all-to-all, npb-like"
+
+var npbApps = []string{"CG", "BT", "FT", "IS", "LU", "MG", "SP"}
+
+func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traffic {
+	t := &Traffic{Frame: DefaultFrame, Duration: DefaultDuration, Seed: DefaultSeed}
+	if n.kind != mapNode {
+		d.errf(n, path, "must be a mapping such as {pattern: uniform, loads: [0.1, 0.5]}, got %s", describe(n))
+		return t
+	}
+	f := d.fields(n, path, "pattern", "app", "loads", "frame", "duration", "seed")
+	if e := f["pattern"]; e == nil {
+		d.errf(n, join(path, "pattern"), "required (want %s)", patternList)
+	} else if v, ok := d.str(e.val, join(path, "pattern")); ok {
+		p := join(path, "pattern")
+		switch PatternKind(v) {
+		case Uniform, BitReversal, Transpose, Permutation, AllToAll, NPBLike:
+			t.Pattern = PatternKind(v)
+		default:
+			m := advRe.FindStringSubmatch(v)
+			if m == nil {
+				if strings.HasPrefix(v, "adv") {
+					d.errf(e.val, p, "%q: adversarial patterns are written adv+N with N >= 1, e.g. adv+1", v)
+				} else {
+					d.errf(e.val, p, "unknown pattern %q (want %s)", v, patternList)
+				}
+				break
+			}
+			off, err := strconv.Atoi(m[1])
+			if err != nil || off < 1 {
+				d.errf(e.val, p, "%q: the offset N of adv+N must be at least 1", v)
+				break
+			}
+			if topoOK && s.Topology.Kind == topology.Dragonfly && off >= s.Topology.G {
+				d.errf(e.val, p, "%q: offset %d would wrap around the %d groups; use 1..%d", v, off, s.Topology.G, s.Topology.G-1)
+				break
+			}
+			t.Pattern, t.AdvOffset = Adversarial, off
+		}
+	}
+	if e := f["app"]; e != nil {
+		p := join(path, "app")
+		if t.Pattern != "" && t.Pattern != NPBLike {
+			d.errAt(e.keyPos, p, "only applies to pattern npb-like")
+		} else if v, ok := d.str(e.val, p); ok {
+			up := strings.ToUpper(v)
+			found := false
+			for _, a := range npbApps {
+				found = found || a == up
+			}
+			if !found {
+				d.errf(e.val, p, "unknown NPB application %q (want %s)", v, strings.Join(npbApps, ", "))
+			}
+			t.App = up
+		}
+	}
+	if e := f["loads"]; e == nil {
+		d.errf(n, join(path, "loads"), "required: offered loads in (0, 1], e.g. loads: [0.1, 0.5]")
+	} else {
+		p := join(path, "loads")
+		items := e.val.items
+		if e.val.kind == scalarNode {
+			items = []*node{e.val}
+		} else if e.val.kind != seqNode {
+			d.errf(e.val, p, "must be a list of loads, got %s", describe(e.val))
+		} else if len(items) == 0 {
+			d.errf(e.val, p, "needs at least one load")
+		}
+		for i, it := range items {
+			ip := index(p, i)
+			if e.val.kind == scalarNode {
+				ip = p
+			}
+			v, ok := d.number(it, ip)
+			if !ok {
+				continue
+			}
+			if !(v > 0 && v <= 1) {
+				d.errf(it, ip, "a load must be in (0, 1] (a fraction of the host link rate), got %s", it.text)
+				continue
+			}
+			t.Loads = append(t.Loads, v)
+		}
+	}
+	if e := f["frame"]; e != nil {
+		if v, ok := d.smallInt(e.val, join(path, "frame")); ok {
+			if v < 64 || v > 9000 {
+				d.errf(e.val, join(path, "frame"), "frame size must be 64..9000 bytes, got %d", v)
+			}
+			t.Frame = v
+		}
+	}
+	if e := f["duration"]; e != nil {
+		if v, ok := d.duration(e.val, join(path, "duration")); ok {
+			if v <= 0 {
+				d.errf(e.val, join(path, "duration"), "must be positive, got %s", e.val.text)
+			}
+			t.Duration = v
+		}
+	}
+	if e := f["seed"]; e != nil {
+		t.Seed, _ = d.integer(e.val, join(path, "seed"))
+	}
+	return t
+}
+
+func (d *decoder) expect(n *node, path string) []Expectation {
+	items := n.items
+	if n.kind == scalarNode {
+		items = []*node{n}
+	} else if n.kind != seqNode {
+		d.errf(n, path, "must be a list of expectations such as [\"loss == 0\"], got %s", describe(n))
+		return nil
+	}
+	var out []Expectation
+	for i, it := range items {
+		ip := index(path, i)
+		if n.kind == scalarNode {
+			ip = path
+		}
+		if it.kind != scalarNode || it.typ != strScalar {
+			d.errf(it, ip, "must be a string such as \"loss == 0\", got %s", describe(it))
+			continue
+		}
+		x, err := ParseExpectation(it.text)
+		if err != nil {
+			d.errf(it, ip, "%v", err)
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// crossChecks are the rules that span sections.
+func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
+	if s.Addressing.Assign == AssignDMP {
+		// With assign: dmp hosts have no address until DMP ran, so nothing
+		// may talk before a dmp phase.
+		for _, ph := range s.Phases {
+			if ph.Kind == PhaseDMP {
+				break
+			}
+			if ph.Kind == PhaseAnnounce || ph.Kind == PhaseTraffic {
+				ae := f["addressing"].val.get("assign")
+				d.errf(ae.val, "addressing.assign", "dmp: hosts get their address from DMP, but phase %q sends before any dmp phase", ph.Name)
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,302 @@
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MarshalYAML renders the effective scenario — every default filled in,
+// every override applied — as a version 1 file that Parse reads back to
+// the same Scenario. It is what a run records as "the scenario as run".
+func (s *Scenario) MarshalYAML() ([]byte, error) {
+	var b strings.Builder
+	b.WriteString("# ethfab scenario as run: defaults applied")
+	if len(s.Overrides) > 0 {
+		b.WriteString(", overrides applied")
+	}
+	b.WriteString("\n")
+	if s.Source != "" {
+		fmt.Fprintf(&b, "# source: %s\n", oneLine(s.Source))
+	}
+	for _, o := range s.Overrides {
+		fmt.Fprintf(&b, "# --set %s\n", oneLine(o))
+	}
+	writeBlockMap(&b, s.effectiveTree(), 0, false)
+	return []byte(b.String()), nil
+}
+
+// WriteFile writes MarshalYAML's output to path.
+func (s *Scenario) WriteFile(path string) error {
+	data, err := s.MarshalYAML()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return fmt.Errorf("scenario: write effective scenario: %w", err)
+	}
+	return nil
+}
+
+func oneLine(s string) string {
+	q := strconv.Quote(s)
+	if q[1:len(q)-1] == s {
+		return s
+	}
+	return q
+}
+
+// Node constructors for the emitter; positions do not matter here.
+
+func mkMap(flow bool, kv ...any) *node {
+	n := &node{kind: mapNode, flow: flow}
+	for i := 0; i+1 < len(kv); i += 2 {
+		n.entries = append(n.entries, &entry{key: kv[i].(string), val: kv[i+1].(*node)})
+	}
+	return n
+}
+
+func (n *node) add(key string, v *node) { n.entries = append(n.entries, &entry{key: key, val: v}) }
+
+func mkStr(s string) *node  { return &node{kind: scalarNode, typ: strScalar, text: s} }
+func mkUser(s string) *node { return &node{kind: scalarNode, typ: strScalar, text: s, quote: true} }
+func mkInt(v int64) *node {
+	return &node{kind: scalarNode, typ: intScalar, text: strconv.FormatInt(v, 10)}
+}
+func mkBool(v bool) *node {
+	return &node{kind: scalarNode, typ: boolScalar, text: strconv.FormatBool(v)}
+}
+func mkFloat(v float64) *node {
+	return &node{kind: scalarNode, typ: floatScalar, text: strconv.FormatFloat(v, 'g', -1, 64)}
+}
+
+func (s *Scenario) effectiveTree() *node {
+	root := mkMap(false)
+	root.add("version", mkInt(int64(s.Version)))
+	root.add("name", mkUser(s.Name))
+	if s.Description != "" {
+		root.add("description", mkUser(s.Description))
+	}
+	topo := mkMap(true, "kind", mkStr(string(s.Topology.Kind)))
+	for _, p := range s.Topology.ParamNames() {
+		switch p {
+		case "dims":
+			dims := &node{kind: seqNode, flow: true}
+			for _, d := range s.Topology.Dims {
+				dims.items = append(dims.items, mkInt(int64(d)))
+			}
+			topo.add("dims", dims)
+		default:
+			topo.add(p, mkInt(int64(topoParam(s, p))))
+		}
+	}
+	root.add("topology", topo)
+	root.add("addressing", mkMap(true,
+		"scheme", mkStr(string(s.Addressing.Scheme)),
+		"compact", mkBool(s.Addressing.Compact),
+		"assign", mkStr(string(s.Addressing.Assign))))
+	routing := mkMap(true, "mode", mkStr(string(s.Routing.Mode)))
+	if !s.Routing.XOff.IsZero() {
+		routing.add("xoff", mkStr(s.Routing.XOff.String()))
+	}
+	if !s.Routing.XOn.IsZero() {
+		routing.add("xon", mkStr(s.Routing.XOn.String()))
+	}
+	root.add("routing", routing)
+	links := mkMap(false)
+	for _, c := range ClassesOf(s.Topology.Kind) {
+		ls, ok := s.Links[c]
+		if !ok {
+			continue
+		}
+		m := mkMap(true, "rate", mkStr(FormatRate(ls.Rate)))
+		for _, im := range []struct {
+			key      string
+			set      bool
+			val      string
+			required bool
+		}{
+			{"delay", ls.Delay.Value != 0, FormatDuration(ls.Delay.Value), ls.Delay.Required},
+			{"jitter", ls.Jitter.Value != 0, FormatDuration(ls.Jitter.Value), ls.Jitter.Required},
+			{"loss", ls.Loss.Value != 0, FormatLoss(ls.Loss.Value), ls.Loss.Required},
+		} {
+			if !im.set {
+				continue
+			}
+			if im.required {
+				m.add(im.key, mkStr(im.val))
+			} else {
+				m.add(im.key, mkMap(true, "value", mkStr(im.val), "required", mkBool(false)))
+			}
+		}
+		links.add(string(c), m)
+	}
+	root.add("links", links)
+	root.add("ovs", mkMap(true, "datapath", mkStr(string(s.OVS.Datapath))))
+	phases := &node{kind: seqNode}
+	for _, ph := range s.Phases {
+		m := mkMap(false, "name", mkUser(ph.Name))
+		switch ph.Kind {
+		case PhaseDMP:
+			m.add("dmp", mkBool(true))
+		case PhaseAnnounce:
+			a := ph.Announce
+			m.add("announce", mkMap(true,
+				"rounds", mkInt(int64(a.Rounds)),
+				"interval", mkStr(FormatDuration(a.Interval)),
+				"peer_mac_from", mkStr(string(a.PeerMACFrom)),
+				"connect", mkBool(a.Connect)))
+		case PhaseWait:
+			m.add("wait", mkStr(FormatDuration(ph.Wait)))
+		case PhaseTraffic:
+			t := ph.Traffic
+			tm := mkMap(true, "pattern", mkStr(t.PatternString()))
+			if t.App != "" {
+				tm.add("app", mkStr(t.App))
+			}
+			loads := &node{kind: seqNode, flow: true}
+			for _, l := range t.Loads {
+				loads.items = append(loads.items, mkFloat(l))
+			}
+			tm.add("loads", loads)
+			tm.add("frame", mkInt(int64(t.Frame)))
+			tm.add("duration", mkStr(FormatDuration(t.Duration)))
+			tm.add("seed", mkInt(t.Seed))
+			m.add("traffic", tm)
+			if len(ph.Expect) > 0 {
+				ex := &node{kind: seqNode}
+				for _, e := range ph.Expect {
+					ex.items = append(ex.items, mkUser(e.Text))
+				}
+				m.add("expect", ex)
+			}
+		}
+		phases.items = append(phases.items, m)
+	}
+	if len(phases.items) > 0 {
+		root.add("phases", phases)
+	}
+	return root
+}
+
+func topoParam(s *Scenario, p string) int {
+	sp := s.Topology
+	switch p {
+	case "p":
+		return sp.P
+	case "a":
+		return sp.A
+	case "h":
+		return sp.H
+	case "g":
+		return sp.G
+	case "t":
+		return sp.T
+	case "k":
+		return sp.K
+	case "levels":
+		return sp.Levels
+	case "pods":
+		return sp.Pods
+	}
+	return 0
+}
+
+// A tiny emitter: block style for the document's skeleton, flow style
+// where the node asks for it, so the output reads like a hand-written file.
+
+func isInline(n *node) bool {
+	return n.kind == scalarNode || n.kind == nullNode || n.flow ||
+		(n.kind == mapNode && len(n.entries) == 0) || (n.kind == seqNode && len(n.items) == 0)
+}
+
+func writeBlockMap(b *strings.Builder, n *node, indent int, firstInline bool) {
+	pad := strings.Repeat(" ", indent)
+	for i, e := range n.entries {
+		if i > 0 || !firstInline {
+			b.WriteString(pad)
+		}
+		b.WriteString(e.key)
+		b.WriteString(":")
+		switch {
+		case isInline(e.val):
+			b.WriteString(" ")
+			b.WriteString(inline(e.val))
+			b.WriteString("\n")
+		case e.val.kind == mapNode:
+			b.WriteString("\n")
+			writeBlockMap(b, e.val, indent+2, false)
+		default:
+			b.WriteString("\n")
+			writeBlockSeq(b, e.val, indent+2)
+		}
+	}
+}
+
+func writeBlockSeq(b *strings.Builder, n *node, indent int) {
+	pad := strings.Repeat(" ", indent)
+	for _, it := range n.items {
+		b.WriteString(pad)
+		b.WriteString("- ")
+		switch {
+		case isInline(it):
+			b.WriteString(inline(it))
+			b.WriteString("\n")
+		case it.kind == mapNode:
+			writeBlockMap(b, it, indent+2, true)
+		default:
+			b.WriteString("\n")
+			writeBlockSeq(b, it, indent+2)
+		}
+	}
+}
+
+func inline(n *node) string {
+	switch n.kind {
+	case nullNode:
+		return "null"
+	case mapNode:
+		parts := make([]string, len(n.entries))
+		for i, e := range n.entries {
+			parts[i] = e.key + ": " + inline(e.val)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case seqNode:
+		parts := make([]string, len(n.items))
+		for i, it := range n.items {
+			parts[i] = inline(it)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if n.typ != strScalar {
+		return n.text
+	}
+	if plainSafe(n.text, n.quote) {
+		return n.text
+	}
+	return strconv.Quote(n.text)
+}
+
+var (
+	plainWordRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*$`)
+	plainUnitRe = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?[a-z%]+([0-9]+(\.[0-9]+)?[a-z]+)*$`)
+)
+
+// plainSafe reports whether s reads back as the same string when written
+// without quotes, in block and flow context alike. Free text (user) is only
+// left plain when it is a simple word.
+func plainSafe(s string, user bool) bool {
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "y", "n", "null":
+		return false
+	}
+	if plainWordRe.MatchString(s) {
+		return true
+	}
+	if user {
+		return false
+	}
+	return plainUnitRe.MatchString(s) && !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0o") && !strings.HasPrefix(s, "0b")
+}

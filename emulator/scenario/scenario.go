@@ -1,0 +1,283 @@
+// Package scenario reads ethfab scenario files (YAML, version 1): the
+// fabric to build, how it is addressed, routed and shaped, and the phases
+// to run on it. Every problem is reported with file:line:col and the
+// field's path; REFERENCE.md describes every field.
+package scenario
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// Scenario is a validated scenario with every default applied.
+type Scenario struct {
+	Version     int
+	Name        string // lab name; prefixes namespaces and interfaces
+	Description string
+	Topology    topology.Spec // normalized and validated
+	Addressing  Addressing
+	Routing     Routing
+	// Links has exactly the classes the topology uses (see ClassesOf).
+	Links  map[LinkClass]LinkSpec
+	OVS    OVS
+	Phases []Phase
+
+	Source    string   // the file path (or name given to Parse)
+	Raw       []byte   // the file as read, before overrides
+	Overrides []string // the "PATH=VALUE" of every successful Set, in order
+
+	tree *node // the document with overrides applied; Set edits a copy
+}
+
+// AddressScheme says how pseudo-MACs are laid out.
+type AddressScheme string
+
+// Addressing schemes.
+const (
+	Flat      AddressScheme = "flat"
+	PerSwitch AddressScheme = "per-switch"
+	PerGroup  AddressScheme = "per-group"
+)
+
+// AssignMode says how hosts come to use their pseudo-MAC.
+type AssignMode string
+
+// Assignment modes.
+const (
+	AssignStatic  AssignMode = "static"
+	AssignDMP     AssignMode = "dmp"
+	AssignRewrite AssignMode = "rewrite"
+)
+
+// Addressing is the `addressing` section.
+type Addressing struct {
+	Scheme  AddressScheme // default PerGroup
+	Compact bool          // rule compaction; default false
+	Assign  AssignMode    // default AssignStatic
+}
+
+// RoutingMode is the routing algorithm.
+type RoutingMode string
+
+// Routing modes.
+const (
+	Minimal     RoutingMode = "minimal"
+	Valiant     RoutingMode = "valiant"
+	Conditional RoutingMode = "conditional"
+)
+
+// Routing is the `routing` section. XOff and XOn are only allowed with
+// Conditional; zero means "not given" (the controller picks).
+type Routing struct {
+	Mode RoutingMode // default Minimal
+	XOff Threshold
+	XOn  Threshold
+}
+
+// LinkClass names a class of links that share shaping.
+type LinkClass string
+
+// Link classes: host-switch links; intra-group (Dragonfly), dimension
+// (Flattened Butterfly) or edge-aggregation (Clos) links; Dragonfly global
+// links or Clos aggregation-core links and above.
+const (
+	HostLinks   LinkClass = "host"
+	LocalLinks  LinkClass = "local"
+	GlobalLinks LinkClass = "global"
+)
+
+// ClassesOf lists the link classes a topology kind has.
+func ClassesOf(k topology.Kind) []LinkClass {
+	switch k {
+	case topology.FlatFly:
+		return []LinkClass{HostLinks, LocalLinks}
+	case topology.Dragonfly, topology.Clos:
+		return []LinkClass{HostLinks, LocalLinks, GlobalLinks}
+	}
+	return nil
+}
+
+// DefaultRate is the rate of every class when `links` is omitted.
+const DefaultRate = 100_000_000
+
+// Impairment is a delay, jitter or loss with whether the run must fail
+// when the kernel cannot apply it (no netem) or may go on without it.
+// The zero value means "none".
+type Impairment[T time.Duration | float64] struct {
+	Value    T
+	Required bool
+}
+
+// LinkSpec is the shaping of one link class.
+type LinkSpec struct {
+	Rate   uint64 // bits/s
+	Delay  Impairment[time.Duration]
+	Jitter Impairment[time.Duration]
+	Loss   Impairment[float64] // percent, 0..100
+}
+
+// Datapath selects the OVS datapath.
+type Datapath string
+
+// Datapaths: Auto picks system when the openvswitch module is present,
+// netdev (userspace) otherwise.
+const (
+	DatapathAuto   Datapath = "auto"
+	DatapathNetdev Datapath = "netdev"
+	DatapathSystem Datapath = "system"
+)
+
+// OVS is the `ovs` section.
+type OVS struct {
+	Datapath Datapath // default DatapathAuto
+}
+
+// PhaseKind says what a phase does.
+type PhaseKind string
+
+// Phase kinds; a phase is exactly one of these.
+const (
+	PhaseDMP      PhaseKind = "dmp"
+	PhaseAnnounce PhaseKind = "announce"
+	PhaseWait     PhaseKind = "wait"
+	PhaseTraffic  PhaseKind = "traffic"
+)
+
+// Phase is one step of a run. Exactly the field of its Kind is set
+// (Announce, Wait or Traffic; a DMP phase has no options).
+type Phase struct {
+	Name     string
+	Kind     PhaseKind
+	Announce *Announce
+	Wait     time.Duration
+	Traffic  *Traffic
+	Expect   []Expectation // traffic phases only
+}
+
+// PeerMACSource says where an announcement's receiver takes the peer's
+// MAC from.
+type PeerMACSource string
+
+// Sources of a peer's MAC.
+const (
+	FromPayload PeerMACSource = "payload"
+	FromSource  PeerMACSource = "source"
+)
+
+// Announce is an Open-MX-style announcement phase.
+type Announce struct {
+	Rounds      int           // default 1
+	Interval    time.Duration // default 1s
+	PeerMACFrom PeerMACSource // default FromPayload
+	Connect     bool          // default false
+}
+
+// PatternKind is a traffic pattern family.
+type PatternKind string
+
+// Traffic patterns.
+const (
+	Uniform     PatternKind = "uniform"
+	Adversarial PatternKind = "adv" // written adv+N
+	BitReversal PatternKind = "bit-reversal"
+	Transpose   PatternKind = "transpose"
+	Permutation PatternKind = "permutation"
+	AllToAll    PatternKind = "all-to-all"
+	NPBLike     PatternKind = "npb-like"
+)
+
+// Traffic is a traffic phase: one run per load.
+type Traffic struct {
+	Pattern   PatternKind
+	AdvOffset int    // N of adv+N (>= 1); 0 for other patterns
+	App       string // npb-like only: CG, BT, FT, IS, LU, MG or SP; "" = generic
+	Loads     []float64
+	Frame     int           // bytes, 64..9000, default 1000
+	Duration  time.Duration // per load, default 4s
+	Seed      int64         // default 1
+}
+
+// PatternString renders the pattern as written in files ("adv+2").
+func (t *Traffic) PatternString() string {
+	if t.Pattern == Adversarial {
+		return fmt.Sprintf("adv+%d", t.AdvOffset)
+	}
+	return string(t.Pattern)
+}
+
+// Defaults of the traffic phase.
+const (
+	DefaultFrame    = 1000
+	DefaultDuration = 4 * time.Second
+	DefaultSeed     = 1
+)
+
+// Load reads and validates a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates a scenario; name is used in error positions and as
+// Source. The error, if any, is Errors.
+func Parse(name string, data []byte) (*Scenario, error) {
+	tree, err := parseTree(name, data)
+	if err != nil {
+		return nil, err
+	}
+	s, err := decode(name, tree)
+	if err != nil {
+		return nil, err
+	}
+	s.Raw = append([]byte(nil), data...)
+	return s, nil
+}
+
+// Set applies a --set override: PATH is a field path as in error messages
+// ("routing.mode", "topology.g", "phases[1].traffic.loads") and VALUE is
+// read as YAML ("valiant", "9", "[0.1,0.2]", "{value: 1ms, required:
+// false}"). Missing mappings on the way are created; list indices must
+// exist. The whole scenario is validated again; on error s is unchanged.
+func (s *Scenario) Set(path, value string) error {
+	override := path + "=" + value
+	steps, err := parsePath(path)
+	if err != nil {
+		return fmt.Errorf("--set %s: %w", override, err)
+	}
+	val, err := parseTree("--set", []byte(value))
+	if err != nil {
+		return fmt.Errorf("--set %s: value: %w", override, err)
+	}
+	val.setOverride(override)
+	tree := s.tree.clone()
+	if tree == nil {
+		tree = &node{kind: mapNode, pos: pos{line: 1, col: 1}}
+	}
+	if err := setPath(tree, path, steps, val, override); err != nil {
+		return fmt.Errorf("--set %s: %w", override, err)
+	}
+	ns, err := decode(s.Source, tree)
+	if err != nil {
+		return err
+	}
+	ns.Raw = s.Raw
+	ns.Overrides = append(append([]string(nil), s.Overrides...), override)
+	*s = *ns
+	return nil
+}
+
+// Phase returns the phase with the given name, or nil.
+func (s *Scenario) Phase(name string) *Phase {
+	for i := range s.Phases {
+		if s.Phases[i].Name == name {
+			return &s.Phases[i]
+		}
+	}
+	return nil
+}

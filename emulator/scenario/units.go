@@ -1,0 +1,147 @@
+package scenario
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rateUnits are tc's (tc(8), "RATES"): SI multiples of bit/s, IEC
+// multiples, and bytes per second.
+var rateUnits = map[string]float64{
+	"": 1, "bit": 1,
+	"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
+	"kibit": 1 << 10, "mibit": 1 << 20, "gibit": 1 << 30, "tibit": 1 << 40,
+	"bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
+	"kibps": 8 << 10, "mibps": 8 << 20, "gibps": 8 << 30, "tibps": 8 << 40,
+}
+
+// maxRate keeps rates far from overflow; no veth gets near 100 Tbit/s.
+const maxRate = 1e14
+
+var numUnitRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z%]*)$`)
+
+// ParseRate reads a rate in tc notation ("100mbit", "1gbit", "12.5mbps";
+// a bare number is bit/s) and returns bits per second.
+func ParseRate(s string) (uint64, error) {
+	m := numUnitRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a rate (want e.g. 100mbit, 1gbit, 500kbit)", s)
+	}
+	mult, ok := rateUnits[strings.ToLower(m[2])]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown rate unit %q (want bit, kbit, mbit, gbit, tbit, or bps, kbps, mbps, gbps)", s, m[2])
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a rate: %w", s, err)
+	}
+	bits := math.Round(v * mult)
+	if bits < 1 {
+		return 0, fmt.Errorf("rate %q must be positive", s)
+	}
+	if bits > maxRate {
+		return 0, fmt.Errorf("rate %q is beyond any link", s)
+	}
+	return uint64(bits), nil
+}
+
+// FormatRate renders bits/s in the largest tc unit that keeps it exact.
+func FormatRate(bps uint64) string {
+	for _, u := range []struct {
+		name string
+		mult uint64
+	}{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}} {
+		if bps >= u.mult && bps%u.mult == 0 {
+			return strconv.FormatUint(bps/u.mult, 10) + u.name
+		}
+	}
+	return strconv.FormatUint(bps, 10) + "bit"
+}
+
+// FormatDuration is time.Duration.String with "us" for "µs", so files stay
+// ASCII; time.ParseDuration reads both.
+func FormatDuration(d time.Duration) string {
+	return strings.ReplaceAll(d.String(), "µs", "us")
+}
+
+// FormatLoss renders a loss percentage as "0.1%".
+func FormatLoss(pct float64) string {
+	return strconv.FormatFloat(pct, 'g', -1, 64) + "%"
+}
+
+// ThresholdUnit says what a queue threshold counts.
+type ThresholdUnit string
+
+// Units of Threshold.
+const (
+	Frames ThresholdUnit = "frames"
+	Bytes  ThresholdUnit = "bytes"
+)
+
+// Threshold is a queue occupancy (XOFF/XON of conditional routing): a
+// bare number counts frames, a size with a tc unit ("30kb") counts bytes.
+// The zero Threshold means "not given".
+type Threshold struct {
+	Value int64
+	Unit  ThresholdUnit
+}
+
+// IsZero reports whether the threshold was not given.
+func (t Threshold) IsZero() bool { return t.Unit == "" }
+
+// sizeUnits are tc's sizes (tc(8), "SIZES"): k/kb mean 1024 bytes there,
+// and ethfab keeps tc's meaning so values can be copied between the two.
+var sizeUnits = map[string]int64{
+	"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+}
+
+// ParseThreshold reads "20" (frames) or "30kb" (bytes).
+func ParseThreshold(s string) (Threshold, error) {
+	m := numUnitRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Threshold{}, fmt.Errorf("%q is not a threshold (want frames, e.g. 20, or bytes, e.g. 30kb)", s)
+	}
+	unit := strings.ToLower(m[2])
+	if unit == "" {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n < 1 || n > 1<<30 {
+			return Threshold{}, fmt.Errorf("%q: a frame count must be an integer between 1 and %d", s, 1<<30)
+		}
+		return Threshold{Value: n, Unit: Frames}, nil
+	}
+	mult, ok := sizeUnits[unit]
+	if !ok {
+		return Threshold{}, fmt.Errorf("%q: unknown size unit %q (want b, kb, mb, gb)", s, m[2])
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return Threshold{}, fmt.Errorf("%q is not a threshold: %w", s, err)
+	}
+	b := math.Round(v * float64(mult))
+	if b < 1 || b > 1<<40 {
+		return Threshold{}, fmt.Errorf("%q: a byte threshold must be between 1b and 1024gb", s)
+	}
+	return Threshold{Value: int64(b), Unit: Bytes}, nil
+}
+
+func (t Threshold) String() string {
+	switch t.Unit {
+	case Frames:
+		return strconv.FormatInt(t.Value, 10)
+	case Bytes:
+		for _, u := range []struct {
+			name string
+			mult int64
+		}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}} {
+			if t.Value%u.mult == 0 {
+				return strconv.FormatInt(t.Value/u.mult, 10) + u.name
+			}
+		}
+		return strconv.FormatInt(t.Value, 10) + "b"
+	}
+	return ""
+}
