@@ -1,0 +1,379 @@
+package ovs
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/model"
+	"github.com/ovn-kubernetes/libovsdb/ovsdb"
+
+	"github.com/ethfab/ethfab/ovs/vswitchd"
+)
+
+// Port is a switch port: an existing network device (a veth end) in the
+// instance's netns, attached with a requested OpenFlow port number.
+type Port struct {
+	Name   string
+	OFPort int // ofport_request; 0 lets OVS choose
+}
+
+// Bridge is one emulated switch.
+type Bridge struct {
+	Name        string
+	Ports       []Port
+	ExternalIDs map[string]string
+	// DatapathID is the OpenFlow datapath id; 0 derives a stable one from
+	// the lab and bridge name.
+	DatapathID uint64
+}
+
+// PortInfo is a port as vswitchd attached it.
+type PortInfo struct {
+	Name   string
+	OFPort int    // assigned OpenFlow port; -1 if the interface failed
+	Error  string // Interface.error, "" if none
+}
+
+// BridgeInfo is a bridge as the database holds it.
+type BridgeInfo struct {
+	Name        string
+	DatapathID  string
+	Ports       []PortInfo // sorted by name
+	ExternalIDs map[string]string
+}
+
+// CreateOptions tune how CreateBridgesWith splits the work; the zero value
+// is what CreateBridges does.
+type CreateOptions struct {
+	// BridgesPerTxn bounds the bridges (with their ports) per transaction;
+	// 0 = all in one.
+	BridgesPerTxn int
+	// PortsLater creates all bridges empty first, then adds the ports.
+	PortsLater bool
+	// NoWait returns once the database committed, without waiting for
+	// ovs-vswitchd to attach the ports.
+	NoWait bool
+	// WaitTimeout bounds the wait for ports to attach; 0 = 10 minutes
+	// (the context may end it sooner).
+	WaitTimeout time.Duration
+}
+
+// CreateBridges adds the bridges and their ports in one OVSDB transaction
+// and waits until ovs-vswitchd has attached every port.
+func (i *Instance) CreateBridges(ctx context.Context, bridges []Bridge) error {
+	return i.CreateBridgesWith(ctx, bridges, CreateOptions{})
+}
+
+// CreateBridgesWith is CreateBridges with options, for benchmarking.
+func (i *Instance) CreateBridgesWith(ctx context.Context, bridges []Bridge, opt CreateOptions) error {
+	if err := i.connect(ctx); err != nil {
+		return err
+	}
+	for _, b := range bridges {
+		if err := checkSocketPath(strings.TrimPrefix(i.MgmtSocket(b.Name), "unix:")); err != nil {
+			return err
+		}
+	}
+	root, err := i.waitRootUUID(ctx)
+	if err != nil {
+		return err
+	}
+	chunk := opt.BridgesPerTxn
+	if chunk <= 0 {
+		chunk = len(bridges)
+	}
+	for start := 0; start < len(bridges); start += chunk {
+		part := bridges[start:min(start+chunk, len(bridges))]
+		if opt.PortsLater {
+			err = i.createBridgesThenPorts(ctx, root, start, part)
+		} else {
+			var ops []ovsdb.Operation
+			ops, err = i.bridgeOps(root, start, part, true)
+			if err == nil {
+				err = i.transact(ctx, ops)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if opt.NoWait {
+		return nil
+	}
+	timeout := opt.WaitTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	return i.WaitPorts(ctx, bridges, timeout)
+}
+
+// bridgeOps builds inserts for the bridges (and their ports if withPorts)
+// plus the Open_vSwitch.bridges mutation that keeps them from being
+// garbage-collected. Named UUIDs are indices (valid identifiers whatever
+// the bridge and port names are).
+func (i *Instance) bridgeOps(root string, base int, bridges []Bridge, withPorts bool) ([]ovsdb.Operation, error) {
+	var ops []ovsdb.Operation
+	var brUUIDs []string
+	secure := vswitchd.BridgeFailModeSecure
+	for bi, b := range bridges {
+		var portUUIDs []string
+		if withPorts {
+			pops, uuids, err := i.portOps(base+bi, b)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, pops...)
+			portUUIDs = uuids
+		}
+		dpid := b.DatapathID
+		if dpid == 0 {
+			dpid = deriveDPID(i.cfg.Lab, b.Name)
+		}
+		brUUID := fmt.Sprintf("b%d", base+bi)
+		br := &vswitchd.Bridge{
+			UUID:         brUUID,
+			Name:         b.Name,
+			DatapathType: i.cfg.Datapath,
+			FailMode:     &secure,
+			Protocols:    []vswitchd.BridgeProtocols{vswitchd.BridgeProtocolsOpenflow13},
+			OtherConfig: map[string]string{
+				"disable-in-band": "true",
+				"datapath-id":     fmt.Sprintf("%016x", dpid),
+			},
+			ExternalIDs: i.tags(b.ExternalIDs),
+			Ports:       portUUIDs,
+		}
+		bop, err := i.ovs.Create(br)
+		if err != nil {
+			return nil, fmt.Errorf("ovs: bridge %s: %w", b.Name, err)
+		}
+		ops = append(ops, bop...)
+		brUUIDs = append(brUUIDs, brUUID)
+	}
+	rootRow := &vswitchd.OpenvSwitch{UUID: root}
+	mop, err := i.ovs.Where(rootRow).Mutate(rootRow, model.Mutation{
+		Field: &rootRow.Bridges, Mutator: ovsdb.MutateOperationInsert, Value: brUUIDs,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ovs: mutate Open_vSwitch.bridges: %w", err)
+	}
+	return append(ops, mop...), nil
+}
+
+// portOps builds Port+Interface inserts for bridge b (index bi).
+func (i *Instance) portOps(bi int, b Bridge) ([]ovsdb.Operation, []string, error) {
+	var ops []ovsdb.Operation
+	var uuids []string
+	for pi, p := range b.Ports {
+		ifUUID := fmt.Sprintf("i%d_%d", bi, pi)
+		portUUID := fmt.Sprintf("p%d_%d", bi, pi)
+		iface := &vswitchd.Interface{
+			UUID:        ifUUID,
+			Name:        p.Name,
+			ExternalIDs: i.tags(nil),
+		}
+		if p.OFPort > 0 {
+			req := p.OFPort
+			iface.OfportRequest = &req
+		}
+		port := &vswitchd.Port{
+			UUID:        portUUID,
+			Name:        p.Name,
+			Interfaces:  []string{ifUUID},
+			ExternalIDs: i.tags(nil),
+		}
+		iop, err := i.ovs.Create(iface)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ovs: interface %s: %w", p.Name, err)
+		}
+		pop, err := i.ovs.Create(port)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ovs: port %s: %w", p.Name, err)
+		}
+		ops = append(ops, iop...)
+		ops = append(ops, pop...)
+		uuids = append(uuids, portUUID)
+	}
+	return ops, uuids, nil
+}
+
+func (i *Instance) createBridgesThenPorts(ctx context.Context, root string, base int, bridges []Bridge) error {
+	ops, err := i.bridgeOps(root, base, bridges, false)
+	if err != nil {
+		return err
+	}
+	res, err := i.transactResults(ctx, ops)
+	if err != nil {
+		return err
+	}
+	// Inserts come back in order; the bridge inserts are the first
+	// len(bridges) operations.
+	ops = nil
+	for bi, b := range bridges {
+		pops, uuids, err := i.portOps(base+bi, b)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, pops...)
+		brRow := &vswitchd.Bridge{UUID: res[bi].UUID.GoUUID}
+		mop, err := i.ovs.Where(brRow).Mutate(brRow, model.Mutation{
+			Field: &brRow.Ports, Mutator: ovsdb.MutateOperationInsert, Value: uuids,
+		})
+		if err != nil {
+			return fmt.Errorf("ovs: mutate %s.ports: %w", b.Name, err)
+		}
+		ops = append(ops, mop...)
+	}
+	return i.transact(ctx, ops)
+}
+
+func (i *Instance) tags(extra map[string]string) map[string]string {
+	m := make(map[string]string, len(extra)+1)
+	for k, v := range extra {
+		m[k] = v
+	}
+	m[LabKey] = i.cfg.Lab
+	return m
+}
+
+// deriveDPID makes a stable 48-bit datapath id from lab and bridge name.
+func deriveDPID(lab, bridge string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(lab))
+	h.Write([]byte{0})
+	h.Write([]byte(bridge))
+	return h.Sum64() & 0xffffffffffff
+}
+
+func (i *Instance) transact(ctx context.Context, ops []ovsdb.Operation) error {
+	_, err := i.transactResults(ctx, ops)
+	return err
+}
+
+func (i *Instance) transactResults(ctx context.Context, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	res, err := i.ovs.Transact(ctx, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: transact (%d ops): %w", len(ops), err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		return nil, fmt.Errorf("ovs: transact (%d ops): %w", len(ops), err)
+	}
+	return res, nil
+}
+
+// waitRootUUID waits for the monitor to deliver the Open_vSwitch row.
+func (i *Instance) waitRootUUID(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u, err := i.rootUUID()
+		if err == nil || time.Now().After(deadline) {
+			return u, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// WaitPorts waits until ovs-vswitchd has attached every port of bridges
+// (Interface.ofport assigned). Interfaces that report an error fail the
+// wait at once, listed by name.
+func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time.Duration) error {
+	if err := i.connect(ctx); err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, b := range bridges {
+		for _, p := range b.Ports {
+			want[p.Name] = true
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		pending := 0
+		var failed []string
+		i.ifs.mu.Lock()
+		for name := range want {
+			st, ok := i.ifs.byName[name]
+			switch {
+			case ok && st.err != "":
+				failed = append(failed, fmt.Sprintf("%s: %s", name, st.err))
+			case !ok || st.ofport <= 0:
+				pending++
+			}
+		}
+		i.ifs.mu.Unlock()
+		if len(failed) > 0 {
+			slices.Sort(failed)
+			return fmt.Errorf("ovs: %d interface(s) failed to attach: %s", len(failed), strings.Join(failed, "; "))
+		}
+		if pending == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ovs: %d of %d ports not attached: %w", pending, len(want), ctx.Err())
+		case <-i.ifs.changed:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Bridges lists the instance's bridges with their ports as attached.
+func (i *Instance) Bridges(ctx context.Context) ([]BridgeInfo, error) {
+	if err := i.connect(ctx); err != nil {
+		return nil, err
+	}
+	var brs []vswitchd.Bridge
+	var ports []vswitchd.Port
+	var ifaces []vswitchd.Interface
+	for _, l := range []any{&brs, &ports, &ifaces} {
+		if err := i.ovs.List(ctx, l); err != nil {
+			return nil, fmt.Errorf("ovs: list: %w", err)
+		}
+	}
+	portByUUID := make(map[string]*vswitchd.Port, len(ports))
+	for k := range ports {
+		portByUUID[ports[k].UUID] = &ports[k]
+	}
+	ifByUUID := make(map[string]*vswitchd.Interface, len(ifaces))
+	for k := range ifaces {
+		ifByUUID[ifaces[k].UUID] = &ifaces[k]
+	}
+	out := make([]BridgeInfo, 0, len(brs))
+	for _, b := range brs {
+		bi := BridgeInfo{Name: b.Name, ExternalIDs: b.ExternalIDs}
+		if b.DatapathID != nil {
+			bi.DatapathID = *b.DatapathID
+		}
+		for _, pu := range b.Ports {
+			p := portByUUID[pu]
+			if p == nil {
+				continue
+			}
+			pi := PortInfo{Name: p.Name, OFPort: -1}
+			if len(p.Interfaces) > 0 {
+				if it := ifByUUID[p.Interfaces[0]]; it != nil {
+					if it.Ofport != nil {
+						pi.OFPort = *it.Ofport
+					}
+					if it.Error != nil {
+						pi.Error = *it.Error
+					}
+				}
+			}
+			bi.Ports = append(bi.Ports, pi)
+		}
+		slices.SortFunc(bi.Ports, func(a, b PortInfo) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, bi)
+	}
+	slices.SortFunc(out, func(a, b BridgeInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

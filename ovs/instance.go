@@ -1,0 +1,526 @@
+// Package ovs runs a private Open vSwitch instance per lab (its own
+// ovsdb-server and ovs-vswitchd, sockets and database in a private run
+// directory) and configures it in bulk: bridges and ports through OVSDB
+// transactions (libovsdb), OpenFlow rules through ovs-ofctl bundles.
+//
+// The system OVS, if any, is never touched: every daemon, socket, pidfile
+// and log of an instance lives under its RunDir.
+package ovs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ovn-kubernetes/libovsdb/cache"
+	"github.com/ovn-kubernetes/libovsdb/client"
+	"github.com/ovn-kubernetes/libovsdb/model"
+
+	"github.com/ethfab/ethfab/ovs/vswitchd"
+)
+
+// LabKey is the external_ids key that tags every row a lab creates.
+const LabKey = "ethfab-lab"
+
+// Datapath types.
+const (
+	DatapathNetdev = "netdev" // userspace datapath, works without the kernel module
+	DatapathSystem = "system" // kernel datapath (openvswitch module)
+)
+
+// maxSocketPath is sun_path's size (108) minus its terminating NUL.
+const maxSocketPath = 107
+
+// Config describes one private instance.
+type Config struct {
+	Lab      string // lab name; every row gets external_ids {"ethfab-lab": Lab}
+	RunDir   string // private dir: conf.db, db.sock, pidfiles, logs, ctl sockets, <bridge>.mgmt sockets
+	NetNS    string // named netns (/run/netns/NAME) in which ovs-vswitchd runs; "" = current netns
+	Datapath string // DatapathNetdev or DatapathSystem; "" = netdev
+	// OtherConfig is merged into Open_vSwitch.other_config before
+	// ovs-vswitchd starts (e.g. "n-handler-threads": "1"). Nil means
+	// DefaultOtherConfig.
+	OtherConfig map[string]string `json:",omitempty"`
+}
+
+// DefaultOtherConfig holds the Open_vSwitch.other_config used when
+// Config.OtherConfig is nil. Fewer upcall threads suit a small machine and
+// many instances; see ovs/cmd/ovsbench for what the knobs cost.
+var DefaultOtherConfig = map[string]string{
+	"n-handler-threads":     "1",
+	"n-revalidator-threads": "1",
+}
+
+// Instance is a running private OVS instance.
+type Instance struct {
+	cfg Config
+	ovs client.Client // lazily connected OVSDB client
+	ifs ifaceState    // Interface rows as the monitor delivers them
+}
+
+// ifaceState tracks each interface's ofport and error from monitor
+// events, so waiting on thousands of ports does not copy the cache.
+type ifaceState struct {
+	mu      sync.Mutex
+	byName  map[string]ifaceStatus
+	changed chan struct{} // one pending wake-up at most
+}
+
+type ifaceStatus struct {
+	ofport int
+	err    string
+}
+
+func (s *ifaceState) update(m model.Model) {
+	it, ok := m.(*vswitchd.Interface)
+	if !ok {
+		return
+	}
+	st := ifaceStatus{}
+	if it.Ofport != nil {
+		st.ofport = *it.Ofport
+	}
+	if it.Error != nil {
+		st.err = *it.Error
+	}
+	s.mu.Lock()
+	s.byName[it.Name] = st
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *ifaceState) remove(m model.Model) {
+	if it, ok := m.(*vswitchd.Interface); ok {
+		s.mu.Lock()
+		delete(s.byName, it.Name)
+		s.mu.Unlock()
+	}
+}
+
+const stateFile = "ethfab-ovs.json"
+
+// File names inside RunDir. Short on purpose: unix socket paths are limited.
+const (
+	dbFile        = "conf.db"
+	dbSock        = "db.sock"
+	dbPid         = "ovsdb-server.pid"
+	dbCtl         = "ovsdb-server.ctl"
+	dbLog         = "ovsdb-server.log"
+	switchPid     = "ovs-vswitchd.pid"
+	switchCtl     = "ovs-vswitchd.ctl"
+	switchLog     = "ovs-vswitchd.log"
+	schemaPathSys = "/usr/share/openvswitch/vswitch.ovsschema"
+)
+
+func (c *Config) normalize() error {
+	if c.Lab == "" {
+		return errors.New("ovs: Config.Lab is empty")
+	}
+	if c.RunDir == "" {
+		return errors.New("ovs: Config.RunDir is empty")
+	}
+	abs, err := filepath.Abs(c.RunDir)
+	if err != nil {
+		return fmt.Errorf("ovs: run dir: %w", err)
+	}
+	c.RunDir = abs
+	switch c.Datapath {
+	case "":
+		c.Datapath = DatapathNetdev
+	case DatapathNetdev, DatapathSystem:
+	default:
+		return fmt.Errorf("ovs: unknown datapath type %q", c.Datapath)
+	}
+	if c.OtherConfig == nil {
+		c.OtherConfig = DefaultOtherConfig
+	}
+	// ovs-vswitchd.ctl is the longest fixed socket name.
+	for _, s := range []string{dbSock, switchCtl, dbCtl} {
+		if err := checkSocketPath(filepath.Join(c.RunDir, s)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkSocketPath(p string) error {
+	if len(p) > maxSocketPath {
+		return fmt.Errorf("ovs: unix socket path %q is %d bytes, the limit is %d: use a shorter run dir or bridge name", p, len(p), maxSocketPath)
+	}
+	return nil
+}
+
+func (c *Config) path(name string) string { return filepath.Join(c.RunDir, name) }
+
+// env makes every OVS tool (ovs-vswitchd, ovs-appctl, ovs-ofctl) look in
+// RunDir instead of the system's /var/run/openvswitch.
+func (c *Config) env() []string {
+	env := os.Environ()
+	return append(env,
+		"OVS_RUNDIR="+c.RunDir,
+		"OVS_DBDIR="+c.RunDir,
+		"OVS_LOGDIR="+c.RunDir,
+		"OVS_SYSCONFDIR="+c.RunDir,
+	)
+}
+
+// Start creates a fresh database in cfg.RunDir, starts ovsdb-server and
+// ovs-vswitchd (inside cfg.NetNS) detached from this process so that the
+// lab outlives it, and waits until both answer. On failure it stops what
+// it started.
+func Start(ctx context.Context, cfg Config) (_ *Instance, err error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-appctl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return nil, fmt.Errorf("ovs: %s not found (install openvswitch-switch): %w", bin, err)
+		}
+	}
+	if cfg.NetNS != "" {
+		if _, err := os.Stat(filepath.Join("/run/netns", cfg.NetNS)); err != nil {
+			return nil, fmt.Errorf("ovs: netns %q: %w", cfg.NetNS, err)
+		}
+	}
+	if err := os.MkdirAll(cfg.RunDir, 0o750); err != nil {
+		return nil, fmt.Errorf("ovs: run dir: %w", err)
+	}
+	if pid := readPid(cfg.path(dbPid)); pid > 0 && processAlive(pid, cfg.RunDir) {
+		return nil, fmt.Errorf("ovs: an instance is already running in %s (ovsdb-server pid %d)", cfg.RunDir, pid)
+	}
+	// A previous, crashed instance may have left a database and sockets.
+	for _, f := range []string{dbFile, "." + dbFile + ".~lock~", dbSock, dbCtl, switchCtl, dbPid, switchPid, dbLog, switchLog} {
+		_ = os.Remove(cfg.path(f))
+	}
+
+	inst := &Instance{cfg: cfg}
+	if err := inst.writeState(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = inst.Stop()
+		}
+	}()
+
+	if err := run(ctx, cfg.env(), "ovsdb-tool", "create", cfg.path(dbFile), schemaPath()); err != nil {
+		return nil, err
+	}
+	// --detach makes the daemon fork, setsid() and exit its parent only
+	// once it listens, so its return means "ready" and the daemon is not
+	// tied to our session.
+	if err := run(ctx, cfg.env(), "ovsdb-server", cfg.path(dbFile),
+		"--remote=punix:"+cfg.path(dbSock),
+		"--pidfile="+cfg.path(dbPid),
+		"--unixctl="+cfg.path(dbCtl),
+		"--log-file="+cfg.path(dbLog),
+		"--detach", "--no-chdir", "-vconsole:off", "-vfile:info",
+	); err != nil {
+		return nil, err
+	}
+	if err := inst.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := inst.initRoot(ctx); err != nil {
+		return nil, err
+	}
+
+	args := []string{"ovs-vswitchd", "unix:" + cfg.path(dbSock),
+		"--pidfile=" + cfg.path(switchPid),
+		"--unixctl=" + cfg.path(switchCtl),
+		"--log-file=" + cfg.path(switchLog),
+		"--detach", "--no-chdir", "-vconsole:off", "-vfile:info",
+	}
+	if cfg.Datapath == DatapathNetdev {
+		// No kernel datapath is used, and the routing table only matters for
+		// tunnels: skip probing and monitoring both.
+		args = append(args, "--disable-system", "--disable-system-route")
+	}
+	if cfg.NetNS != "" {
+		// ip netns exec also mounts a /sys for the namespace, which
+		// netdev-linux reads.
+		args = append([]string{"ip", "netns", "exec", cfg.NetNS}, args...)
+	}
+	if err := run(ctx, cfg.env(), args[0], args[1:]...); err != nil {
+		return nil, err
+	}
+	if _, err := inst.Version(); err != nil {
+		return nil, fmt.Errorf("ovs: ovs-vswitchd not answering: %w", err)
+	}
+	return inst, nil
+}
+
+func schemaPath() string {
+	if d := os.Getenv("OVS_PKGDATADIR"); d != "" {
+		if p := filepath.Join(d, "vswitch.ovsschema"); fileExists(p) {
+			return p
+		}
+	}
+	return schemaPathSys
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Open re-attaches to an instance started earlier (possibly by another
+// process) from its run directory.
+func Open(runDir string) (*Instance, error) {
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: run dir: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(abs, stateFile))
+	if err != nil {
+		return nil, fmt.Errorf("ovs: no instance in %s: %w", abs, err)
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("ovs: %s: %w", stateFile, err)
+	}
+	cfg.RunDir = abs
+	inst := &Instance{cfg: cfg}
+	for _, p := range []string{dbPid, switchPid} {
+		pid := readPid(cfg.path(p))
+		if pid <= 0 || !processAlive(pid, abs) {
+			return nil, fmt.Errorf("ovs: instance in %s is not running (%s)", abs, p)
+		}
+	}
+	return inst, nil
+}
+
+func (i *Instance) writeState() error {
+	b, err := json.MarshalIndent(i.cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(i.cfg.path(stateFile), b, 0o640); err != nil {
+		return fmt.Errorf("ovs: write state: %w", err)
+	}
+	return nil
+}
+
+// Config returns the instance's configuration (RunDir absolute).
+func (i *Instance) Config() Config { return i.cfg }
+
+// DBSocket is the OVSDB endpoint, e.g. for ovs-vsctl --db.
+func (i *Instance) DBSocket() string { return "unix:" + i.cfg.path(dbSock) }
+
+// MgmtSocket is the bridge's OpenFlow management socket, for ovs-ofctl.
+func (i *Instance) MgmtSocket(bridge string) string {
+	return "unix:" + i.cfg.path(bridge+".mgmt")
+}
+
+// Version asks the running ovs-vswitchd for its version.
+func (i *Instance) Version() (string, error) {
+	out, err := exec.Command("ovs-appctl", "-t", i.cfg.path(switchCtl), "version").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("ovs: ovs-appctl version: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	s := strings.TrimSpace(string(out))
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[len(f)-1], nil
+	}
+	return s, nil
+}
+
+// Stop terminates the instance's daemons (SIGTERM, then SIGKILL after a
+// timeout) and removes its sockets and pidfiles; the database and logs stay
+// for inspection. It is idempotent and works after a crash.
+func (i *Instance) Stop() error {
+	if i.ovs != nil {
+		i.ovs.Close()
+		i.ovs = nil
+	}
+	return StopRunDir(i.cfg.RunDir)
+}
+
+// StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
+var StopTimeout = 5 * time.Second
+
+// StopRunDir stops the instance whose run directory is runDir, using its
+// pidfiles only (for `ethfab down` after `up` died).
+func StopRunDir(runDir string) error {
+	abs, err := filepath.Abs(runDir)
+	if err != nil {
+		return fmt.Errorf("ovs: run dir: %w", err)
+	}
+	var errs []error
+	// vswitchd first: it is a client of ovsdb-server.
+	for _, p := range []string{switchPid, dbPid} {
+		pid := readPid(filepath.Join(abs, p))
+		if pid <= 0 {
+			continue
+		}
+		if err := killWait(pid, abs, StopTimeout); err != nil {
+			errs = append(errs, fmt.Errorf("ovs: stop %s: %w", p, err))
+		}
+	}
+	// Daemons killed with SIGKILL leave their sockets and pidfiles behind.
+	socks, _ := filepath.Glob(filepath.Join(abs, "*.mgmt"))
+	snoops, _ := filepath.Glob(filepath.Join(abs, "*.snoop"))
+	for _, f := range append(append(socks, snoops...), filepath.Join(abs, dbSock), filepath.Join(abs, dbCtl),
+		filepath.Join(abs, switchCtl), filepath.Join(abs, dbPid), filepath.Join(abs, switchPid)) {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// killWait sends SIGTERM to pid if it is still the daemon of runDir, then
+// SIGKILL after timeout, and waits until it is gone.
+func killWait(pid int, runDir string, timeout time.Duration) error {
+	if !processAlive(pid, runDir) {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for processAlive(pid, runDir) {
+		if time.Now().After(deadline) {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return err
+			}
+			deadline = time.Now().Add(timeout)
+			for processAlive(pid, runDir) {
+				if time.Now().After(deadline) {
+					return fmt.Errorf("pid %d survives SIGKILL", pid)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// processAlive reports whether pid runs and is one of runDir's daemons: a
+// pidfile can outlive its process and the pid be reused by another.
+func processAlive(pid int, runDir string) bool {
+	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		// A zombie is gone for our purposes (its parent may not reap it).
+		if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
+			return false
+		}
+	}
+	return strings.Contains(string(cmd), runDir+"/")
+}
+
+func readPid(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+func run(ctx context.Context, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	// Own process group: a Ctrl-C on ethfab must not reach the daemons.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ovs: %s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// connect opens the OVSDB client (once).
+func (i *Instance) connect(ctx context.Context) error {
+	if i.ovs != nil {
+		return nil
+	}
+	dbModel, err := vswitchd.FullDatabaseModel()
+	if err != nil {
+		return fmt.Errorf("ovs: model: %w", err)
+	}
+	c, err := client.NewOVSDBClient(dbModel, client.WithEndpoint(i.DBSocket()))
+	if err != nil {
+		return fmt.Errorf("ovs: ovsdb client: %w", err)
+	}
+	if err := c.Connect(ctx); err != nil {
+		return fmt.Errorf("ovs: connect %s: %w", i.DBSocket(), err)
+	}
+	i.ifs.byName = map[string]ifaceStatus{}
+	i.ifs.changed = make(chan struct{}, 1)
+	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
+		AddFunc: func(table string, m model.Model) {
+			if table == vswitchd.InterfaceTable {
+				i.ifs.update(m)
+			}
+		},
+		UpdateFunc: func(table string, _, m model.Model) {
+			if table == vswitchd.InterfaceTable {
+				i.ifs.update(m)
+			}
+		},
+		DeleteFunc: func(table string, m model.Model) {
+			if table == vswitchd.InterfaceTable {
+				i.ifs.remove(m)
+			}
+		},
+	})
+	// Monitor only the columns we read: the statistics columns change every
+	// few seconds on thousands of interfaces.
+	ovsRow, br, port, iface := &vswitchd.OpenvSwitch{}, &vswitchd.Bridge{}, &vswitchd.Port{}, &vswitchd.Interface{}
+	_, err = c.Monitor(ctx, c.NewMonitor(
+		client.WithTable(ovsRow, &ovsRow.Bridges, &ovsRow.ExternalIDs, &ovsRow.OVSVersion),
+		client.WithTable(br, &br.Name, &br.Ports, &br.ExternalIDs, &br.DatapathID),
+		client.WithTable(port, &port.Name, &port.Interfaces, &port.ExternalIDs),
+		client.WithTable(iface, &iface.Name, &iface.Ofport, &iface.OfportRequest, &iface.Error, &iface.ExternalIDs),
+	))
+	if err != nil {
+		c.Close()
+		return fmt.Errorf("ovs: monitor: %w", err)
+	}
+	i.ovs = c
+	return nil
+}
+
+// initRoot inserts the Open_vSwitch root row that ovs-vsctl init would.
+func (i *Instance) initRoot(ctx context.Context) error {
+	row := &vswitchd.OpenvSwitch{
+		UUID:        "root",
+		ExternalIDs: map[string]string{LabKey: i.cfg.Lab},
+		OtherConfig: i.cfg.OtherConfig,
+	}
+	ops, err := i.ovs.Create(row)
+	if err != nil {
+		return fmt.Errorf("ovs: init root: %w", err)
+	}
+	return i.transact(ctx, ops)
+}
+
+// rootUUID returns the Open_vSwitch row's UUID from the cache.
+func (i *Instance) rootUUID() (string, error) {
+	var rows []vswitchd.OpenvSwitch
+	if err := i.ovs.List(context.Background(), &rows); err != nil {
+		return "", fmt.Errorf("ovs: list Open_vSwitch: %w", err)
+	}
+	if len(rows) != 1 {
+		return "", fmt.Errorf("ovs: %d Open_vSwitch rows, want 1", len(rows))
+	}
+	return rows[0].UUID, nil
+}

@@ -1,0 +1,389 @@
+package ovs
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+func needOVS(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-ofctl", "ovs-appctl", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s not installed", bin)
+		}
+	}
+}
+
+// newNetNS creates a named netns and deletes it at cleanup.
+func newNetNS(t *testing.T, name string) netns.NsHandle {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	_ = netns.DeleteNamed(name)
+	ns, err := netns.NewNamed(name)
+	if err != nil {
+		t.Fatalf("netns %s: %v", name, err)
+	}
+	if err := netns.Set(orig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ns.Close()
+		_ = netns.DeleteNamed(name)
+	})
+	return ns
+}
+
+// veth creates name in ns `a` with its peer in ns `b`, both up.
+func veth(t *testing.T, a netns.NsHandle, name string, b netns.NsHandle, peer string) {
+	t.Helper()
+	h, err := netlink.NewHandleAt(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	la := netlink.NewLinkAttrs()
+	la.Name = name
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: la, PeerName: peer, PeerNamespace: netlink.NsFd(int(b))}); err != nil {
+		t.Fatalf("veth %s/%s: %v", name, peer, err)
+	}
+	for _, x := range []struct {
+		ns   netns.NsHandle
+		name string
+	}{{a, name}, {b, peer}} {
+		hh, err := netlink.NewHandleAt(x.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := hh.LinkByName(x.name)
+		if err == nil {
+			err = hh.LinkSetUp(l)
+		}
+		hh.Close()
+		if err != nil {
+			t.Fatalf("up %s: %v", x.name, err)
+		}
+	}
+}
+
+func addrUp(t *testing.T, ns netns.NsHandle, dev, cidr string) {
+	t.Helper()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.AddrAdd(l, a); err != nil {
+		t.Fatalf("addr %s on %s: %v", cidr, dev, err)
+	}
+	if lo, err := h.LinkByName("lo"); err == nil {
+		_ = h.LinkSetUp(lo)
+	}
+}
+
+// TestFabricThroughOVS builds host1 - br1 - br2 - host2 on one private
+// instance and on a pool of two (one bridge each, the inter-bridge veth
+// crossing the two fabric namespaces), installs in_port flows from files,
+// sends a frame through, stops and checks nothing is left.
+func TestFabricThroughOVS(t *testing.T) {
+	needOVS(t)
+	for _, n := range []int{1, 2} {
+		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n) })
+	}
+}
+
+func testFabric(t *testing.T, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := fmt.Sprintf("%d%d", os.Getpid()%10000, n)
+	lab := "efo-t" + id
+	fabBase := "efo-f" + id
+	runDir := t.TempDir()
+	cfg := Config{Lab: lab, RunDir: runDir, NetNS: fabBase, Datapath: DatapathNetdev}
+	cfgs := PoolConfigs(cfg, n)
+	fab := make([]netns.NsHandle, n)
+	for k := range cfgs {
+		fab[k] = newNetNS(t, cfgs[k].NetNS)
+	}
+	h1 := newNetNS(t, "efo-h1-"+id)
+	h2 := newNetNS(t, "efo-h2-"+id)
+	f1, f2 := fab[0], fab[n-1] // br1 lives in f1, br2 in f2
+
+	veth(t, f1, "a1", h1, "eth0")
+	veth(t, f2, "a2", h2, "eth0")
+	veth(t, f1, "l1", f2, "l2")
+	addrUp(t, h1, "eth0", "10.211.0.1/24")
+	addrUp(t, h2, "eth0", "10.211.0.2/24")
+
+	pool, err := StartPool(ctx, cfg, n)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { _ = pool.Stop() })
+
+	ver, err := pool.Instances[0].Version()
+	if err != nil || !strings.Contains(ver, ".") {
+		t.Fatalf("version %q: %v", ver, err)
+	}
+	bridges := []Bridge{
+		{Name: "br1", Ports: []Port{{Name: "a1", OFPort: 1}, {Name: "l1", OFPort: 2}}, ExternalIDs: map[string]string{"role": "leaf"}},
+		{Name: "br2", Ports: []Port{{Name: "a2", OFPort: 1}, {Name: "l2", OFPort: 2}}},
+	}
+	if err := pool.CreateBridges(ctx, Partition(bridges, n)); err != nil {
+		t.Fatalf("create bridges: %v", err)
+	}
+
+	// Read back through a fresh attachment, as `ethfab` in another process would.
+	again, err := OpenPool(runDir)
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	infos, err := again.Bridges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 {
+		t.Fatalf("got %d bridges, want 2: %+v", len(infos), infos)
+	}
+	for _, bi := range infos {
+		if bi.ExternalIDs[LabKey] != lab {
+			t.Errorf("%s: external_ids %v lack %s=%s", bi.Name, bi.ExternalIDs, LabKey, lab)
+		}
+		if len(bi.Ports) != 2 {
+			t.Fatalf("%s: ports %+v", bi.Name, bi.Ports)
+		}
+		for _, p := range bi.Ports {
+			want := 1
+			if strings.HasPrefix(p.Name, "l") {
+				want = 2
+			}
+			if p.OFPort != want || p.Error != "" {
+				t.Errorf("%s port %s: ofport %d error %q, want ofport %d", bi.Name, p.Name, p.OFPort, p.Error, want)
+			}
+		}
+		if len(bi.DatapathID) != 16 {
+			t.Errorf("%s: datapath id %q", bi.Name, bi.DatapathID)
+		}
+	}
+	if infos[0].ExternalIDs["role"] != "leaf" {
+		t.Errorf("br1 external_ids %v", infos[0].ExternalIDs)
+	}
+
+	// Before any flow is installed a secure-mode bridge must drop: no
+	// normal-switching fallback.
+	if err := sendFrame(h1, h2, "efo-before-"+id); err == nil {
+		t.Fatalf("a frame crossed the bridges with no flows installed (fail_mode not secure?)")
+	}
+
+	flowFile := filepath.Join(runDir, "flows.txt")
+	flows := "# forward by in_port\npriority=10,in_port=1,actions=output:2\npriority=10,in_port=2,actions=output:1\npriority=0,actions=drop\n"
+	if err := os.WriteFile(flowFile, []byte(flows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []FlowJob
+	for _, b := range bridges {
+		jobs = append(jobs, FlowJob{Mgmt: again.MgmtSocket(b.Name), FlowsFile: flowFile})
+	}
+	if err := InstallAll(ctx, jobs, 2); err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	for _, b := range bridges {
+		c, err := FlowCount(ctx, again.MgmtSocket(b.Name))
+		if err != nil || c != 3 {
+			t.Fatalf("%s: flow count %d, %v; want 3", b.Name, c, err)
+		}
+	}
+	// replace-flows replaces: installing twice must not double the table.
+	if err := InstallFlows(ctx, again.MgmtSocket("br1"), flowFile); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := sendFrame(h1, h2, "efo-hello-"+id); err != nil {
+		t.Fatalf("frame through br1-br2: %v", err)
+	}
+	// Rule counters come from the datapath flows, which revalidators read
+	// every ~500 ms: poll.
+	var fwd uint64
+	var dumped []Flow
+	for deadline := time.Now().Add(5 * time.Second); fwd == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		dumped, err = DumpFlows(ctx, again.MgmtSocket("br1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dumped) != 3 {
+			t.Fatalf("br1 dump: %d flows, want 3: %+v", len(dumped), dumped)
+		}
+		for _, f := range dumped {
+			if f.Match == "in_port=1" && f.Priority == 10 && f.Actions == "output:2" {
+				fwd = f.Packets
+			}
+		}
+	}
+	if fwd == 0 {
+		t.Errorf("br1 in_port=1 rule counted no packets after a frame: %+v", dumped)
+	}
+	stats, err := PortStats(ctx, again.MgmtSocket("br2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rx uint64
+	for _, s := range stats {
+		if s.Port == "2" {
+			rx = s.RxPackets
+		}
+	}
+	if rx == 0 {
+		t.Errorf("br2 port 2 received nothing: %+v", stats)
+	}
+
+	// Stop and check nothing is left.
+	var pids []int
+	for _, in := range pool.Instances {
+		for _, f := range []string{dbPid, switchPid} {
+			pid := readPid(in.cfg.path(f))
+			if pid <= 0 {
+				t.Fatalf("no pid in %s", in.cfg.path(f))
+			}
+			pids = append(pids, pid)
+		}
+	}
+	if err := pool.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if err := StopPoolRunDir(runDir); err != nil { // idempotent
+		t.Fatalf("second stop: %v", err)
+	}
+	for _, pid := range pids {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.Contains(string(b), runDir) {
+				t.Errorf("daemon pid %d still running", pid)
+			}
+		}
+	}
+	socks, _ := filepath.Glob(filepath.Join(runDir, "*", "*.mgmt"))
+	ctls, _ := filepath.Glob(filepath.Join(runDir, "*", "*.ctl"))
+	dbs, _ := filepath.Glob(filepath.Join(runDir, "*", "*.sock"))
+	if left := append(append(socks, ctls...), dbs...); len(left) > 0 {
+		t.Errorf("sockets left: %v", left)
+	}
+	if _, err := Open(cfgs[0].RunDir); err == nil {
+		t.Errorf("Open succeeded on a stopped instance")
+	}
+	for _, c := range cfgs {
+		if err := netns.DeleteNamed(c.NetNS); err != nil {
+			t.Errorf("netns del %s: %v", c.NetNS, err)
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", c.NetNS)); err == nil {
+			t.Errorf("netns %s still there", c.NetNS)
+		}
+	}
+}
+
+// sendFrame sends one Ethernet frame (EtherType 0x88b5) from host1's eth0
+// to host2's eth0 MAC and reports whether host2 received it within 2 s.
+func sendFrame(from, to netns.NsHandle, payload string) error {
+	const etherType = 0x88b5
+	rx, _, dstMAC, err := packetSocket(to, "eth0", etherType)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rx)
+	tx, ifindex, srcMAC, err := packetSocket(from, "eth0", etherType)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(tx)
+	frame := append(append(append([]byte{}, dstMAC...), srcMAC...), etherType>>8, etherType&0xff)
+	frame = append(frame, payload...)
+	for len(frame) < 60 {
+		frame = append(frame, 0)
+	}
+	sa := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: htons(etherType)}
+	copy(sa.Addr[:], dstMAC)
+	if err := unix.Sendto(tx, frame, 0, sa); err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	tv := unix.NsecToTimeval((2 * time.Second).Nanoseconds())
+	if err := unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return err
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, _, err := unix.Recvfrom(rx, buf, 0)
+		if err != nil {
+			return fmt.Errorf("no frame received: %w", err)
+		}
+		if strings.Contains(string(buf[:n]), payload) {
+			return nil
+		}
+	}
+}
+
+// packetSocket opens an AF_PACKET socket bound to dev inside ns; the
+// socket stays in ns after the thread returns to its own.
+func packetSocket(ns netns.NsHandle, dev string, proto uint16) (fd, ifindex int, mac []byte, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return -1, 0, nil, err
+	}
+	defer orig.Close()
+	if err := netns.Set(ns); err != nil {
+		return -1, 0, nil, err
+	}
+	defer netns.Set(orig) //nolint:errcheck
+	l, err := netlink.LinkByName(dev)
+	if err != nil {
+		return -1, 0, nil, err
+	}
+	fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(proto)))
+	if err != nil {
+		return -1, 0, nil, fmt.Errorf("packet socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: l.Attrs().Index}); err != nil {
+		unix.Close(fd)
+		return -1, 0, nil, fmt.Errorf("bind %s: %w", dev, err)
+	}
+	return fd, l.Attrs().Index, l.Attrs().HardwareAddr, nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+func TestSocketPathLimit(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("x", 100)
+	err := (&Config{Lab: "l", RunDir: long}).normalize()
+	if err == nil || !strings.Contains(err.Error(), "unix socket path") {
+		t.Fatalf("normalize(%d-byte run dir) = %v, want a socket path error", len(long), err)
+	}
+	if err := (&Config{Lab: "l", RunDir: "/tmp/efo"}).normalize(); err != nil {
+		t.Fatal(err)
+	}
+}
