@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -19,10 +20,15 @@ func main() {
 		Version: version,
 		Commands: []*cli.Command{
 			planCommand(),
+			doctorCommand(),
+			upCommand(),
+			downCommand(),
+			statusCommand(),
+			execCommand(),
 			versionCommand(),
 		},
 	}
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "ethfab:", err)
 		os.Exit(1)
 	}
@@ -37,4 +43,50 @@ func versionCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// flagsFirst moves a subcommand's flags ahead of its arguments, so that
+// `ethfab status LAB --json` works as people type it (urfave/cli stops
+// parsing flags at the first argument). Everything after "--" is left alone.
+func flagsFirst(app *cli.App, args []string) []string {
+	if len(args) < 3 {
+		return args
+	}
+	var cmd *cli.Command
+	for _, c := range app.Commands {
+		if c.HasName(args[1]) {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		return args
+	}
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	var flags, rest []string
+	in := args[2:]
+	for i := 0; i < len(in); i++ {
+		a := in[i]
+		if a == "--" {
+			rest = append(rest, in[i:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(in) {
+			i++
+			flags = append(flags, in[i])
+		}
+	}
+	out := append([]string{args[0], args[1]}, flags...)
+	return append(out, rest...)
 }

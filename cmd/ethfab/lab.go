@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/scenario"
+)
+
+func loadScenario(c *cli.Context, path string) (*scenario.Scenario, error) {
+	sc, err := scenario.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range c.StringSlice("set") {
+		p, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--set %q: want PATH=VALUE", kv)
+		}
+		if err := sc.Set(p, v); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "up",
+		Usage:     "bring a scenario's fabric up: namespaces, veths, tc shaping, private Open vSwitch, rules",
+		ArgsUsage: "SCENARIO.yaml",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "set", Usage: "override a scenario field, PATH=VALUE (repeatable)"},
+			&cli.IntFlag{Name: "instances", Usage: "private ovs-vswitchd instances sharing the bridges (0: one per 500 ports, at most 8)"},
+			&cli.BoolFlag{Name: "json", Usage: "quiet; print the lab's status as JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("usage: ethfab up SCENARIO.yaml")
+			}
+			sc, err := loadScenario(c, c.Args().First())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			o := fabric.UpOptions{Instances: c.Int("instances")}
+			if !c.Bool("json") {
+				o.Progress = c.App.ErrWriter
+			}
+			lab, err := fabric.Up(ctx, sc, o)
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, lab)
+			}
+			for _, w := range lab.Warnings {
+				fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+			}
+			fmt.Fprintf(c.App.Writer, "lab %s is up: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab exec %s %s -- ip link | ethfab ping %s --all | ethfab down %s\n",
+				lab.Lab, len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing.Total, lab.Lab, lab.Lab, lab.Hosts[0].Name, lab.Lab, lab.Lab)
+			return nil
+		},
+	}
+}
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "down",
+		Usage:     "remove everything a lab made (idempotent; works after a crash)",
+		ArgsUsage: "[LAB...]",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
+		Action: func(c *cli.Context) error {
+			labs := c.Args().Slice()
+			if c.Bool("all") {
+				all, err := fabric.List()
+				if err != nil {
+					return err
+				}
+				labs = all
+			}
+			if len(labs) == 0 && !c.Bool("all") {
+				return fmt.Errorf("usage: ethfab down LAB... | ethfab down --all")
+			}
+			for _, l := range labs {
+				t := time.Now()
+				if err := fabric.Down(l); err != nil {
+					return fmt.Errorf("down %s: %w", l, err)
+				}
+				fmt.Fprintf(c.App.Writer, "lab %s removed (%.2fs)\n", l, time.Since(t).Seconds())
+			}
+			return nil
+		},
+	}
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "show a lab's hosts, switches, links and Open vSwitch instance (all labs without LAB)",
+		ArgsUsage: "[LAB]",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				labs, err := fabric.List()
+				if err != nil {
+					return err
+				}
+				if c.Bool("json") {
+					return printJSON(c, map[string]any{"labs": labs})
+				}
+				if len(labs) == 0 {
+					fmt.Fprintln(c.App.Writer, "no labs")
+				}
+				for _, l := range labs {
+					lab, err := fabric.Load(l)
+					if err != nil {
+						fmt.Fprintf(c.App.Writer, "%s\t(unreadable: %v)\n", l, err)
+						continue
+					}
+					fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%d hosts\t%d switches\n", l, lab.State, lab.Topology, len(lab.Hosts), len(lab.Switches))
+				}
+				return nil
+			}
+			lab, err := fabric.Load(c.Args().First())
+			if err != nil {
+				return err
+			}
+			if err := fabric.RefreshFlows(context.Background(), lab); err != nil {
+				fmt.Fprintln(c.App.ErrWriter, "warning: reading flow counts:", err)
+			}
+			if c.Bool("json") {
+				return printJSON(c, lab)
+			}
+			w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, lab.Assign, lab.Routing)
+			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), run dir %s\n", lab.OVS.Version, lab.OVS.Datapath, len(lab.OVS.Instances), lab.OVS.RunDir)
+			for _, in := range lab.OVS.Instances {
+				fmt.Fprintf(w, "  db %s (netns %s)\n", in.DB, in.NetNS)
+			}
+			fmt.Fprintln(w, "\nHOST\tNETNS\tMAC\tIP\tSWITCH\tPORT")
+			for _, h := range lab.Hosts {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", h.Name, h.NetNS, h.MAC, h.IP, h.Switch, h.Port)
+			}
+			fmt.Fprintln(w, "\nSWITCH\tPORTS\tFLOWS\tMGMT")
+			for _, s := range lab.Switches {
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", s.Name, s.Ports, s.Flows, s.Mgmt)
+			}
+			fmt.Fprintf(w, "\n%d links; `ethfab status %s --json` lists them with their shaping\n", len(lab.Links), lab.Lab)
+			return w.Flush()
+		},
+	}
+}
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a command inside a host's namespace",
+		ArgsUsage: "LAB HOST -- CMD [ARGS...]",
+		Action: func(c *cli.Context) error {
+			args := c.Args().Slice()
+			if len(args) > 2 && args[2] == "--" {
+				args = append(args[:2], args[3:]...)
+			}
+			if len(args) < 3 {
+				return fmt.Errorf("usage: ethfab exec LAB HOST -- CMD [ARGS...]")
+			}
+			lab, err := fabric.Load(args[0])
+			if err != nil {
+				return err
+			}
+			h := lab.Host(args[1])
+			if h == nil {
+				return fmt.Errorf("lab %s has no host %q", lab.Lab, args[1])
+			}
+			cmd := exec.Command("ip", append([]string{"netns", "exec", h.NetNS}, args[2:]...)...)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				if ee, ok := err.(*exec.ExitError); ok {
+					return cli.Exit("", ee.ExitCode())
+				}
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+func printJSON(c *cli.Context, v any) error {
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,115 @@
+package fabric
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/ovs"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ping"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("needs %s", b)
+		}
+	}
+}
+
+func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
+	t.Helper()
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: "+topo+"\nlinks: {host: {rate: 50mbit}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// A small Dragonfly, Flattened Butterfly and Clos come up on real OVS; the
+// flow count of every bridge equals the controller's table; hosts reach
+// each other with real ICMP through the fabric; down leaves nothing.
+func TestUpPingDown(t *testing.T) {
+	needRoot(t)
+	for _, c := range []struct{ name, topo string }{
+		{"eft-df", "{kind: dragonfly, p: 1, a: 2, h: 1}"},
+		{"eft-fb", "{kind: flatfly, dims: [3, 2], t: 1}"},
+		{"eft-clos", "{kind: clos, k: 4, pods: 2}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := scenarioFor(t, c.name, c.topo)
+			t.Cleanup(func() { Down(c.name) })
+			lab, err := Up(context.Background(), sc, UpOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			comp, err := Compile(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range lab.Switches {
+				n, err := ovs.FlowCount(context.Background(), s.Mgmt)
+				if err != nil || n != len(comp.Tables[i].Rules) {
+					t.Errorf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))
+				}
+			}
+			// Every host pings the last host and the last pings every host.
+			last := lab.Hosts[len(lab.Hosts)-1]
+			for _, h := range lab.Hosts[:len(lab.Hosts)-1] {
+				for _, p := range [][2]Host{{h, last}, {last, h}} {
+					out, err := exec.Command("ip", "netns", "exec", p[0].NetNS, "ping", "-c", "1", "-W", "3", p[1].IP).CombinedOutput()
+					if err != nil {
+						t.Errorf("%s -> %s: %v\n%s", p[0].Name, p[1].Name, err, out)
+					}
+				}
+			}
+			runDir := lab.OVS.RunDir
+			if err := Down(c.name); err != nil {
+				t.Fatal(err)
+			}
+			if err := Down(c.name); err != nil {
+				t.Fatalf("second down: %v", err)
+			}
+			left, _ := kernel.ListNamespaces(c.name + "-")
+			if len(left) != 0 {
+				t.Errorf("namespaces left: %v", left)
+			}
+			if _, err := os.Stat(filepath.Dir(runDir)); !os.IsNotExist(err) {
+				t.Errorf("lab directory left: %v", err)
+			}
+			ps, _ := exec.Command("ps", "-eo", "args").Output()
+			if strings.Contains(string(ps), runDir) {
+				t.Errorf("daemons of %s still running", runDir)
+			}
+		})
+	}
+}
+
+// A bad scenario fails before anything is built.
+func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
+	needRoot(t)
+	if kernel.Probe().Netem {
+		t.Skip("this kernel has netem")
+	}
+	sc, err := scenario.Parse("eft-bad.yaml", []byte("name: eft-bad\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nlinks: {host: {rate: 10mbit, delay: 1ms}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Up(context.Background(), sc, UpOptions{}); err == nil || !strings.Contains(err.Error(), "netem") {
+		t.Fatalf("want a netem error, got %v", err)
+	}
+	if _, err := os.Stat(LabDir("eft-bad")); !os.IsNotExist(err) {
+		t.Errorf("lab directory exists after a refused scenario")
+	}
+	if left, _ := kernel.ListNamespaces("eft-bad-"); len(left) != 0 {
+		t.Errorf("namespaces made: %v", left)
+	}
+}

@@ -1,0 +1,180 @@
+// Package fabric is the kernel side of a lab: it turns a scenario and the
+// controller's tables into namespaces, veths, tc shaping, private Open
+// vSwitch instances and installed rules (Up), describes a running lab
+// (Status) and removes everything a lab made, by name, even after a crash
+// (Down).
+package fabric
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// StateRoot holds one directory per lab. It lives on /run (tmpfs), like
+// the named namespaces in /run/netns, so a reboot forgets both together.
+var StateRoot = "/run/ethfab"
+
+const stateFile = "lab.json"
+
+// Host is one emulated host as `ethfab status` reports it.
+type Host struct {
+	Name   string `json:"name"`
+	NetNS  string `json:"netns"`
+	Iface  string `json:"iface"`
+	MAC    string `json:"mac"`
+	IP     string `json:"ip"`
+	Switch string `json:"switch"`
+	Port   int    `json:"port"`
+	// PseudoMAC is the address the controller assigned; with assign: dmp
+	// the host adopts it at boot, with static it already has it.
+	PseudoMAC string `json:"pseudo_mac"`
+}
+
+// Switch is one emulated switch.
+type Switch struct {
+	Name     string `json:"name"`
+	Bridge   string `json:"bridge"`
+	Ports    int    `json:"ports"`
+	Flows    int    `json:"flows"`
+	Mgmt     string `json:"mgmt"`
+	Instance int    `json:"instance"`
+	NetNS    string `json:"netns"`
+}
+
+// LinkEnd is one end of a link: a device in a namespace.
+type LinkEnd struct {
+	Node  string `json:"node"`
+	NetNS string `json:"netns"`
+	Iface string `json:"iface"`
+	Port  int    `json:"port,omitempty"`
+}
+
+// Link is one cable.
+type Link struct {
+	A       LinkEnd `json:"a"`
+	B       LinkEnd `json:"b"`
+	Class   string  `json:"class"`
+	Shaping string  `json:"shaping"`
+}
+
+// OVSState says where the lab's private Open vSwitch instances are.
+type OVSState struct {
+	// DB is the first instance's database socket, for
+	// `ovs-vsctl --db=...`; every instance is listed in Instances.
+	DB        string   `json:"db"`
+	RunDir    string   `json:"run_dir"`
+	Datapath  string   `json:"datapath"`
+	Instances []OVSRef `json:"instances"`
+	Version   string   `json:"version,omitempty"`
+}
+
+// OVSRef is one instance of the lab's pool.
+type OVSRef struct {
+	RunDir string `json:"run_dir"`
+	NetNS  string `json:"netns"`
+	DB     string `json:"db"`
+}
+
+// Lab is the state `up` writes before it creates anything and completes as
+// it goes, so `status` and `down` work without the scenario and after a
+// crash.
+type Lab struct {
+	Lab        string   `json:"lab"`
+	Dir        string   `json:"dir"`
+	State      string   `json:"state"` // building, up
+	Scenario   string   `json:"scenario"`
+	Topology   string   `json:"topology"`
+	Addressing string   `json:"addressing"`
+	Assign     string   `json:"assign"`
+	Routing    string   `json:"routing"`
+	Namespaces []string `json:"namespaces"`
+	Hosts      []Host   `json:"hosts"`
+	Switches   []Switch `json:"switches"`
+	Links      []Link   `json:"links"`
+	OVS        OVSState `json:"ovs"`
+	Warnings   []string `json:"warnings,omitempty"`
+	Timing     Timing   `json:"timing"`
+}
+
+// Timing is where bring-up spent its time, in seconds.
+type Timing struct {
+	Compile    float64 `json:"compile"`
+	Namespaces float64 `json:"namespaces"`
+	Veths      float64 `json:"veths"`
+	Hosts      float64 `json:"hosts"`
+	Shaping    float64 `json:"shaping"`
+	OVS        float64 `json:"ovs"`
+	Bridges    float64 `json:"bridges"`
+	Flows      float64 `json:"flows"`
+	Total      float64 `json:"total"`
+}
+
+// LabDir is where a lab's state lives.
+func LabDir(lab string) string { return filepath.Join(StateRoot, lab) }
+
+func (l *Lab) save() error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(l.Dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("save lab state: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(l.Dir, stateFile))
+}
+
+// ErrNoLab is returned for a lab that does not exist.
+var ErrNoLab = errors.New("no such lab")
+
+// Load reads a lab's state.
+func Load(lab string) (*Lab, error) {
+	b, err := os.ReadFile(filepath.Join(LabDir(lab), stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := os.Stat(LabDir(lab)); derr == nil {
+			return &Lab{Lab: lab, Dir: LabDir(lab), State: "broken"}, nil
+		}
+		return nil, fmt.Errorf("lab %q: %w (see `ethfab status`)", lab, ErrNoLab)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var l Lab
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("lab %q: state file: %w", lab, err)
+	}
+	return &l, nil
+}
+
+// List names every lab with a state directory.
+func List() ([]string, error) {
+	es, err := os.ReadDir(StateRoot)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var labs []string
+	for _, e := range es {
+		if e.IsDir() {
+			labs = append(labs, e.Name())
+		}
+	}
+	sort.Strings(labs)
+	return labs, nil
+}
+
+// Host finds a host by name.
+func (l *Lab) Host(name string) *Host {
+	for i := range l.Hosts {
+		if l.Hosts[i].Name == name {
+			return &l.Hosts[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,456 @@
+package fabric
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/ovs"
+)
+
+// UpOptions tune a bring-up.
+type UpOptions struct {
+	// Instances is the number of private ovs-vswitchd instances sharing the
+	// bridges (0: one per 500 ports, at most 8). Each port
+	// costs vswitchd work proportional to the ports it already has, so
+	// splitting the fabric keeps that cost down and uses every core.
+	Instances int
+	// Progress, if not nil, hears of every step.
+	Progress io.Writer
+}
+
+// HostIface is the host's interface name inside its namespace.
+const HostIface = "eth0"
+
+// PortIface names a switch port's device in the fabric namespace.
+func PortIface(sw, port int) string { return fmt.Sprintf("s%dp%d", sw, port) }
+
+// HostIP is host h's address: 10.0.0.0/8, host IDs from 1.
+func HostIP(h int) string {
+	n := h + 1
+	return fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+}
+
+// Compiled is what the controller made of a scenario.
+type Compiled struct {
+	Top    *topology.Topology
+	Plan   *addressing.Plan
+	Ctl    *controller.Controller
+	Tables []*controller.Table
+}
+
+// Compile builds the topology, addresses and every table of a scenario.
+func Compile(sc *scenario.Scenario) (*Compiled, error) {
+	top, err := topology.Build(sc.Topology)
+	if err != nil {
+		return nil, err
+	}
+	ap, err := addressing.New(top, addressing.Scheme(sc.Addressing.Scheme), sc.Addressing.Compact)
+	if err != nil {
+		return nil, err
+	}
+	var mode controller.Mode
+	switch sc.Routing.Mode {
+	case scenario.Minimal:
+		mode = controller.Minimal
+	case scenario.Valiant:
+		mode = controller.Valiant
+	default:
+		return nil, fmt.Errorf("routing.mode %s: not available yet (minimal and valiant are)", sc.Routing.Mode)
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact})
+	if err != nil {
+		return nil, err
+	}
+	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches))}
+	err = parallel(len(top.Switches), func(i int) error {
+		t, err := ctl.Table(i)
+		c.Tables[i] = t
+		return err
+	})
+	return c, err
+}
+
+// parallel runs fn for 0..n-1 on every core and joins the errors.
+func parallel(n int, fn func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0)*2, max(n, 1))
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					if len(errs) < 10 {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func linkShaping(ls scenario.LinkSpec, netem bool) (kernel.Shaping, []string) {
+	s := kernel.Shaping{RateBps: ls.Rate}
+	var dropped []string
+	if ls.Delay.Value > 0 {
+		if netem {
+			s.Delay = ls.Delay.Value
+		} else {
+			dropped = append(dropped, "delay")
+		}
+	}
+	if ls.Jitter.Value > 0 {
+		if netem {
+			s.Jitter = ls.Jitter.Value
+		} else {
+			dropped = append(dropped, "jitter")
+		}
+	}
+	if ls.Loss.Value > 0 {
+		if netem {
+			s.LossPct = ls.Loss.Value
+		} else {
+			dropped = append(dropped, "loss")
+		}
+	}
+	return s, dropped
+}
+
+func describe(s kernel.Shaping) string {
+	d := "rate " + kernel.FormatRate(s.RateBps)
+	if s.Delay > 0 {
+		d += " delay " + s.Delay.String()
+	}
+	if s.Jitter > 0 {
+		d += " jitter " + s.Jitter.String()
+	}
+	if s.LossPct > 0 {
+		d += fmt.Sprintf(" loss %.3g%%", s.LossPct)
+	}
+	return d
+}
+
+// CheckKernel says, before anything is built, whether the kernel can do
+// what the scenario asks: a required impairment it cannot apply is an
+// error, a best-effort one a warning.
+func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []string, err error) {
+	if !caps.Netns || !caps.Veth {
+		return nil, fmt.Errorf("this kernel offers no named network namespaces or veth pairs (run `ethfab doctor`)")
+	}
+	if !caps.TBF {
+		return nil, fmt.Errorf("this kernel has no tbf qdisc: links cannot be rate-shaped (run `ethfab doctor`)")
+	}
+	for _, class := range scenario.ClassesOf(sc.Topology.Kind) {
+		ls := sc.Links[class]
+		for _, imp := range []struct {
+			name string
+			set  bool
+			req  bool
+		}{{"delay", ls.Delay.Value > 0, ls.Delay.Required}, {"jitter", ls.Jitter.Value > 0, ls.Jitter.Required}, {"loss", ls.Loss.Value > 0, ls.Loss.Required}} {
+			if !imp.set || caps.Netem {
+				continue
+			}
+			if imp.req {
+				return nil, fmt.Errorf("%s: links.%s.%s is required but this kernel has no netem qdisc (mark it `required: false` to run without it, or use the Vagrant VM)", sc.Source, class, imp.name)
+			}
+			warnings = append(warnings, fmt.Sprintf("links.%s.%s is best-effort and this kernel has no netem: not applied", class, imp.name))
+		}
+	}
+	if sc.OVS.Datapath == scenario.DatapathSystem && !caps.OVSModule {
+		return nil, fmt.Errorf("%s: ovs.datapath system needs the openvswitch kernel module, which this kernel lacks (use auto or netdev)", sc.Source)
+	}
+	if sc.Addressing.Assign == scenario.AssignRewrite {
+		return nil, fmt.Errorf("%s: addressing.assign rewrite is not available yet (static and dmp are)", sc.Source)
+	}
+	return warnings, nil
+}
+
+// Up brings a scenario's lab up. On failure it removes whatever it made.
+func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err error) {
+	start := time.Now()
+	say := func(format string, a ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", a...)
+		}
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("ethfab up needs root (namespaces, veths, Open vSwitch)")
+	}
+	caps := kernel.Probe()
+	warnings, err := CheckKernel(sc, caps)
+	if err != nil {
+		return nil, err
+	}
+	datapath := ovs.DatapathNetdev
+	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && caps.OVSModule) {
+		datapath = ovs.DatapathSystem
+	}
+	t0 := time.Now()
+	comp, err := Compile(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.Source, err)
+	}
+	top := comp.Top
+	tCompile := time.Since(t0).Seconds()
+	say("compiled %s: %d switches, %d hosts, %d links, %s datapath (%.2fs)", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, tCompile)
+
+	dir := LabDir(sc.Name)
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("lab directory: %w", err)
+	}
+
+	nInst := o.Instances
+	if nInst <= 0 {
+		nInst = min(8, max(1, (top.NumPorts()+499)/500))
+	}
+	nInst = min(nInst, len(top.Switches))
+	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath}
+	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
+	inst := func(sw int) int { return sw * nInst / len(top.Switches) } // as ovs.Partition splits
+
+	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
+		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
+		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath}}
+	for _, c := range cfgs {
+		lab.Namespaces = append(lab.Namespaces, c.NetNS)
+		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
+	}
+	for _, h := range top.Hosts {
+		lab.Namespaces = append(lab.Namespaces, sc.Name+"-"+h.Name)
+	}
+	lab.OVS.DB = lab.OVS.Instances[0].DB
+	// The names go to disk before anything exists, so `down` can always
+	// find what this run may have made.
+	if err := lab.save(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			say("bring-up failed, rolling back: %v", err)
+			if derr := Down(sc.Name); derr != nil {
+				err = fmt.Errorf("%w (and rollback: %v)", err, derr)
+			}
+			lab = nil
+		}
+	}()
+	if err := sc.WriteFile(filepath.Join(dir, "scenario.yaml")); err != nil {
+		return nil, err
+	}
+
+	t1 := time.Now()
+	if _, err := kernel.CreateNamespaces(lab.Namespaces); err != nil {
+		return nil, fmt.Errorf("namespaces: %w", err)
+	}
+	lab.Timing.Namespaces = time.Since(t1).Seconds()
+	say("namespaces: %d (%.2fs)", len(lab.Namespaces), lab.Timing.Namespaces)
+
+	// Host MACs per assign: static hosts start with their pseudo-MAC, dmp
+	// hosts with a random original one that DMP replaces at boot.
+	hostMAC := make([]string, len(top.Hosts))
+	for h := range top.Hosts {
+		if sc.Addressing.Assign == scenario.AssignStatic {
+			hostMAC[h] = comp.Plan.HostMAC(h).String()
+		} else {
+			hostMAC[h] = randomOriginalMAC()
+		}
+	}
+	fabNS := func(sw int) string { return cfgs[inst(sw)].NetNS }
+	shapes := map[topology.LinkClass]kernel.Shaping{}
+	for _, class := range scenario.ClassesOf(top.Spec.Kind) {
+		s, _ := linkShaping(sc.Links[class], caps.Netem)
+		shapes[classOf(class)] = s
+	}
+	pairs := make([]kernel.Veth, 0, len(top.Links))
+	type shapeJob struct{ ns, iface string }
+	var shapeJobs []shapeJob
+	var shapeOf []kernel.Shaping
+	for _, l := range top.Links {
+		a := &top.Switches[l.A.Switch]
+		end := LinkEnd{Node: a.Name, NetNS: fabNS(a.ID), Iface: PortIface(a.ID, l.A.Port), Port: l.A.Port}
+		var other LinkEnd
+		var pair kernel.Veth
+		if l.Host >= 0 {
+			h := top.Hosts[l.Host]
+			other = LinkEnd{Node: h.Name, NetNS: sc.Name + "-" + h.Name, Iface: HostIface}
+			pair = kernel.Veth{A: kernel.VethEnd{NS: other.NetNS, Name: HostIface, MAC: hostMAC[l.Host]}, B: kernel.VethEnd{NS: end.NetNS, Name: end.Iface}}
+		} else {
+			b := &top.Switches[l.B.Switch]
+			other = LinkEnd{Node: b.Name, NetNS: fabNS(b.ID), Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port}
+			pair = kernel.Veth{A: kernel.VethEnd{NS: end.NetNS, Name: end.Iface}, B: kernel.VethEnd{NS: other.NetNS, Name: other.Iface}}
+		}
+		pairs = append(pairs, pair)
+		sh := shapes[l.Class]
+		lab.Links = append(lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
+		shapeJobs = append(shapeJobs, shapeJob{end.NetNS, end.Iface}, shapeJob{other.NetNS, other.Iface})
+		shapeOf = append(shapeOf, sh, sh)
+	}
+	t2 := time.Now()
+	if err := kernel.CreateVeths(pairs, 0); err != nil {
+		return nil, fmt.Errorf("veths: %w", err)
+	}
+	lab.Timing.Veths = time.Since(t2).Seconds()
+	say("veth pairs: %d (%.2fs)", len(pairs), lab.Timing.Veths)
+
+	t3 := time.Now()
+	err = parallel(len(top.Hosts), func(h int) error {
+		ns := sc.Name + "-" + top.Hosts[h].Name
+		if err := kernel.SetAddr(ns, HostIface, HostIP(h)+"/8"); err != nil {
+			return err
+		}
+		if datapath == ovs.DatapathNetdev {
+			// TCP over the userspace datapath needs checksums filled in
+			// by the sender (DESIGN.md).
+			return kernel.DisableTxChecksum(ns, HostIface)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("host addresses: %w", err)
+	}
+	lab.Timing.Hosts = time.Since(t3).Seconds()
+	t4 := time.Now()
+	err = parallel(len(shapeJobs), func(i int) error {
+		return kernel.Shape(shapeJobs[i].ns, shapeJobs[i].iface, shapeOf[i])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("shaping: %w", err)
+	}
+	lab.Timing.Shaping = time.Since(t4).Seconds()
+	say("hosts addressed (%.2fs), %d link ends shaped (%.2fs)", lab.Timing.Hosts, len(shapeJobs), lab.Timing.Shaping)
+
+	t5 := time.Now()
+	pool, err := ovs.StartPool(ctx, ovsCfg, nInst)
+	if err != nil {
+		return nil, fmt.Errorf("open vswitch: %w", err)
+	}
+	if v, verr := pool.Instances[0].Version(); verr == nil {
+		lab.OVS.Version = v
+	}
+	lab.Timing.OVS = time.Since(t5).Seconds()
+	say("open vswitch: %d private instance(s) (%.2fs)", nInst, lab.Timing.OVS)
+
+	bridges := make([]ovs.Bridge, len(top.Switches))
+	for i := range top.Switches {
+		s := &top.Switches[i]
+		br := ovs.Bridge{Name: s.Name, ExternalIDs: map[string]string{"ethfab-switch": s.Name}}
+		for _, p := range s.Ports {
+			br.Ports = append(br.Ports, ovs.Port{Name: PortIface(i, p.Num), OFPort: p.Num})
+		}
+		bridges[i] = br
+	}
+	t6 := time.Now()
+	parts := ovs.Partition(bridges, nInst)
+	err = parallel(nInst, func(k int) error {
+		return pool.Instances[k].CreateBridges(ctx, parts[k])
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bridges: %w", err)
+	}
+	lab.Timing.Bridges = time.Since(t6).Seconds()
+	say("bridges: %d with %d ports (%.2fs)", len(bridges), top.NumPorts(), lab.Timing.Bridges)
+
+	t7 := time.Now()
+	flowDir := filepath.Join(dir, "flows")
+	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+		return nil, err
+	}
+	jobs := make([]ovs.FlowJob, len(top.Switches))
+	for i := range top.Switches {
+		f := filepath.Join(flowDir, top.Switches[i].Name+".flows")
+		if err := os.WriteFile(f, []byte(comp.Tables[i].OpenFlow()), 0o644); err != nil {
+			return nil, err
+		}
+		jobs[i] = ovs.FlowJob{Mgmt: pool.Instances[inst(i)].MgmtSocket(top.Switches[i].Name), FlowsFile: f}
+	}
+	if err := ovs.InstallAll(ctx, jobs, 2*runtime.NumCPU()); err != nil {
+		return nil, fmt.Errorf("installing rules: %w", err)
+	}
+	counts := make([]int, len(top.Switches))
+	err = parallel(len(top.Switches), func(i int) error {
+		n, err := ovs.FlowCount(ctx, jobs[i].Mgmt)
+		if err != nil {
+			return err
+		}
+		if want := len(comp.Tables[i].Rules); n != want {
+			return fmt.Errorf("%s: %d flows installed, the controller compiled %d", top.Switches[i].Name, n, want)
+		}
+		counts[i] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading rules back: %w", err)
+	}
+	lab.Timing.Flows = time.Since(t7).Seconds()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	say("rules: %d installed and read back (%.2fs)", total, lab.Timing.Flows)
+
+	for h := range top.Hosts {
+		host := top.Hosts[h]
+		lab.Hosts = append(lab.Hosts, Host{Name: host.Name, NetNS: sc.Name + "-" + host.Name, Iface: HostIface, MAC: hostMAC[h],
+			IP: HostIP(h), Switch: top.Switches[host.Switch].Name, Port: host.Port, PseudoMAC: comp.Plan.HostMAC(h).String()})
+	}
+	for i := range top.Switches {
+		s := &top.Switches[i]
+		lab.Switches = append(lab.Switches, Switch{Name: s.Name, Bridge: s.Name, Ports: len(s.Ports), Flows: counts[i],
+			Mgmt: jobs[i].Mgmt, Instance: inst(i), NetNS: fabNS(i)})
+	}
+	lab.State = "up"
+	lab.Timing.Compile = tCompile
+	lab.Timing.Total = time.Since(start).Seconds()
+	if err := lab.save(); err != nil {
+		return nil, err
+	}
+	say("lab %s up in %.2fs", sc.Name, lab.Timing.Total)
+	return lab, nil
+}
+
+func classOf(c scenario.LinkClass) topology.LinkClass {
+	switch c {
+	case scenario.HostLinks:
+		return topology.ClassHost
+	case scenario.LocalLinks:
+		return topology.ClassLocal
+	}
+	return topology.ClassGlobal
+}
+
+// randomOriginalMAC is a locally administered unicast address outside the
+// pseudo-MAC space (first octet 0x0e: pseudo-MACs of fabrics that fit 40
+// bits start with 0x02), standing in for a host's factory MAC.
+func randomOriginalMAC() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	b[0] = 0x0e
+	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5])
+}

@@ -1,0 +1,477 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// testPrefix keeps these tests' kernel objects apart from other users'.
+var testPrefix = fmt.Sprintf("efk-%d-", os.Getpid()%100000)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func needBinary(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("needs %s", n)
+		}
+	}
+}
+
+// makeNamespaces creates namespaces and registers their deletion.
+func makeNamespaces(t *testing.T, names ...string) {
+	t.Helper()
+	created, err := CreateNamespaces(names)
+	t.Cleanup(func() {
+		if err := DeleteNamespaces(created); err != nil {
+			t.Errorf("delete namespaces: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("create namespaces: %v", err)
+	}
+	if len(created) != len(names) {
+		t.Fatalf("created %d of %d namespaces", len(created), len(names))
+	}
+}
+
+func inNS(t *testing.T, ns string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip netns exec %s %v: %v\n%s", ns, args, err, out)
+	}
+	return string(out)
+}
+
+func linkIn(t *testing.T, ns, name string) netlink.Link {
+	t.Helper()
+	h, err := handleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(name)
+	if err != nil {
+		t.Fatalf("netns %s link %s: %v", ns, name, err)
+	}
+	return l
+}
+
+// rootLinksWithPrefix lists links in the test process's namespace whose
+// name carries the test prefix.
+func rootLinksWithPrefix(t *testing.T, prefix string) []string {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range links {
+		if strings.HasPrefix(l.Attrs().Name, prefix) {
+			out = append(out, l.Attrs().Name)
+		}
+	}
+	return out
+}
+
+func TestNamespacesAndVethsBulk(t *testing.T) {
+	needRoot(t)
+	needBinary(t, "ip")
+	const nNS, nVeth = 50, 100
+	prefix := testPrefix + "b-"
+	var names []string
+	for i := range nNS {
+		names = append(names, fmt.Sprintf("%s%d", prefix, i))
+	}
+	makeNamespaces(t, names...)
+
+	// Pair j joins namespace j%50 to namespace j%50 + 1 + j/50 (mod 50), so
+	// every namespace holds four ends with distinct names.
+	var pairs []Veth
+	for j := range nVeth {
+		a, b := j%nNS, (j%nNS+1+j/nNS)%nNS
+		pairs = append(pairs, Veth{
+			A: VethEnd{NS: names[a], Name: fmt.Sprintf("v%da", j), MAC: fmt.Sprintf("02:ef:00:00:%02x:0a", j), MTU: 9000},
+			B: VethEnd{NS: names[b], Name: fmt.Sprintf("v%db", j), MAC: fmt.Sprintf("02:ef:00:00:%02x:0b", j)},
+		})
+	}
+	if err := CreateVeths(pairs, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pairs {
+		for _, e := range []VethEnd{p.A, p.B} {
+			l := linkIn(t, e.NS, e.Name)
+			a := l.Attrs()
+			if l.Type() != "veth" || a.Flags&net.FlagUp == 0 || a.HardwareAddr.String() != e.MAC {
+				t.Errorf("%s/%s: type %s flags %v mac %s; want veth, up, %s", e.NS, e.Name, l.Type(), a.Flags, a.HardwareAddr, e.MAC)
+			}
+			if wantMTU := max(e.MTU, 1500); a.MTU != wantMTU {
+				t.Errorf("%s/%s: MTU %d, want %d", e.NS, e.Name, a.MTU, wantMTU)
+			}
+		}
+	}
+	// lo is up in each namespace.
+	if l := linkIn(t, names[7], "lo"); l.Attrs().Flags&net.FlagUp == 0 {
+		t.Errorf("lo down in %s", names[7])
+	}
+	// Creating an existing pair fails and says which one.
+	if err := CreateVeths(pairs[:1], 1); err == nil || !strings.Contains(err.Error(), pairs[0].A.Name) {
+		t.Errorf("duplicate veth: err = %v", err)
+	}
+
+	p := pairs[0]
+	if err := SetAddr(p.A.NS, p.A.Name, "10.201.0.1/30"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAddr(p.B.NS, p.B.Name, "10.201.0.2/30"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAddr(p.B.NS, p.B.Name, "10.201.0.2/30"); err != nil {
+		t.Errorf("SetAddr is not idempotent: %v", err)
+	}
+	if _, err := exec.LookPath("ping"); err == nil {
+		inNS(t, p.A.NS, "ping", "-c1", "-W2", "10.201.0.2")
+	}
+	if err := tcpReach(p.A.NS, p.B.NS, "10.201.0.2"); err != nil {
+		t.Errorf("TCP over the pair: %v", err)
+	}
+	// Not reachable from a namespace the pair does not connect.
+	if err := tcpReach(names[30], p.B.NS, "10.201.0.2"); err == nil {
+		t.Error("TCP from an unconnected namespace succeeded")
+	}
+
+	if err := SetMAC(p.A.NS, p.A.Name, "02:00:00:01:00:01"); err != nil {
+		t.Fatal(err)
+	}
+	if got := linkIn(t, p.A.NS, p.A.Name).Attrs().HardwareAddr.String(); got != "02:00:00:01:00:01" {
+		t.Errorf("SetMAC: MAC is %s", got)
+	}
+
+	if on, err := TxChecksumOn(p.A.NS, p.A.Name); err != nil || !on {
+		t.Fatalf("tx checksum before: on=%v err=%v", on, err)
+	}
+	if err := DisableTxChecksum(p.A.NS, p.A.Name); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := TxChecksumOn(p.A.NS, p.A.Name); err != nil || on {
+		t.Errorf("tx checksum after DisableTxChecksum: on=%v err=%v", on, err)
+	}
+
+	// Teardown by namespace only; nothing with the prefix may remain.
+	if err := DeleteNamespaces(names); err != nil {
+		t.Fatal(err)
+	}
+	if err := DeleteNamespaces(names); err != nil {
+		t.Errorf("second delete is not a no-op: %v", err)
+	}
+	if left, err := ListNamespaces(prefix); err != nil || len(left) != 0 {
+		t.Errorf("namespaces left: %v %v", left, err)
+	}
+	out, err := exec.Command("ip", "netns", "list").CombinedOutput()
+	if err != nil || strings.Contains(string(out), prefix) {
+		t.Errorf("ip netns list shows %s:\n%s (%v)", prefix, out, err)
+	}
+	if left := rootLinksWithPrefix(t, "v"); len(left) != 0 {
+		for _, n := range left {
+			for _, p := range pairs {
+				if n == p.A.Name || n == p.B.Name {
+					t.Errorf("link %s leaked into the root namespace", n)
+				}
+			}
+		}
+	}
+}
+
+// tcpReach listens on ip:5300 inside toNS and connects from fromNS; the
+// sockets stay in their namespaces after InNamespace returns.
+func tcpReach(fromNS, toNS, ip string) error {
+	var ln net.Listener
+	err := InNamespace(toNS, func() (err error) {
+		ln, err = net.Listen("tcp", net.JoinHostPort(ip, "5300"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("efk"))
+			c.Close()
+		}
+	}()
+	var c net.Conn
+	err = InNamespace(fromNS, func() (err error) {
+		c, err = net.DialTimeout("tcp", net.JoinHostPort(ip, "5300"), 2*time.Second)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "efk" {
+		return fmt.Errorf("read %q: %v", buf, err)
+	}
+	return nil
+}
+
+func TestCreateNamespacesRejectsExisting(t *testing.T) {
+	needRoot(t)
+	a, b := testPrefix+"x-a", testPrefix+"x-b"
+	makeNamespaces(t, a)
+	created, err := CreateNamespaces([]string{a, b})
+	t.Cleanup(func() { DeleteNamespaces([]string{b}) })
+	if err == nil {
+		t.Fatal("creating an existing namespace succeeded")
+	}
+	for _, c := range created {
+		if c == a {
+			t.Errorf("reported pre-existing %s as created", a)
+		}
+	}
+	if _, err := CreateNamespaces([]string{"../etc"}); err == nil {
+		t.Error("accepted a name with a slash")
+	}
+}
+
+// pairOfNamespaces makes two namespaces joined by a veth 10.202.0.1 -- .2.
+func pairOfNamespaces(t *testing.T, tag string) (a, b string) {
+	t.Helper()
+	a, b = testPrefix+tag+"-a", testPrefix+tag+"-b"
+	makeNamespaces(t, a, b)
+	err := CreateVeths([]Veth{{A: VethEnd{NS: a, Name: "eth0"}, B: VethEnd{NS: b, Name: "eth0"}}}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAddr(a, "eth0", "10.202.0.1/30"); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetAddr(b, "eth0", "10.202.0.2/30"); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+type iperfResult struct {
+	Error string `json:"error"`
+	End   struct {
+		SumReceived struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+	} `json:"end"`
+}
+
+// iperf runs a TCP iperf3 test from a to b (10.202.0.2) and returns the
+// receiver's rate in bit/s.
+func iperf(t *testing.T, a, b string, secs int) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+20)*time.Second)
+	defer cancel()
+	srv := exec.CommandContext(ctx, "ip", "netns", "exec", b, "iperf3", "-s", "-1", "-B", "10.202.0.2", "-p", "5301")
+	var srvOut bytes.Buffer
+	srv.Stdout, srv.Stderr = &srvOut, &srvOut
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		srv.Process.Kill() // by PID; a no-op once the one-shot server exits
+		srv.Wait()
+	}()
+	var (
+		out []byte
+		err error
+		r   iperfResult
+	)
+	for range 50 { // the server needs a moment to listen
+		out, err = exec.CommandContext(ctx, "ip", "netns", "exec", a, "iperf3", "-c", "10.202.0.2", "-p", "5301",
+			"-t", fmt.Sprint(secs), "-J").Output()
+		r = iperfResult{}
+		jerr := json.Unmarshal(out, &r)
+		if err == nil && jerr == nil && r.Error == "" {
+			break
+		}
+		if jerr == nil && r.Error != "" && !strings.Contains(r.Error, "connect") {
+			t.Fatalf("iperf3 client: %s\nserver: %s", r.Error, srvOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || r.Error != "" {
+		t.Fatalf("iperf3 client: %v %s\n%s\nserver: %s", err, r.Error, out, srvOut.String())
+	}
+	return r.End.SumReceived.BitsPerSecond
+}
+
+func TestShapeTBFThroughputAndStats(t *testing.T) {
+	needRoot(t)
+	needBinary(t, "ip", "iperf3")
+	a, b := pairOfNamespaces(t, "tbf")
+	const rate = 50_000_000
+	if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Stats(a, "eth0")
+	if err != nil || st.Kind != "tbf" {
+		t.Fatalf("stats after Shape: %+v, %v", st, err)
+	}
+
+	r, err := NewStatsReader(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Sample the queue while iperf3 runs: TCP must build a backlog.
+	var (
+		wg         sync.WaitGroup
+		maxBacklog uint64
+		stop       = make(chan struct{})
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if s, err := r.Stats("eth0"); err == nil {
+				maxBacklog = max(maxBacklog, s.Backlog)
+			}
+		}
+	}()
+	got := iperf(t, a, b, 3)
+	close(stop)
+	wg.Wait()
+	burst, limit := TBFParams(rate)
+	t.Logf("tbf rate %s burst %d B limit %d B: iperf3 TCP %.2f Mbit/s (%.1f%%), max backlog seen %d B",
+		FormatRate(rate), burst, limit, got/1e6, 100*got/rate, maxBacklog)
+	if got < 0.90*rate || got > 1.05*rate {
+		t.Errorf("throughput %.2f Mbit/s outside 90..105%% of %s", got/1e6, FormatRate(rate))
+	}
+	if maxBacklog == 0 || maxBacklog > uint64(limit) {
+		t.Errorf("max backlog %d B, want within (0, %d]", maxBacklog, limit)
+	}
+	st, err = r.Stats("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Packets < 1000 || st.Bytes < uint64(0.9*rate/8*3) || st.Overlimits == 0 {
+		t.Errorf("stats after 3 s at %s: %+v", FormatRate(rate), st)
+	}
+	idx, err := r.Index("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := all[idx]; s.Kind != "tbf" || s.Packets < st.Packets {
+		t.Errorf("All()[eth0] = %+v, want tbf with at least %d packets", s, st.Packets)
+	}
+	if s := all[1]; s.Kind != "noqueue" {
+		t.Errorf("All()[lo] = %+v, want noqueue", s)
+	}
+
+	// Unshaped, the same link runs far faster than the shaped rate.
+	if err := Shape(a, "eth0", Shaping{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := Stats(a, "eth0"); err != nil || st.Kind == "tbf" {
+		t.Errorf("after Shape(zero): %+v %v", st, err)
+	}
+	if free := iperf(t, a, b, 1); free < 4*rate {
+		t.Errorf("unshaped link only %.1f Mbit/s", free/1e6)
+	}
+}
+
+func TestShapeChangesAndNetem(t *testing.T) {
+	needRoot(t)
+	needBinary(t, "tc")
+	a, _ := pairOfNamespaces(t, "nem")
+	for _, rate := range []uint64{10e6, 1e9, 100e3} {
+		if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
+			t.Fatalf("rate %s: %v", FormatRate(rate), err)
+		}
+		out := strings.ToLower(inNS(t, a, "tc", "qdisc", "show", "dev", "eth0"))
+		if !strings.Contains(out, "tbf 1: root") || !strings.Contains(out, "rate "+FormatRate(rate)) {
+			t.Errorf("after shaping to %s tc shows: %s", FormatRate(rate), out)
+		}
+	}
+	if err := Shape(a, "eth0", Shaping{LossPct: 150}); err == nil {
+		t.Error("accepted 150% loss")
+	}
+	// Whether netem exists is decided independently, by tc itself.
+	tcErr := exec.Command("ip", "netns", "exec", a, "tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", "1ms").Run()
+	haveNetem := tcErr == nil
+	err := Shape(a, "eth0", Shaping{RateBps: 50e6, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, LossPct: 0.5})
+	if haveNetem != (err == nil) {
+		t.Fatalf("tc netem works: %v, Shape with delay: %v", haveNetem, err)
+	}
+	if !haveNetem {
+		if !errors.Is(err, ErrNoNetem) {
+			t.Errorf("error does not wrap ErrNoNetem: %v", err)
+		}
+		if Probe().Netem {
+			t.Error("Probe says netem exists; tc disagrees")
+		}
+		return
+	}
+	out := inNS(t, a, "tc", "qdisc", "show", "dev", "eth0")
+	if !strings.Contains(out, "netem") || !strings.Contains(out, "tbf") {
+		t.Errorf("netem+tbf: tc shows %s", out)
+	}
+	if st, err := Stats(a, "eth0"); err != nil || st.Kind != "tbf" {
+		t.Errorf("Stats under netem: %+v %v, want the tbf child", st, err)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	needRoot(t)
+	needBinary(t, "ip", "tc")
+	c := Probe()
+	t.Logf("%+v", c)
+	if !c.Netns || !c.Veth || !c.TBF || c.Kernel == "" || !c.Ethtool {
+		t.Errorf("Probe on a root-capable kernel: %+v", c)
+	}
+	_, statErr := os.Stat("/sys/module/openvswitch")
+	if c.OVSModule != (statErr == nil) {
+		t.Errorf("OVSModule = %v, /sys/module/openvswitch: %v", c.OVSModule, statErr)
+	}
+	// HTB and netem against tc in a scratch namespace.
+	ns := testPrefix + "probe"
+	makeNamespaces(t, ns)
+	inNS(t, ns, "ip", "link", "add", "d0", "type", "veth", "peer", "d1")
+	for kind, got := range map[string]bool{"htb": c.HTB, "netem": c.Netem, "tbf rate 1mbit burst 10k latency 50ms": c.TBF} {
+		args := append([]string{"netns", "exec", ns, "tc", "qdisc", "replace", "dev", "d0", "root"}, strings.Fields(kind)...)
+		want := exec.Command("ip", args...).Run() == nil
+		if got != want {
+			t.Errorf("Probe %s = %v, tc says %v", kind, got, want)
+		}
+	}
+	if left, _ := ListNamespaces("ethfab-probe-" + fmt.Sprint(os.Getpid())); len(left) != 0 {
+		t.Errorf("Probe left namespaces: %v", left)
+	}
+}

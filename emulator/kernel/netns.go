@@ -1,0 +1,264 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// NetnsDir is where named namespaces live, the same place `ip netns` uses,
+// so `ip netns exec NAME ...` works on everything created here.
+const NetnsDir = "/run/netns"
+
+var netnsDirMu sync.Mutex
+
+// prepareNetnsDir makes NetnsDir a shared mount point, as iproute2 does, so
+// an unmount done in one mount namespace propagates to the others and a
+// deleted namespace is not kept alive by a stray copy of its bind mount.
+func prepareNetnsDir() error {
+	netnsDirMu.Lock()
+	defer netnsDirMu.Unlock()
+	if err := os.MkdirAll(NetnsDir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", NetnsDir, err)
+	}
+	made := false
+	for {
+		err := unix.Mount("", NetnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) || made {
+			return fmt.Errorf("make %s a shared mount: %w", NetnsDir, err)
+		}
+		// EINVAL: not a mount point yet; bind it onto itself first.
+		if err := unix.Mount(NetnsDir, NetnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s onto itself: %w", NetnsDir, err)
+		}
+		made = true
+	}
+}
+
+func validNetnsName(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return fmt.Errorf("invalid namespace name %q", name)
+	}
+	return nil
+}
+
+// CreateNamespaces creates named network namespaces under NetnsDir, brings
+// lo up and disables IPv6 in each (see createOne). It fails if a name already exists. On error it
+// still returns the names it did create, so the caller can roll back with
+// DeleteNamespaces.
+//
+// Creation runs on a few OS threads, each of which unshares a fresh
+// namespace, bind-mounts it and returns to its original namespace when done.
+func CreateNamespaces(names []string) (created []string, err error) {
+	for _, n := range names {
+		if err := validNetnsName(n); err != nil {
+			return nil, err
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if err := prepareNetnsDir(); err != nil {
+		return nil, err
+	}
+	workers := min(runtime.GOMAXPROCS(0), 4, len(names))
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan string)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, werr := createNamespacesOnThread(next)
+			mu.Lock()
+			created = append(created, done...)
+			if werr != nil {
+				errs = append(errs, werr)
+			}
+			mu.Unlock()
+		}()
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+	return created, errors.Join(errs...)
+}
+
+// createNamespacesOnThread consumes names until the channel closes or an
+// error occurs (then it drains the channel so the producer never blocks).
+func createNamespacesOnThread(names <-chan string) (created []string, err error) {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		for range names {
+		}
+		return nil, fmt.Errorf("open own netns: %w", err)
+	}
+	defer orig.Close()
+	moved := false
+	for name := range names {
+		if err != nil {
+			continue
+		}
+		moved = true
+		if e := createOne(name); e != nil {
+			err = e
+			continue
+		}
+		created = append(created, name)
+	}
+	if moved {
+		if e := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); e != nil {
+			// Leave the thread locked: the runtime then discards it when the
+			// goroutine exits instead of reusing a thread in a stray netns.
+			return created, errors.Join(err, fmt.Errorf("return to original netns: %w", e))
+		}
+	}
+	runtime.UnlockOSThread()
+	return created, err
+}
+
+// createOne must run on a locked OS thread; it leaves the thread inside the
+// new namespace.
+func createOne(name string) error {
+	path := filepath.Join(NetnsDir, name)
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return fmt.Errorf("netns %s: %w", name, err)
+	}
+	f.Close()
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("netns %s: unshare: %w", name, err)
+	}
+	if err := unix.Mount("/proc/thread-self/ns/net", path, "none", unix.MS_BIND, ""); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("netns %s: bind mount: %w", name, err)
+	}
+	// IPv6 autoconf on every link brought up costs about 1 ms of kernel
+	// time per veth (and as much again at teardown) and sends router
+	// solicitations, MLD reports and DAD probes into the fabric. Links made
+	// in this namespace from now on inherit "default".
+	for _, k := range []string{"all", "default"} {
+		err := os.WriteFile("/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6", []byte("1"), 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("netns %s: disable IPv6: %w", name, err)
+		}
+	}
+	// lo is always ifindex 1 in a fresh namespace; a netlink socket opened
+	// now lives in the new namespace because this thread does.
+	if err := netlink.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1}}); err != nil {
+		return fmt.Errorf("netns %s: lo up: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteNamespaces unmounts and removes named namespaces. Missing names are
+// not an error. It does not wait for the kernel to reclaim the namespaces
+// (and the veths inside them): that happens asynchronously once nothing
+// else (a process, an open fd) holds them.
+func DeleteNamespaces(names []string) error {
+	var errs []error
+	for _, n := range names {
+		if err := validNetnsName(n); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		path := filepath.Join(NetnsDir, n)
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil &&
+			!errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount netns %s: %w", n, err))
+			continue
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove netns %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ListNamespaces returns the named namespaces whose name starts with prefix,
+// sorted.
+func ListNamespaces(prefix string) ([]string, error) {
+	ents, err := os.ReadDir(NetnsDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", NetnsDir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), prefix) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// nsPath returns the path of a named namespace; "" means the namespace of
+// the calling process (its main thread), which is what "current" means for
+// a Go program whose threads move around.
+func nsPath(ns string) string {
+	if ns == "" {
+		return "/proc/self/ns/net"
+	}
+	return filepath.Join(NetnsDir, ns)
+}
+
+// InNamespace runs fn on a locked OS thread inside the named namespace
+// ("" = the process's namespace). Sockets fn opens stay in that namespace
+// after it returns.
+func InNamespace(ns string, fn func() error) error {
+	if ns == "" {
+		return fn()
+	}
+	target, err := os.Open(nsPath(ns))
+	if err != nil {
+		return fmt.Errorf("open netns %s: %w", ns, err)
+	}
+	defer target.Close()
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("open own netns: %w", err)
+			return
+		}
+		defer orig.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("enter netns %s: %w", ns, err)
+			return
+		}
+		ferr := fn()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err != nil {
+			// Thread stays locked and dies with the goroutine.
+			errc <- errors.Join(ferr, fmt.Errorf("leave netns %s: %w", ns, err))
+			return
+		}
+		runtime.UnlockOSThread()
+		errc <- ferr
+	}()
+	return <-errc
+}

@@ -1,0 +1,177 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// rtconn is a NETLINK_ROUTE socket that can pipeline many requests per
+// sendmsg. The netlink package waits for each ack before sending the next
+// request; at thousands of veths that round trip is most of the cost.
+type rtconn struct {
+	fd  int
+	seq uint32
+	buf []byte
+}
+
+// newRtconn opens a socket in the calling thread's network namespace.
+func newRtconn() (*rtconn, error) {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket: %w", err)
+	}
+	c := &rtconn{fd: fd, buf: make([]byte, 1<<20)}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("netlink bind: %w", err)
+	}
+	// Error acks carry only the header (not the whole request) and a text
+	// message; both are best effort on old kernels.
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_CAP_ACK, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_NETLINK, unix.NETLINK_EXT_ACK, 1)
+	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
+	tv := unix.Timeval{Sec: 30}
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	return c, nil
+}
+
+func (c *rtconn) Close() error {
+	if c.fd < 0 {
+		return nil
+	}
+	err := unix.Close(c.fd)
+	c.fd = -1
+	return err
+}
+
+func (c *rtconn) send(b []byte) error {
+	return unix.Sendto(c.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+}
+
+func (c *rtconn) recv() ([]syscall.NetlinkMessage, error) {
+	n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
+	if err != nil {
+		return nil, fmt.Errorf("netlink receive: %w", err)
+	}
+	msgs, err := syscall.ParseNetlinkMessage(c.buf[:n])
+	if err != nil {
+		return nil, fmt.Errorf("netlink parse: %w", err)
+	}
+	return msgs, nil
+}
+
+// ackError decodes an NLMSG_ERROR payload; nil means success.
+func ackError(data []byte) error {
+	if len(data) < 4 {
+		return errors.New("short netlink ack")
+	}
+	errno := int32(binary.NativeEndian.Uint32(data[:4]))
+	if errno == 0 {
+		return nil
+	}
+	var err error = syscall.Errno(-errno)
+	// With NETLINK_CAP_ACK the echoed request is just its header; the
+	// extended ack attributes follow it.
+	rest := data[4:]
+	if len(rest) >= unix.SizeofNlMsghdr {
+		rest = rest[unix.SizeofNlMsghdr:]
+		if attrs, perr := nl.ParseRouteAttr(rest); perr == nil {
+			for _, a := range attrs {
+				if a.Attr.Type == unix.NLMSGERR_ATTR_MSG {
+					err = fmt.Errorf("%w: %s", err, unix.ByteSliceToString(a.Value))
+				}
+			}
+		}
+	}
+	return err
+}
+
+// execAcked sends requests (which must carry NLM_F_ACK) in batches of
+// batch per sendmsg and returns one error slot per request.
+func (c *rtconn) execAcked(reqs []*nl.NetlinkRequest, batch int) []error {
+	errs := make([]error, len(reqs))
+	if batch < 1 {
+		batch = 1
+	}
+	for start := 0; start < len(reqs); start += batch {
+		end := min(start+batch, len(reqs))
+		var out []byte
+		first := c.seq + 1
+		for i := start; i < end; i++ {
+			c.seq++
+			reqs[i].Seq = c.seq
+			out = append(out, reqs[i].Serialize()...)
+		}
+		if err := c.send(out); err != nil {
+			for i := start; i < end; i++ {
+				errs[i] = fmt.Errorf("netlink send: %w", err)
+			}
+			continue
+		}
+		pending := end - start
+		for pending > 0 {
+			msgs, err := c.recv()
+			if err != nil {
+				for i := start; i < end; i++ {
+					if errs[i] == nil {
+						errs[i] = err
+					}
+				}
+				return errs
+			}
+			for _, m := range msgs {
+				if m.Header.Type != unix.NLMSG_ERROR {
+					continue
+				}
+				if m.Header.Seq < first || m.Header.Seq > c.seq {
+					continue // stale reply from an earlier, failed batch
+				}
+				errs[start+int(m.Header.Seq-first)] = ackError(m.Data)
+				pending--
+			}
+		}
+	}
+	return errs
+}
+
+// query sends one request and returns its reply messages of type resType,
+// following a multipart dump to NLMSG_DONE.
+func (c *rtconn) query(req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
+	c.seq++
+	req.Seq = c.seq
+	if err := c.send(req.Serialize()); err != nil {
+		return nil, fmt.Errorf("netlink send: %w", err)
+	}
+	var out [][]byte
+	for {
+		msgs, err := c.recv()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			if m.Header.Seq != req.Seq {
+				continue
+			}
+			switch m.Header.Type {
+			case unix.NLMSG_DONE:
+				return out, nil
+			case unix.NLMSG_ERROR:
+				if err := ackError(m.Data); err != nil {
+					return nil, err
+				}
+				return out, nil
+			}
+			if m.Header.Type == resType {
+				out = append(out, m.Data)
+			}
+			if m.Header.Flags&unix.NLM_F_MULTI == 0 {
+				return out, nil
+			}
+		}
+	}
+}

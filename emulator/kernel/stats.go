@@ -1,0 +1,232 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// QdiscStats are the counters of the queue that shapes a link: the root
+// qdisc, or the tbf under a netem root (netem's own queue holds packets
+// that are "on the wire", not waiting for it).
+type QdiscStats struct {
+	Kind       string `json:"kind"`
+	Backlog    uint64 `json:"backlog_bytes"`
+	QLen       uint64 `json:"qlen"`
+	Drops      uint64 `json:"drops"`
+	Overlimits uint64 `json:"overlimits"`
+	Requeues   uint64 `json:"requeues"`
+	Packets    uint64 `json:"packets"`
+	Bytes      uint64 `json:"bytes"`
+}
+
+type qdiscMsg struct {
+	ifindex        int
+	handle, parent uint32
+	stats          QdiscStats
+}
+
+func parseQdisc(b []byte) (qdiscMsg, error) {
+	if len(b) < nl.SizeofTcMsg {
+		return qdiscMsg{}, fmt.Errorf("short qdisc message")
+	}
+	tm := nl.DeserializeTcMsg(b)
+	q := qdiscMsg{ifindex: int(tm.Ifindex), handle: tm.Handle, parent: tm.Parent}
+	attrs, err := nl.ParseRouteAttr(b[nl.SizeofTcMsg:])
+	if err != nil {
+		return q, fmt.Errorf("parse qdisc attributes: %w", err)
+	}
+	ne := binary.NativeEndian
+	for _, a := range attrs {
+		switch a.Attr.Type {
+		case nl.TCA_KIND:
+			q.stats.Kind = unix.ByteSliceToString(a.Value)
+		case nl.TCA_STATS2:
+			sub, err := nl.ParseRouteAttr(a.Value)
+			if err != nil {
+				return q, fmt.Errorf("parse qdisc stats: %w", err)
+			}
+			for _, s := range sub {
+				switch s.Attr.Type {
+				case nl.TCA_STATS_BASIC: // gnet_stats_basic: u64 bytes, u32 packets
+					if len(s.Value) >= 12 {
+						q.stats.Bytes = ne.Uint64(s.Value[0:8])
+						q.stats.Packets = uint64(ne.Uint32(s.Value[8:12]))
+					}
+				case nl.TCA_STATS_PKT64:
+					if len(s.Value) >= 8 {
+						q.stats.Packets = ne.Uint64(s.Value[0:8])
+					}
+				case nl.TCA_STATS_QUEUE: // gnet_stats_queue: qlen backlog drops requeues overlimits
+					if len(s.Value) >= 20 {
+						q.stats.QLen = uint64(ne.Uint32(s.Value[0:4]))
+						q.stats.Backlog = uint64(ne.Uint32(s.Value[4:8]))
+						q.stats.Drops = uint64(ne.Uint32(s.Value[8:12]))
+						q.stats.Requeues = uint64(ne.Uint32(s.Value[12:16]))
+						q.stats.Overlimits = uint64(ne.Uint32(s.Value[16:20]))
+					}
+				}
+			}
+		}
+	}
+	return q, nil
+}
+
+// getQdisc fetches one qdisc: parent HANDLE_ROOT gives the root, a class
+// id gives the qdisc attached to that class. One request, no dump, so the
+// cost does not grow with the number of links in the namespace.
+func (c *rtconn) getQdisc(ifindex int, parent uint32) (qdiscMsg, error) {
+	req := nl.NewNetlinkRequest(unix.RTM_GETQDISC, unix.NLM_F_ECHO)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Parent: parent})
+	msgs, err := c.query(req, unix.RTM_NEWQDISC)
+	if err != nil {
+		return qdiscMsg{}, err
+	}
+	if len(msgs) == 0 {
+		return qdiscMsg{}, fmt.Errorf("no qdisc at parent %x", parent)
+	}
+	return parseQdisc(msgs[0])
+}
+
+// shapingStats returns the stats of the shaping queue (see QdiscStats).
+func (c *rtconn) shapingStats(ifindex int) (QdiscStats, error) {
+	root, err := c.getQdisc(ifindex, netlink.HANDLE_ROOT)
+	if err != nil {
+		return QdiscStats{}, fmt.Errorf("root qdisc of ifindex %d: %w", ifindex, err)
+	}
+	if root.stats.Kind == "netem" && root.handle == rootHandle {
+		if child, err := c.getQdisc(ifindex, netemClass); err == nil && child.stats.Kind == "tbf" {
+			return child.stats, nil
+		}
+	}
+	return root.stats, nil
+}
+
+// Stats returns the shaping-queue counters of an interface. For polling
+// many links, use a StatsReader: it keeps one socket per namespace.
+func Stats(ns, ifname string) (QdiscStats, error) {
+	r, err := NewStatsReader(ns)
+	if err != nil {
+		return QdiscStats{}, err
+	}
+	defer r.Close()
+	return r.Stats(ifname)
+}
+
+// StatsReader reads qdisc counters in one namespace over a socket opened
+// once; it caches interface indexes. Safe for concurrent use.
+type StatsReader struct {
+	ns  string
+	mu  sync.Mutex
+	c   *rtconn
+	h   *netlink.Handle
+	idx map[string]int
+}
+
+// NewStatsReader opens the sockets inside namespace ns ("" = the process's).
+func NewStatsReader(ns string) (*StatsReader, error) {
+	r := &StatsReader{ns: ns, idx: map[string]int{}}
+	err := InNamespace(ns, func() (err error) {
+		if r.c, err = newRtconn(); err != nil {
+			return err
+		}
+		if r.h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			r.c.Close()
+			return fmt.Errorf("netlink handle: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stats reader in netns %q: %w", ns, err)
+	}
+	return r, nil
+}
+
+// Close releases the sockets.
+func (r *StatsReader) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.c.Close()
+	r.h.Close()
+}
+
+// Index resolves (and caches) an interface name.
+func (r *StatsReader) Index(ifname string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.index(ifname)
+}
+
+func (r *StatsReader) index(ifname string) (int, error) {
+	if i, ok := r.idx[ifname]; ok {
+		return i, nil
+	}
+	l, err := r.h.LinkByName(ifname)
+	if err != nil {
+		return 0, fmt.Errorf("netns %q link %s: %w", r.ns, ifname, err)
+	}
+	r.idx[ifname] = l.Attrs().Index
+	return l.Attrs().Index, nil
+}
+
+// Stats returns the counters of the queue shaping ifname.
+func (r *StatsReader) Stats(ifname string) (QdiscStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, err := r.index(ifname)
+	if err != nil {
+		return QdiscStats{}, err
+	}
+	s, err := r.c.shapingStats(i)
+	if err != nil {
+		return QdiscStats{}, fmt.Errorf("netns %q link %s: %w", r.ns, ifname, err)
+	}
+	return s, nil
+}
+
+// StatsIndex is Stats by interface index: two syscalls, no lookups.
+func (r *StatsReader) StatsIndex(ifindex int) (QdiscStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.c.shapingStats(ifindex)
+}
+
+// All returns the shaping-queue counters of every link in the namespace,
+// keyed by ifindex, from one dump: cheaper than one StatsIndex per link
+// when most links are polled.
+func (r *StatsReader) All() (map[int]QdiscStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req := nl.NewNetlinkRequest(unix.RTM_GETQDISC, unix.NLM_F_DUMP)
+	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL})
+	msgs, err := r.c.query(req, unix.RTM_NEWQDISC)
+	if err != nil {
+		return nil, fmt.Errorf("netns %q: dump qdiscs: %w", r.ns, err)
+	}
+	roots := map[int]qdiscMsg{}
+	children := map[int]QdiscStats{}
+	for _, m := range msgs {
+		q, err := parseQdisc(m)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case q.parent == netlink.HANDLE_ROOT:
+			roots[q.ifindex] = q
+		case q.parent == netemClass && q.stats.Kind == "tbf":
+			children[q.ifindex] = q.stats
+		}
+	}
+	out := make(map[int]QdiscStats, len(roots))
+	for i, q := range roots {
+		out[i] = q.stats
+		if c, ok := children[i]; ok && q.stats.Kind == "netem" && q.handle == rootHandle {
+			out[i] = c
+		}
+	}
+	return out, nil
+}

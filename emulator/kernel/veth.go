@@ -1,0 +1,321 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/safchain/ethtool"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// VethEnd is one end of a veth pair. NS "" is the namespace of the calling
+// process. MAC "" lets the kernel pick one; MTU 0 keeps the default (1500).
+type VethEnd struct {
+	NS, Name, MAC string
+	MTU           int
+}
+
+// Veth is a veth pair to create.
+type Veth struct{ A, B VethEnd }
+
+// vethBatch is how many requests go out in one sendmsg.
+const vethBatch = 64
+
+// CreateVeths creates the pairs with both ends born in their namespaces
+// (never moved afterwards), MACs and MTUs set, and both ends up, on
+// `workers` pipelined netlink sockets (<= 0 means 2).
+//
+// The kernel can bring only the first end of a new veth up in the create
+// request (opening the peer fails with ENOTCONN before the pair is linked),
+// so each pair costs a create plus an "up" for the peer, addressed by name
+// from a socket inside the peer's namespace. Pairs are oriented so that
+// peers fall in the namespaces holding the most ends, which keeps the
+// number of sockets (and namespace switches) small.
+//
+// On error some pairs may exist; the caller removes them by deleting the
+// namespaces (ends in the process's own namespace must be deleted by name).
+func CreateVeths(pairs []Veth, workers int) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	ends := map[string]int{}
+	for i, p := range pairs {
+		for _, e := range []VethEnd{p.A, p.B} {
+			if err := checkEnd(e); err != nil {
+				return fmt.Errorf("veth %d (%s/%s): %w", i, p.A.Name, p.B.Name, err)
+			}
+			ends[e.NS]++
+		}
+	}
+	fds := map[string]int{}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	for ns := range ends {
+		if ns == "" {
+			continue
+		}
+		fd, err := unix.Open(nsPath(ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open netns %s: %w", ns, err)
+		}
+		fds[ns] = fd
+	}
+
+	// Orient, then group by the peer's namespace.
+	groups := map[string][]Veth{}
+	var order []string
+	for _, p := range pairs {
+		if ends[p.A.NS] > ends[p.B.NS] {
+			p.A, p.B = p.B, p.A
+		}
+		if _, ok := groups[p.B.NS]; !ok {
+			order = append(order, p.B.NS)
+		}
+		groups[p.B.NS] = append(groups[p.B.NS], p)
+	}
+	if workers <= 0 {
+		workers = 2
+	}
+	// Split large groups so every worker has a share.
+	type job struct {
+		ns    string
+		pairs []Veth
+	}
+	chunk := max(vethBatch, (len(pairs)+workers-1)/workers)
+	jobs := make(chan job)
+	go func() {
+		for _, ns := range order {
+			g := groups[ns]
+			for lo := 0; lo < len(g); lo += chunk {
+				jobs <- job{ns, g[lo:min(lo+chunk, len(g))]}
+			}
+		}
+		close(jobs)
+	}()
+
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				var c *rtconn
+				err := InNamespace(j.ns, func() (err error) {
+					c, err = newRtconn()
+					return err
+				})
+				if err != nil {
+					fail(fmt.Errorf("netlink socket in netns %q: %w", j.ns, err))
+					continue
+				}
+				reqs := make([]*nl.NetlinkRequest, 0, 2*len(j.pairs))
+				for _, p := range j.pairs {
+					reqs = append(reqs, vethRequest(p, fds), upRequest(p.B.Name))
+				}
+				res := c.execAcked(reqs, vethBatch)
+				c.Close()
+				for i, p := range j.pairs {
+					if err := errors.Join(res[2*i], res[2*i+1]); err != nil {
+						fail(fmt.Errorf("create veth %s:%s <-> %s:%s: %w",
+							p.A.NS, p.A.Name, p.B.NS, p.B.Name, err))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 10 {
+		errs = append(errs[:10], fmt.Errorf("... and %d more veth errors", len(errs)-10))
+	}
+	return errors.Join(errs...)
+}
+
+// upRequest sets IFF_UP on an interface named in the socket's namespace.
+func upRequest(name string) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	req.AddData(msg)
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	return req
+}
+
+func checkEnd(e VethEnd) error {
+	if e.Name == "" || len(e.Name) >= unix.IFNAMSIZ {
+		return fmt.Errorf("interface name %q must be 1..%d bytes", e.Name, unix.IFNAMSIZ-1)
+	}
+	if e.MAC != "" {
+		if _, err := net.ParseMAC(e.MAC); err != nil {
+			return fmt.Errorf("interface %s: %w", e.Name, err)
+		}
+	}
+	if e.MTU < 0 || e.MTU > 65535 {
+		return fmt.Errorf("interface %s: MTU %d out of range", e.Name, e.MTU)
+	}
+	return nil
+}
+
+// vethRequest builds the RTM_NEWLINK message for a pair, A up at once. A
+// peer without a namespace fd is born in the sending socket's namespace.
+func vethRequest(p Veth, fds map[string]int) *nl.NetlinkRequest {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
+	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	req.AddData(msg)
+	for _, a := range endAttrs(p.A, fds) {
+		req.AddData(a)
+	}
+	linkInfo := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	linkInfo.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
+	data := linkInfo.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	peer := data.AddRtAttr(nl.VETH_INFO_PEER, nil)
+	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
+	for _, a := range endAttrs(p.B, fds) {
+		peer.AddChild(a)
+	}
+	req.AddData(linkInfo)
+	return req
+}
+
+func endAttrs(e VethEnd, fds map[string]int) []*nl.RtAttr {
+	attrs := []*nl.RtAttr{nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(e.Name))}
+	if e.MTU > 0 {
+		attrs = append(attrs, nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(e.MTU))))
+	}
+	if e.MAC != "" {
+		mac, _ := net.ParseMAC(e.MAC) // validated by checkEnd
+		attrs = append(attrs, nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(mac)))
+	}
+	if fd, ok := fds[e.NS]; ok {
+		attrs = append(attrs, nl.NewRtAttr(unix.IFLA_NET_NS_FD, nl.Uint32Attr(uint32(fd))))
+	}
+	return attrs
+}
+
+// handleAt opens a netlink handle inside a named namespace ("" = the
+// process's namespace).
+func handleAt(ns string) (*netlink.Handle, error) {
+	if ns == "" {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("netlink handle: %w", err)
+		}
+		return h, nil
+	}
+	nsh, err := netns.GetFromPath(nsPath(ns))
+	if err != nil {
+		return nil, fmt.Errorf("open netns %s: %w", ns, err)
+	}
+	defer nsh.Close()
+	h, err := netlink.NewHandleAt(nsh, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink handle in netns %s: %w", ns, err)
+	}
+	return h, nil
+}
+
+// SetAddr adds (or replaces) an IP address in CIDR notation on an
+// interface, e.g. SetAddr("lab-h1", "eth0", "10.0.0.1/24").
+func SetAddr(ns, ifname, cidr string) error {
+	addr, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		return fmt.Errorf("address %q: %w", cidr, err)
+	}
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
+	}
+	if err := h.AddrReplace(link, addr); err != nil {
+		return fmt.Errorf("netns %q link %s: add %s: %w", ns, ifname, cidr, err)
+	}
+	return nil
+}
+
+// SetMAC sets an interface's MAC address.
+func SetMAC(ns, ifname, mac string) error {
+	hw, err := net.ParseMAC(mac)
+	if err != nil {
+		return fmt.Errorf("MAC %q: %w", mac, err)
+	}
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
+	}
+	if err := h.LinkSetHardwareAddr(link, hw); err != nil {
+		return fmt.Errorf("netns %q link %s: set MAC %s: %w", ns, ifname, mac, err)
+	}
+	return nil
+}
+
+// txChecksumFeature is what `ethtool -K IF tx off` turns off on a veth.
+const txChecksumFeature = "tx-checksum-ip-generic"
+
+// DisableTxChecksum turns tx checksum offload off on the named interfaces
+// of one namespace. A veth otherwise hands checksum-less TCP segments to
+// the OVS userspace datapath, which forwards them unchecksummed and the
+// receiver drops them.
+func DisableTxChecksum(ns string, ifnames ...string) error {
+	return InNamespace(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return fmt.Errorf("ethtool socket: %w", err)
+		}
+		defer e.Close()
+		for _, ifn := range ifnames {
+			if err := e.Change(ifn, map[string]bool{txChecksumFeature: false}); err != nil {
+				return fmt.Errorf("netns %q link %s: %s off: %w", ns, ifn, txChecksumFeature, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TxChecksumOn reports whether tx checksum offload is on for an interface.
+func TxChecksumOn(ns, ifname string) (bool, error) {
+	var on bool
+	err := InNamespace(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return fmt.Errorf("ethtool socket: %w", err)
+		}
+		defer e.Close()
+		f, err := e.Features(ifname)
+		if err != nil {
+			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
+		}
+		v, ok := f[txChecksumFeature]
+		if !ok {
+			return fmt.Errorf("netns %q link %s: no feature %s", ns, ifname, txChecksumFeature)
+		}
+		on = v
+		return nil
+	})
+	return on, err
+}
