@@ -101,15 +101,10 @@ func ipBatch(script string) error {
 
 func runIP(prefix string, hosts, swLinks int) error {
 	names, pairs := plan(prefix, hosts, swLinks)
-	var add, del, veth strings.Builder
-	for _, n := range names {
-		fmt.Fprintf(&add, "netns add %s\nnetns exec %s ip link set lo up\n", n, n)
-		fmt.Fprintf(&del, "netns del %s\n", n)
-	}
-	_ = add
-	var addOnly strings.Builder
+	var addOnly, del, veth strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&addOnly, "netns add %s\n", n)
+		fmt.Fprintf(&del, "netns del %s\n", n)
 	}
 	for _, p := range pairs {
 		fmt.Fprintf(&veth, "link add %s netns %s type veth peer %s netns %s\n", p.A.Name, p.A.NS, p.B.Name, p.B.NS)
