@@ -203,3 +203,46 @@ func printJSON(c *cli.Context, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+func pingCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "ping",
+		Usage:     "check reachability with real frames sent from the hosts through the fabric; lists every unreachable pair",
+		ArgsUsage: "LAB",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "all", Usage: "every ordered host pair (the default)"},
+			&cli.IntFlag{Name: "sample", Usage: "this many random ordered pairs instead"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the sample"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
+			}
+			lab, err := fabric.Load(c.Args().First())
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			r, err := fabric.Ping(ctx, lab, c.Int("sample"), c.Int64("seed"))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				if err := printJSON(c, r); err != nil {
+					return err
+				}
+			} else {
+				for _, u := range r.Unreachable {
+					fmt.Fprintf(c.App.Writer, "unreachable: %s -> %s\n", u.Src, u.Dst)
+				}
+				fmt.Fprintf(c.App.Writer, "%d of %d pairs reachable (%.2fs)\n", r.Reached, r.Pairs, r.Seconds)
+			}
+			if len(r.Unreachable) > 0 {
+				return cli.Exit("", 2)
+			}
+			return nil
+		},
+	}
+}

@@ -25,6 +25,7 @@ func main() {
 			downCommand(),
 			statusCommand(),
 			execCommand(),
+			pingCommand(),
 			versionCommand(),
 		},
 	}
