@@ -32,7 +32,10 @@ type PingReport struct {
 	Seconds     float64       `json:"seconds"`
 }
 
-type pingSock struct{ fd, ifindex int }
+type pingSock struct {
+	fd, ifindex int
+	mac         net.HardwareAddr
+}
 
 func openPingSock(ns string) (pingSock, error) {
 	var s pingSock
@@ -51,7 +54,7 @@ func openPingSock(ns string) (pingSock, error) {
 		}
 		tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
 		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-		s = pingSock{fd, ifi.Index}
+		s = pingSock{fd, ifi.Index, ifi.HardwareAddr}
 		return nil
 	})
 	return s, err
@@ -70,20 +73,13 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	start := time.Now()
 	n := len(l.Hosts)
 	socks := make([]pingSock, n)
-	macs := make([]net.HardwareAddr, n)
 	err := parallel(n, func(i int) error {
 		s, err := openPingSock(l.Hosts[i].NetNS)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.Hosts[i].Name, err)
 		}
 		socks[i] = s
-		return kernel.InNamespace(l.Hosts[i].NetNS, func() error {
-			ifi, err := net.InterfaceByName(HostIface)
-			if err == nil {
-				macs[i] = ifi.HardwareAddr
-			}
-			return err
-		})
+		return nil
 	})
 	defer func() {
 		for _, s := range socks {
@@ -176,17 +172,17 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	sendFrom = func(s int, dsts []int) {
 		{
 			frame := make([]byte, 64)
-			copy(frame[6:], macs[s])
+			copy(frame[6:], socks[s].mac)
 			binary.BigEndian.PutUint16(frame[12:], EtherTypePing)
 			binary.BigEndian.PutUint32(frame[14:], uint32(s))
 			for _, d := range dsts {
 				if ctx.Err() != nil {
 					return
 				}
-				copy(frame[0:], macs[d])
+				copy(frame[0:], socks[d].mac)
 				binary.BigEndian.PutUint32(frame[18:], uint32(d))
 				addr := &unix.SockaddrLinklayer{Ifindex: socks[s].ifindex, Halen: 6}
-				copy(addr.Addr[:], macs[d])
+				copy(addr.Addr[:], socks[d].mac)
 				unix.Sendto(socks[s].fd, frame, 0, addr)
 				time.Sleep(gap)
 			}

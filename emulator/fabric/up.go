@@ -49,6 +49,8 @@ type Compiled struct {
 	Plan   *addressing.Plan
 	Ctl    *controller.Controller
 	Tables []*controller.Table
+
+	switchID map[string]int
 }
 
 // Compile builds the topology, addresses and every table of a scenario.
@@ -74,7 +76,10 @@ func Compile(sc *scenario.Scenario) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches))}
+	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches)), switchID: map[string]int{}}
+	for i := range top.Switches {
+		c.switchID[top.Switches[i].Name] = i
+	}
 	err = parallel(len(top.Switches), func(i int) error {
 		t, err := ctl.Table(i)
 		c.Tables[i] = t
@@ -113,31 +118,14 @@ func parallel(n int, fn func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-func linkShaping(ls scenario.LinkSpec, netem bool) (kernel.Shaping, []string) {
+// linkShaping is a link class's egress shaping; without netem only the
+// rate applies (CheckKernel has already refused or warned).
+func linkShaping(ls scenario.LinkSpec, netem bool) kernel.Shaping {
 	s := kernel.Shaping{RateBps: ls.Rate}
-	var dropped []string
-	if ls.Delay.Value > 0 {
-		if netem {
-			s.Delay = ls.Delay.Value
-		} else {
-			dropped = append(dropped, "delay")
-		}
+	if netem {
+		s.Delay, s.Jitter, s.LossPct = ls.Delay.Value, ls.Jitter.Value, ls.Loss.Value
 	}
-	if ls.Jitter.Value > 0 {
-		if netem {
-			s.Jitter = ls.Jitter.Value
-		} else {
-			dropped = append(dropped, "jitter")
-		}
-	}
-	if ls.Loss.Value > 0 {
-		if netem {
-			s.LossPct = ls.Loss.Value
-		} else {
-			dropped = append(dropped, "loss")
-		}
-	}
-	return s, dropped
+	return s
 }
 
 func describe(s kernel.Shaping) string {
@@ -233,7 +221,25 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	nInst = min(nInst, len(top.Switches))
 	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath}
 	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
-	inst := func(sw int) int { return sw * nInst / len(top.Switches) } // as ovs.Partition splits
+	bridges := make([]ovs.Bridge, len(top.Switches))
+	for i := range top.Switches {
+		s := &top.Switches[i]
+		br := ovs.Bridge{Name: s.Name, ExternalIDs: map[string]string{"ethfab-switch": s.Name}}
+		for _, p := range s.Ports {
+			br.Ports = append(br.Ports, ovs.Port{Name: PortIface(i, p.Num), OFPort: p.Num})
+		}
+		bridges[i] = br
+	}
+	// Each switch's ports live in the netns of the instance that will own
+	// its bridge, so the split must be the pool's own.
+	parts := ovs.Partition(bridges, nInst)
+	owner := make([]int, len(top.Switches))
+	for k, part := range parts {
+		for _, br := range part {
+			owner[comp.switchID[br.Name]] = k
+		}
+	}
+	inst := func(sw int) int { return owner[sw] }
 
 	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
 		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
@@ -285,8 +291,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	fabNS := func(sw int) string { return cfgs[inst(sw)].NetNS }
 	shapes := map[topology.LinkClass]kernel.Shaping{}
 	for _, class := range scenario.ClassesOf(top.Spec.Kind) {
-		s, _ := linkShaping(sc.Links[class], caps.Netem)
-		shapes[classOf(class)] = s
+		shapes[classOf(class)] = linkShaping(sc.Links[class], caps.Netem)
 	}
 	pairs := make([]kernel.Veth, 0, len(top.Links))
 	type shapeJob struct{ ns, iface string }
@@ -357,17 +362,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.OVS = time.Since(t5).Seconds()
 	say("open vswitch: %d private instance(s) (%.2fs)", nInst, lab.Timing.OVS)
 
-	bridges := make([]ovs.Bridge, len(top.Switches))
-	for i := range top.Switches {
-		s := &top.Switches[i]
-		br := ovs.Bridge{Name: s.Name, ExternalIDs: map[string]string{"ethfab-switch": s.Name}}
-		for _, p := range s.Ports {
-			br.Ports = append(br.Ports, ovs.Port{Name: PortIface(i, p.Num), OFPort: p.Num})
-		}
-		bridges[i] = br
-	}
 	t6 := time.Now()
-	parts := ovs.Partition(bridges, nInst)
 	err = parallel(nInst, func(k int) error {
 		return pool.Instances[k].CreateBridges(ctx, parts[k])
 	})

@@ -238,6 +238,12 @@ func SetAddr(ns, ifname, cidr string) error {
 	if err != nil {
 		return fmt.Errorf("address %q: %w", cidr, err)
 	}
+	return withLink(ns, ifname, "add "+cidr, func(h *netlink.Handle, l netlink.Link) error { return h.AddrReplace(l, addr) })
+}
+
+// withLink runs fn on a named link inside a namespace, wrapping errors
+// with where and what.
+func withLink(ns, ifname, what string, fn func(*netlink.Handle, netlink.Link) error) error {
 	h, err := handleAt(ns)
 	if err != nil {
 		return err
@@ -247,8 +253,8 @@ func SetAddr(ns, ifname, cidr string) error {
 	if err != nil {
 		return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
 	}
-	if err := h.AddrReplace(link, addr); err != nil {
-		return fmt.Errorf("netns %q link %s: add %s: %w", ns, ifname, cidr, err)
+	if err := fn(h, link); err != nil {
+		return fmt.Errorf("netns %q link %s: %s: %w", ns, ifname, what, err)
 	}
 	return nil
 }
@@ -259,19 +265,7 @@ func SetMAC(ns, ifname, mac string) error {
 	if err != nil {
 		return fmt.Errorf("MAC %q: %w", mac, err)
 	}
-	h, err := handleAt(ns)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	link, err := h.LinkByName(ifname)
-	if err != nil {
-		return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
-	}
-	if err := h.LinkSetHardwareAddr(link, hw); err != nil {
-		return fmt.Errorf("netns %q link %s: set MAC %s: %w", ns, ifname, mac, err)
-	}
-	return nil
+	return withLink(ns, ifname, "set MAC "+mac, func(h *netlink.Handle, l netlink.Link) error { return h.LinkSetHardwareAddr(l, hw) })
 }
 
 // txChecksumFeature is what `ethtool -K IF tx off` turns off on a veth.
