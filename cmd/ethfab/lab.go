@@ -57,7 +57,9 @@ func upCommand() *cli.Command {
 			defer stop()
 			o := fabric.UpOptions{Instances: c.Int("instances")}
 			if !c.Bool("json") {
-				o.Progress = c.App.ErrWriter
+				d := newStepDisplay(c.App.ErrWriter)
+				defer d.Close()
+				o.Progress, o.Step = d, d.Step
 			}
 			lab, err := fabric.Up(ctx, sc, o)
 			if err != nil {

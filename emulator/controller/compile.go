@@ -35,6 +35,12 @@ func ParseMode(s string) (Mode, error) {
 type Options struct {
 	Mode    Mode
 	Compact bool // merge routing rules into an optimal prefix table (ORTC)
+	// Originals, when set (one per host), selects assign rewrite
+	// (PortLand/MOOSE style, seed 000 §IV): hosts keep these original
+	// MACs and their access switch rewrites the source to the pseudo-MAC
+	// on ingress and the destination back to the original on egress, so
+	// the fabric still routes on pseudo-MACs.
+	Originals []addressing.MAC
 }
 
 // Controller compiles the tables of one fabric.
@@ -52,6 +58,9 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 	}
 	if _, err := ParseMode(string(opts.Mode)); err != nil {
 		return nil, err
+	}
+	if opts.Originals != nil && len(opts.Originals) != len(plan.Topology().Hosts) {
+		return nil, fmt.Errorf("%d original MACs for %d hosts", len(opts.Originals), len(plan.Topology().Hosts))
 	}
 	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
 	c.tree = spanningTree(c.top)
@@ -144,7 +153,37 @@ func (c *Controller) Table(sw int) (*Table, error) {
 	}
 	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
 	sort.SliceStable(t.Rules, func(i, j int) bool { return t.Rules[i].Priority > t.Rules[j].Priority })
+	if c.opts.Originals != nil {
+		t.Rules = c.rewriteRules(s, t.Rules)
+	}
 	return t, nil
+}
+
+// rewriteRules moves a table behind a table 0 that rewrites each host's
+// original source MAC to its pseudo-MAC, and makes every unicast rule that
+// leaves on a host port restore that host's original destination MAC.
+func (c *Controller) rewriteRules(s *topology.Switch, rules []Rule) []Rule {
+	host := map[int32]int{}
+	var t0 []Rule
+	for _, p := range s.Ports {
+		if p.Class == topology.ClassHost {
+			host[int32(p.Num)] = p.Host
+			t0 = append(t0, Rule{Kind: KindRewrite, Priority: PrioRewrite,
+				Match:  Match{InPort: p.Num, Src: c.opts.Originals[p.Host]},
+				SetSrc: c.plan.HostMAC(p.Host), Goto: TableRouting})
+		}
+	}
+	t0 = append(t0, Rule{Kind: KindRewrite, Priority: PrioMiss, Goto: TableRouting})
+	for i := range rules {
+		r := &rules[i]
+		r.Table = TableRouting
+		if len(r.Out) == 1 && r.Kind != KindBroadcast {
+			if h, ok := host[r.Out[0]]; ok {
+				r.SetDst = c.opts.Originals[h]
+			}
+		}
+	}
+	return append(t0, rules...)
 }
 
 // broadcastRules floods along the spanning tree: a frame entering on a host

@@ -168,9 +168,9 @@ func TestOpenFlowText(t *testing.T) {
 	tab, _ := c.Table(4)
 	txt := tab.OpenFlow()
 	for _, want := range []string{
-		"priority=40000,in_port=1,dl_type=0x88b5,actions=set_field:02:00:00:01:00:01->eth_src,IN_PORT",
+		"cookie=0x4,priority=40000,in_port=1,dl_type=0x88b5,actions=set_field:02:00:00:01:00:01->eth_src,IN_PORT",
 		"dl_dst=ff:ff:ff:ff:ff:ff",
-		"priority=0,actions=drop",
+		"cookie=0x6,priority=0,actions=drop",
 	} {
 		if !contains(txt, want) {
 			t.Errorf("table lacks %q:\n%s", want, txt)
@@ -185,4 +185,97 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+func TestCookieRoundTrip(t *testing.T) {
+	for _, k := range Kinds() {
+		got, ok := KindOfCookie(k.Cookie())
+		if !ok || got != k {
+			t.Errorf("kind %s: cookie %#x decodes to %v, %v", k, k.Cookie(), got, ok)
+		}
+	}
+	if _, ok := KindOfCookie(0); ok {
+		t.Error("cookie 0 (not set by ethfab) decoded as a kind")
+	}
+}
+
+// assign rewrite (PortLand/MOOSE): table 0 maps each host's original source
+// to its pseudo-MAC on its own port only; delivery restores the original
+// destination; original MACs route nowhere; routing is unchanged.
+func TestRewrite(t *testing.T) {
+	for _, spec := range verifyShapes {
+		for _, compact := range []bool{false, true} {
+			plain := compile(t, spec, addressing.PerGroup, Options{Compact: compact})
+			top := plain.top
+			orig := make([]addressing.MAC, len(top.Hosts))
+			for h := range orig {
+				orig[h] = 0x0e0000000000 | addressing.MAC(h*7919+1)
+			}
+			c := compile(t, spec, addressing.PerGroup, Options{Compact: compact, Originals: orig})
+			r, err := Verify(NewTables(c), VerifyOptions{})
+			if err != nil || r.Failures+r.BroadcastFailures+r.DMPFailures != 0 {
+				t.Fatalf("%s: verify %v %+v", spec, err, r)
+			}
+			for sw := range top.Switches {
+				tab, _ := c.Table(sw)
+				ref, _ := plain.Table(sw)
+				if got, want := tab.Count(KindRewrite), top.Switches[sw].NumHosts+1; got != want {
+					t.Errorf("%s %s: %d rewrite rules, want %d", spec, top.Switches[sw].Name, got, want)
+				}
+				if len(tab.Rules) != len(ref.Rules)+tab.Count(KindRewrite) {
+					t.Errorf("%s: rewrite changed the routing table", spec)
+				}
+				for _, p := range top.Switches[sw].Ports {
+					if p.Class != topology.ClassHost {
+						continue
+					}
+					var r0 *Rule
+					for i := range tab.Rules {
+						if tab.Rules[i].Kind == KindRewrite && tab.Rules[i].Match.InPort == p.Num {
+							r0 = &tab.Rules[i]
+						}
+					}
+					if r0 == nil || r0.Match.Src != orig[p.Host] || r0.SetSrc != c.plan.HostMAC(p.Host) || r0.Goto != TableRouting {
+						t.Errorf("%s port %d: ingress rewrite %+v", top.Switches[sw].Name, p.Num, r0)
+					}
+					d := tab.Lookup(top.Switches[(sw+1)%len(top.Switches)].Ports[0].Num, c.plan.HostMAC(p.Host), EtherTypeProbe)
+					if d == nil || len(d.Out) != 1 || int(d.Out[0]) != p.Num || d.SetDst != orig[p.Host] {
+						t.Errorf("%s: delivery to %s does not restore its original MAC: %+v", top.Switches[sw].Name, top.Hosts[p.Host].Name, d)
+					}
+				}
+			}
+			// Safety: a frame addressed to an original MAC reaches no host
+			// (it may climb a Clos before the core drops it).
+			for src := range top.Hosts {
+				for _, dst := range []int{(src + 1) % len(orig), (src + len(orig)/2) % len(orig)} {
+					if got := walkTo(t, c, src, orig[dst]); got >= 0 {
+						t.Fatalf("%s: frame from %s to original MAC %s delivered to %s", spec, top.Hosts[src].Name, orig[dst], top.Hosts[got].Name)
+					}
+				}
+			}
+		}
+	}
+}
+
+// walkTo follows a unicast frame and returns the host it reaches, or -1.
+func walkTo(t *testing.T, c *Controller, src int, dst addressing.MAC) int {
+	top := c.top
+	sw, in := top.Hosts[src].Switch, top.Hosts[src].Port
+	for hops := 0; hops <= c.HopBound()+1; hops++ {
+		tab, err := c.Table(sw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := tab.Lookup(in, dst, EtherTypeProbe)
+		if r == nil || len(r.Out) != 1 || r.Out[0] == PortInPort {
+			return -1
+		}
+		p := top.Switches[sw].Port(int(r.Out[0]))
+		if p.Class == topology.ClassHost {
+			return p.Host
+		}
+		sw, in = p.Peer.Switch, p.Peer.Port
+	}
+	t.Fatalf("frame to %s from %s loops", dst, top.Hosts[src].Name)
+	return -1
 }

@@ -24,10 +24,11 @@ const (
 	KindDMP                   // DMP reply: rewrite source, bounce (§IV)
 	KindBroadcast             // loop-free broadcast distribution
 	KindMiss                  // lowest priority: drop and count unknown destinations
+	KindRewrite               // assign rewrite: original <-> pseudo-MAC at the access switch
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -58,12 +59,18 @@ const (
 	PrioRouting   = 20000 // + 2 * prefix length
 	PrioUplink    = 10000
 	PrioMiss      = 0
+	PrioRewrite   = 100 // table 0 of assign rewrite
 )
+
+// TableRouting is where the routing rules live when assign rewrite puts
+// the source rewrite in table 0 before them.
+const TableRouting = 1
 
 // Match is an OpenFlow 1.3 match on the fields ethfab uses. Zero fields
 // are wildcards.
 type Match struct {
 	InPort  int            `json:"in_port,omitempty"`
+	Src     addressing.MAC `json:"dl_src,omitempty"` // exact when set
 	DlType  uint16         `json:"dl_type,omitempty"`
 	Dst     addressing.MAC `json:"dl_dst,omitempty"`
 	DstMask addressing.MAC `json:"dl_dst_mask,omitempty"`
@@ -82,21 +89,46 @@ const PortInPort = -1
 // Rule is one flow entry.
 type Rule struct {
 	Kind     Kind           `json:"kind"`
+	Table    uint8          `json:"table,omitempty"`
 	Priority uint16         `json:"priority"`
 	Match    Match          `json:"match"`
 	SetSrc   addressing.MAC `json:"set_eth_src,omitempty"`
+	SetDst   addressing.MAC `json:"set_eth_dst,omitempty"`
+	// Goto continues in that table (assign rewrite's table 0); 0: none.
+	Goto uint8 `json:"goto_table,omitempty"`
 	// Out lists output ports in order; empty means drop. OpenFlow never
 	// sends a frame back out of its ingress port unless told IN_PORT.
 	Out []int32 `json:"out,omitempty"`
 }
 
+// Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
+// own flow statistics, aggregated by cookie, then say how much traffic each
+// kind of rule carried (e.g. the share routed non-minimally).
+func (k Kind) Cookie() uint64 { return uint64(k) + 1 }
+
+// KindOfCookie is the inverse of Kind.Cookie; ok is false for a cookie
+// ethfab did not set.
+func KindOfCookie(c uint64) (Kind, bool) {
+	if c == 0 || c > uint64(numKinds) {
+		return 0, false
+	}
+	return Kind(c - 1), true
+}
+
 // OpenFlow renders the rule in ovs-ofctl syntax.
 func (r *Rule) OpenFlow() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "cookie=%#x,", r.Kind.Cookie())
+	if r.Table != 0 {
+		fmt.Fprintf(&b, "table=%d,", r.Table)
+	}
 	b.WriteString("priority=")
 	b.WriteString(strconv.Itoa(int(r.Priority)))
 	if r.Match.InPort != 0 {
 		fmt.Fprintf(&b, ",in_port=%d", r.Match.InPort)
+	}
+	if r.Match.Src != 0 {
+		fmt.Fprintf(&b, ",dl_src=%s", r.Match.Src)
 	}
 	if r.Match.DlType != 0 {
 		fmt.Fprintf(&b, ",dl_type=0x%04x", r.Match.DlType)
@@ -113,12 +145,18 @@ func (r *Rule) OpenFlow() string {
 	if r.SetSrc != 0 {
 		acts = append(acts, "set_field:"+r.SetSrc.String()+"->eth_src")
 	}
+	if r.SetDst != 0 {
+		acts = append(acts, "set_field:"+r.SetDst.String()+"->eth_dst")
+	}
 	for _, p := range r.Out {
 		if p == PortInPort {
 			acts = append(acts, "IN_PORT")
 		} else {
 			acts = append(acts, "output:"+strconv.Itoa(int(p)))
 		}
+	}
+	if r.Goto != 0 {
+		acts = append(acts, fmt.Sprintf("goto_table:%d", r.Goto))
 	}
 	if len(acts) == 0 {
 		acts = append(acts, "drop")
@@ -144,10 +182,12 @@ func (t *Table) Count(k Kind) int {
 	return n
 }
 
-// Lookup returns the highest-priority rule matching a frame, or nil.
+// Lookup returns the highest-priority forwarding rule matching a frame, or
+// nil. Source rewrites (assign rewrite's table 0) do not decide where a
+// frame goes and are skipped.
 func (t *Table) Lookup(inPort int, dst addressing.MAC, dlType uint16) *Rule {
 	for i := range t.Rules {
-		if t.Rules[i].Match.Matches(inPort, dst, dlType) {
+		if t.Rules[i].Kind != KindRewrite && t.Rules[i].Match.Matches(inPort, dst, dlType) {
 			return &t.Rules[i]
 		}
 	}

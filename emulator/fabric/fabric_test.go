@@ -113,3 +113,33 @@ func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
 		t.Errorf("namespaces made: %v", left)
 	}
 }
+
+// assign rewrite: hosts keep their original MACs, the access switches
+// translate, and every pair is still reached through the fabric, with
+// frames addressed to pseudo-MACs.
+func TestRewriteReachesEveryPair(t *testing.T) {
+	needRoot(t)
+	const name = "eft-rw"
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 2, a: 2, h: 1}\naddressing: {assign: rewrite}\nlinks: {host: {rate: 50mbit}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(name) })
+	l, err := Up(context.Background(), sc, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range l.Hosts {
+		out, err := exec.Command("ip", "-n", h.NetNS, "-br", "link", "show", HostIface).Output()
+		if err != nil || !strings.Contains(string(out), h.MAC) || h.MAC == h.PseudoMAC || !strings.HasPrefix(h.MAC, "0e:") {
+			t.Errorf("%s: want its original MAC %s on %s, pseudo-MAC %s: %s %v", h.Name, h.MAC, HostIface, h.PseudoMAC, out, err)
+		}
+	}
+	r, err := Ping(context.Background(), l, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Reached != r.Pairs || r.Pairs != len(l.Hosts)*(len(l.Hosts)-1) {
+		t.Fatalf("%d of %d pairs reached: %v", r.Reached, r.Pairs, r.Unreachable)
+	}
+}

@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
 )
 
 // EtherTypePing is what `ethfab ping` sends: IEEE local experimental 2,
@@ -81,15 +83,34 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		socks[i] = s
 		return nil
 	})
+	// Closing a packet socket waits for an RCU grace period (~10 ms):
+	// closing a thousand one by one would take longer than the probing.
 	defer func() {
+		var wg sync.WaitGroup
 		for _, s := range socks {
 			if s.fd > 0 {
-				unix.Close(s.fd)
+				wg.Add(1)
+				go func(fd int) { defer wg.Done(); unix.Close(fd) }(s.fd)
 			}
 		}
+		wg.Wait()
 	}()
 	if err != nil {
 		return nil, err
+	}
+	// Probes go to the address the fabric routes on: the host's own MAC,
+	// except under assign rewrite, where hosts keep original MACs and the
+	// access switch translates their pseudo-MACs.
+	dstMAC := make([]net.HardwareAddr, n)
+	for i := range dstMAC {
+		dstMAC[i] = socks[i].mac
+		if l.Assign == string(scenario.AssignRewrite) {
+			m, err := net.ParseMAC(l.Hosts[i].PseudoMAC)
+			if err != nil {
+				return nil, fmt.Errorf("%s: pseudo-MAC: %w", l.Hosts[i].Name, err)
+			}
+			dstMAC[i] = m
+		}
 	}
 	var pairs [][2]int
 	if sample > 0 && sample < n*(n-1) {
@@ -115,6 +136,7 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		got[i] = map[int]bool{}
 	}
 	var mu sync.Mutex
+	heard := 0 // distinct pairs received
 	stop := make(chan struct{})
 	var rwg sync.WaitGroup
 	for d := 0; d < n; d++ {
@@ -132,11 +154,19 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 				if err != nil || k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != EtherTypePing {
 					continue
 				}
+				// A packet socket also sees frames for other MACs; a
+				// host's NIC would not take them.
+				if !bytes.Equal(buf[:6], socks[d].mac) {
+					continue
+				}
 				src := int(binary.BigEndian.Uint32(buf[14:]))
 				dst := int(binary.BigEndian.Uint32(buf[18:]))
 				if dst == d && src < n {
 					mu.Lock()
-					got[d][src] = true
+					if !got[d][src] {
+						got[d][src] = true
+						heard++
+					}
 					mu.Unlock()
 				}
 			}
@@ -179,10 +209,10 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 				if ctx.Err() != nil {
 					return
 				}
-				copy(frame[0:], socks[d].mac)
+				copy(frame[0:], dstMAC[d])
 				binary.BigEndian.PutUint32(frame[18:], uint32(d))
 				addr := &unix.SockaddrLinklayer{Ifindex: socks[s].ifindex, Halen: 6}
-				copy(addr.Addr[:], socks[d].mac)
+				copy(addr.Addr[:], dstMAC[d])
 				unix.Sendto(socks[s].fd, frame, 0, addr)
 				time.Sleep(gap)
 			}
@@ -199,17 +229,35 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		}
 		return m
 	}
-	// Rounds: probes lost to a busy datapath are sent again, slower, until
-	// a round brings nothing new; only then is a pair unreachable.
+	// Rounds: probes lost to a busy datapath are sent again, slower and
+	// waited for longer, until two rounds in a row bring nothing new; only
+	// then is a pair unreachable.
 	todo := pairs
-	for round := 0; round < 6 && len(todo) > 0 && ctx.Err() == nil; round++ {
+	idle := 0
+	for round := 0; round < 8 && len(todo) > 0 && ctx.Err() == nil; round++ {
+		mu.Lock()
+		before, want := heard, heard+len(todo)
+		mu.Unlock()
 		send(todo)
-		time.Sleep(500 * time.Millisecond)
-		left := missing()
-		if len(left) == len(todo) {
+		// Stragglers may still be in a busy userspace datapath.
+		for waited := time.Duration(0); waited < 500*time.Millisecond<<round; waited += 10 * time.Millisecond {
+			mu.Lock()
+			done := heard >= want
+			mu.Unlock()
+			if done {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		progress := heard > before
+		mu.Unlock()
+		todo = missing()
+		if progress {
+			idle = 0
+		} else if idle++; idle == 2 {
 			break
 		}
-		todo = left
 		gap *= 2
 	}
 	close(stop)

@@ -3,6 +3,7 @@ package fabric
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -27,9 +28,15 @@ type UpOptions struct {
 	// costs vswitchd work proportional to the ports it already has, so
 	// splitting the fabric keeps that cost down and uses every core.
 	Instances int
-	// Progress, if not nil, hears of every step.
+	// Progress, if not nil, hears of every step once it is done.
 	Progress io.Writer
+	// Step, if not nil, hears of every step as it starts (i of n), so a
+	// display can show what a long bring-up is busy with.
+	Step func(i, n int, what string)
 }
+
+// upSteps is the number of steps Up reports through UpOptions.Step.
+const upSteps = 7
 
 // HostIface is the host's interface name inside its namespace.
 const HostIface = "eth0"
@@ -49,6 +56,9 @@ type Compiled struct {
 	Plan   *addressing.Plan
 	Ctl    *controller.Controller
 	Tables []*controller.Table
+	// HostMAC is each host's MAC at creation (its original MAC unless
+	// assign is static).
+	HostMAC []addressing.MAC
 
 	switchID map[string]int
 }
@@ -72,11 +82,26 @@ func Compile(sc *scenario.Scenario) (*Compiled, error) {
 	default:
 		return nil, fmt.Errorf("routing.mode %s: not available yet (minimal and valiant are)", sc.Routing.Mode)
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact})
+	// Host MACs per assign: static hosts start with their pseudo-MAC; dmp
+	// and rewrite hosts with a random original one, which DMP replaces at
+	// boot and rewrite translates in the access switch.
+	initial := make([]addressing.MAC, len(top.Hosts))
+	var originals []addressing.MAC
+	for h := range top.Hosts {
+		if sc.Addressing.Assign == scenario.AssignStatic {
+			initial[h] = ap.HostMAC(h)
+		} else {
+			initial[h] = randomOriginalMAC()
+		}
+	}
+	if sc.Addressing.Assign == scenario.AssignRewrite {
+		originals = initial
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact, Originals: originals})
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches)), switchID: map[string]int{}}
+	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches)), HostMAC: initial, switchID: map[string]int{}}
 	for i := range top.Switches {
 		c.switchID[top.Switches[i].Name] = i
 	}
@@ -171,9 +196,6 @@ func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []st
 	if sc.OVS.Datapath == scenario.DatapathSystem && !caps.OVSModule {
 		return nil, fmt.Errorf("%s: ovs.datapath system needs the openvswitch kernel module, which this kernel lacks (use auto or netdev)", sc.Source)
 	}
-	if sc.Addressing.Assign == scenario.AssignRewrite {
-		return nil, fmt.Errorf("%s: addressing.assign rewrite is not available yet (static and dmp are)", sc.Source)
-	}
 	return warnings, nil
 }
 
@@ -183,6 +205,11 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	say := func(format string, a ...any) {
 		if o.Progress != nil {
 			fmt.Fprintf(o.Progress, format+"\n", a...)
+		}
+	}
+	step := func(i int, what string) {
+		if o.Step != nil {
+			o.Step(i, upSteps, what)
 		}
 	}
 	if os.Geteuid() != 0 {
@@ -197,6 +224,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && caps.OVSModule) {
 		datapath = ovs.DatapathSystem
 	}
+	step(1, "compiling the controller's tables")
 	t0 := time.Now()
 	comp, err := Compile(sc)
 	if err != nil {
@@ -271,6 +299,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil, err
 	}
 
+	step(2, fmt.Sprintf("creating %d namespaces", len(lab.Namespaces)))
 	t1 := time.Now()
 	if _, err := kernel.CreateNamespaces(lab.Namespaces); err != nil {
 		return nil, fmt.Errorf("namespaces: %w", err)
@@ -278,15 +307,9 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.Namespaces = time.Since(t1).Seconds()
 	say("namespaces: %d (%.2fs)", len(lab.Namespaces), lab.Timing.Namespaces)
 
-	// Host MACs per assign: static hosts start with their pseudo-MAC, dmp
-	// hosts with a random original one that DMP replaces at boot.
 	hostMAC := make([]string, len(top.Hosts))
-	for h := range top.Hosts {
-		if sc.Addressing.Assign == scenario.AssignStatic {
-			hostMAC[h] = comp.Plan.HostMAC(h).String()
-		} else {
-			hostMAC[h] = randomOriginalMAC()
-		}
+	for h, m := range comp.HostMAC {
+		hostMAC[h] = m.String()
 	}
 	fabNS := func(sw int) string { return cfgs[inst(sw)].NetNS }
 	shapes := map[topology.LinkClass]kernel.Shaping{}
@@ -317,6 +340,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		shapeJobs = append(shapeJobs, shapeJob{end.NetNS, end.Iface}, shapeJob{other.NetNS, other.Iface})
 		shapeOf = append(shapeOf, sh, sh)
 	}
+	step(3, fmt.Sprintf("creating %d veth pairs", len(pairs)))
 	t2 := time.Now()
 	if err := kernel.CreateVeths(pairs, 0); err != nil {
 		return nil, fmt.Errorf("veths: %w", err)
@@ -324,6 +348,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.Veths = time.Since(t2).Seconds()
 	say("veth pairs: %d (%.2fs)", len(pairs), lab.Timing.Veths)
 
+	step(4, fmt.Sprintf("addressing %d hosts, shaping %d link ends", len(top.Hosts), len(shapeJobs)))
 	t3 := time.Now()
 	err = parallel(len(top.Hosts), func(h int) error {
 		ns := sc.Name + "-" + top.Hosts[h].Name
@@ -351,6 +376,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.Shaping = time.Since(t4).Seconds()
 	say("hosts addressed (%.2fs), %d link ends shaped (%.2fs)", lab.Timing.Hosts, len(shapeJobs), lab.Timing.Shaping)
 
+	step(5, fmt.Sprintf("starting %d private open vswitch instance(s)", nInst))
 	t5 := time.Now()
 	pool, err := ovs.StartPool(ctx, ovsCfg, nInst)
 	if err != nil {
@@ -362,6 +388,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.OVS = time.Since(t5).Seconds()
 	say("open vswitch: %d private instance(s) (%.2fs)", nInst, lab.Timing.OVS)
 
+	step(6, fmt.Sprintf("creating %d bridges with %d ports", len(bridges), top.NumPorts()))
 	t6 := time.Now()
 	err = parallel(nInst, func(k int) error {
 		return pool.Instances[k].CreateBridges(ctx, parts[k])
@@ -372,6 +399,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.Bridges = time.Since(t6).Seconds()
 	say("bridges: %d with %d ports (%.2fs)", len(bridges), top.NumPorts(), lab.Timing.Bridges)
 
+	step(7, fmt.Sprintf("installing and reading back %d tables", len(top.Switches)))
 	t7 := time.Now()
 	flowDir := filepath.Join(dir, "flows")
 	if err := os.MkdirAll(flowDir, 0o755); err != nil {
@@ -443,9 +471,11 @@ func classOf(c scenario.LinkClass) topology.LinkClass {
 // randomOriginalMAC is a locally administered unicast address outside the
 // pseudo-MAC space (first octet 0x0e: pseudo-MACs of fabrics that fit 40
 // bits start with 0x02), standing in for a host's factory MAC.
-func randomOriginalMAC() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	b[0] = 0x0e
-	return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", b[0], b[1], b[2], b[3], b[4], b[5])
+// randomOriginalMAC is a locally administered unicast MAC outside every
+// pseudo-MAC prefix (first octet 0x0e), so no routing rule matches it.
+func randomOriginalMAC() addressing.MAC {
+	b := make([]byte, 8)
+	rand.Read(b[2:])
+	b[2] = 0x0e
+	return addressing.MAC(binary.BigEndian.Uint64(b))
 }

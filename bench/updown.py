@@ -1,0 +1,213 @@
+#!/usr/bin/python3
+"""Bring-up and tear-down of a Dragonfly: ethfab against Mininet, in one run.
+
+For each size P,A,H it measures, with ethfab:
+  up      `ethfab up` (namespaces, veths, shaping, private OVS, bridges, rules
+          installed and read back)
+  ping    `ethfab ping --all` (every ordered host pair, real frames)
+  down    `ethfab down` until it returns, and until the lab's OVS daemons
+          have fully exited (their threads release the ports late)
+and peak memory: the largest ethfab process and the lab's OVS daemons
+(VmHWM summed over every ovsdb-server and ovs-vswitchd of the lab).
+Then Mininet builds, starts and stops the same topology
+(../shared/bench/mininet_dragonfly.py: OVS userspace datapath, no rules, no
+reachability check) against an Open vSwitch started here for it on the
+default sockets and stopped afterwards; its peak memory is the Python
+process plus that ovs-vswitchd and ovsdb-server.
+
+Usage (root): bench/updown.py [--sizes 2,4,2 4,8,4] [--no-mininet] [--ethfab bin/ethfab]
+Needs: make build; apt-get install mininet (for the comparison).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MININET_SCRIPT = os.path.normpath(os.path.join(ROOT, "..", "shared", "bench", "mininet_dragonfly.py"))
+
+
+def timed(cmd, **kw):
+    """Runs cmd under /usr/bin/time; returns (seconds, peak RSS MB, stdout)."""
+    fd, tf = tempfile.mkstemp()
+    os.close(fd)
+    t0 = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-o", tf, "-f", "%M"] + cmd, capture_output=True, text=True, **kw)
+    dt = time.monotonic() - t0
+    with open(tf) as f:
+        lines = f.read().strip().splitlines()
+    os.unlink(tf)
+    if p.returncode != 0:
+        sys.exit("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
+    return dt, int(lines[-1]) / 1024.0, p.stdout
+
+
+def hwm_mb(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def pids_in(rundir):
+    pids = []
+    for pf in glob.glob(os.path.join(rundir, "**", "*.pid"), recursive=True):
+        try:
+            pids.append(int(open(pf).read().strip()))
+        except (OSError, ValueError):
+            pass
+    return pids
+
+
+def gone(pid):
+    """True once pid has no thread left but a zombie leader (or no entry)."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+        with open("/proc/%d/stat" % pid) as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z" and len(tasks) <= 1
+
+
+def wait_gone(pids, limit=300):
+    t0 = time.monotonic()
+    while any(not gone(p) for p in pids):
+        if time.monotonic() - t0 > limit:
+            break
+        time.sleep(0.05)
+    return time.monotonic() - t0
+
+
+def ethfab_run(ethfab, p, a, h):
+    lab = "bench-df%d%d%d" % (p, a, h)
+    subprocess.run([ethfab, "down", lab], check=True)
+    sets = ["--set", "name=" + lab, "--set", "topology.p=%d" % p, "--set", "topology.a=%d" % a,
+            "--set", "topology.h=%d" % h]
+    up_s, up_mb, out = timed([ethfab, "up", os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), "--json"] + sets)
+    st = json.loads(out)
+    try:
+        ping_s, ping_mb, pout = timed([ethfab, "ping", lab, "--all", "--json"])
+        pr = json.loads(pout)
+        rundir = st["ovs"]["run_dir"]
+        pids = pids_in(rundir)
+        ovs_mb = sum(hwm_mb(x) for x in pids)
+    finally:
+        t0 = time.monotonic()
+        subprocess.run([ethfab, "down", lab], check=True)
+        down_s = time.monotonic() - t0
+    exit_s = wait_gone(pids)
+    return {
+        "tool": "ethfab", "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
+        "links": len(st["links"]), "flows": sum(s["flows"] for s in st["switches"]),
+        "ovs_instances": len(st["ovs"]["instances"]),
+        "up_s": round(up_s, 2), "ping_s": round(ping_s, 2),
+        "pairs": pr.get("pairs_checked", pr.get("pairs")), "unreachable": len(pr.get("unreachable") or []),
+        "down_s": round(down_s, 2), "daemons_exit_s": round(down_s + exit_s, 2),
+        "total_s": round(up_s + ping_s + down_s, 2),
+        "peak_mb_tool": round(max(up_mb, ping_mb), 1), "peak_mb_ovs": round(ovs_mb, 1),
+        "timing": st.get("timing", {}),
+    }
+
+
+class PeerOVS:
+    """An Open vSwitch on the default sockets for Mininet, started and stopped here."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ethfab-bench-ovs-")
+        self.sockdir = "/var/run/openvswitch"
+        if os.path.exists(os.path.join(self.sockdir, "db.sock")):
+            sys.exit("an Open vSwitch already runs on %s; the Mininet comparison needs its own" % self.sockdir)
+        os.makedirs(self.sockdir, exist_ok=True)
+        db = os.path.join(self.dir, "conf.db")
+        subprocess.run(["ovsdb-tool", "create", db, "/usr/share/openvswitch/vswitch.ovsschema"], check=True)
+        subprocess.run(["ovsdb-server", db, "--remote=punix:%s/db.sock" % self.sockdir,
+                        "--pidfile=%s/ovsdb.pid" % self.dir, "--unixctl=%s/ovsdb.ctl" % self.dir,
+                        "--detach", "--log-file=%s/ovsdb.log" % self.dir], check=True)
+        subprocess.run(["ovs-vsctl", "--no-wait", "init"], check=True)
+        subprocess.run(["ovs-vswitchd", "unix:%s/db.sock" % self.sockdir, "--pidfile=%s/vswitchd.pid" % self.dir,
+                        "--unixctl=%s/vswitchd.ctl" % self.dir, "--detach",
+                        "--log-file=%s/vswitchd.log" % self.dir], check=True, stderr=subprocess.DEVNULL)
+        self.pids = pids_in(self.dir)
+
+    def peak_mb(self):
+        return sum(hwm_mb(p) for p in self.pids)
+
+    def stop(self):
+        for p in self.pids:
+            try:
+                os.kill(p, 15)
+            except ProcessLookupError:
+                pass
+        wait_gone(self.pids, 60)
+        for f in glob.glob(os.path.join(self.sockdir, "db.sock")):
+            os.unlink(f)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def mininet_run(p, a, h):
+    ovs = PeerOVS()
+    try:
+        _, py_mb, out = timed(["/usr/bin/python3", MININET_SCRIPT, str(p), str(a), str(h)])
+        r = json.loads(out.strip().splitlines()[-1])
+        ovs_mb = ovs.peak_mb()
+    finally:
+        ovs.stop()
+    r.update({"tool": "mininet", "peak_mb_tool": round(py_mb, 1), "peak_mb_ovs": round(ovs_mb, 1)})
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", nargs="+", default=["2,4,2", "4,8,4"], help="Dragonfly P,A,H (repeatable)")
+    ap.add_argument("--no-mininet", action="store_true", help="skip the Mininet comparison")
+    ap.add_argument("--ethfab", default=os.path.join(ROOT, "bin", "ethfab"))
+    ap.add_argument("--json", action="store_true", help="print one JSON object per measurement only")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("run as root")
+    if not args.no_mininet and not os.path.exists(MININET_SCRIPT):
+        sys.exit("%s not found (or use --no-mininet)" % MININET_SCRIPT)
+    rows = []
+    for s in args.sizes:
+        p, a, h = (int(x) for x in s.split(","))
+        r = ethfab_run(args.ethfab, p, a, h)
+        rows.append(r)
+        if args.json:
+            print(json.dumps(r), flush=True)
+        if not args.no_mininet:
+            m = mininet_run(p, a, h)
+            rows.append(m)
+            if args.json:
+                print(json.dumps(m), flush=True)
+            r["speedup"] = round(m["total_s"] / r["total_s"], 1)
+    if args.json:
+        return
+    print("%-8s %-9s %6s %6s %7s %7s %7s %7s %8s %9s %8s %8s" % (
+        "tool", "dragonfly", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup"))
+    for r in rows:
+        if r["tool"] == "ethfab":
+            print("%-8s %-9s %6d %6d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s" % (
+                "ethfab", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
+                r["down_s"], r["total_s"], r["daemons_exit_s"], r["peak_mb_tool"], r["peak_mb_ovs"],
+                ("%.1fx" % r["speedup"]) if "speedup" in r else "-"))
+        else:
+            print("%-8s %-9s %6d %6s %7.2f %7s %7.2f %7.2f %8s %9.1f %8.1f %8s" % (
+                "mininet", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], "-", r["build_s"] + r["start_s"], "-",
+                r["stop_s"], r["total_s"], "-", r["peak_mb_tool"], r["peak_mb_ovs"], ""))
+    print("ethfab total = up (rules installed) + ping --all (every pair reachable) + down; "
+          "exit_s = until the lab's OVS daemons fully exited. mininet total = build + start + stop, no rules, no check.")
+
+
+if __name__ == "__main__":
+    main()
