@@ -168,6 +168,16 @@ func (i *Instance) bridgeOps(root string, base int, bridges []Bridge, withPorts 
 func (i *Instance) portOps(bi int, b Bridge) ([]ovsdb.Operation, []string, error) {
 	var ops []ovsdb.Operation
 	var uuids []string
+	// Without QoS, vswitchd deletes a root qdisc it did not make on every
+	// port it adds; a linux-noop QoS leaves ethfab's tc shaping alone.
+	qosUUID := fmt.Sprintf("q%d", bi)
+	if len(b.Ports) > 0 {
+		qop, err := i.ovs.Create(&vswitchd.QoS{UUID: qosUUID, Type: "linux-noop", ExternalIDs: i.tags(nil)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("ovs: qos of %s: %w", b.Name, err)
+		}
+		ops = append(ops, qop...)
+	}
 	for pi, p := range b.Ports {
 		ifUUID := fmt.Sprintf("i%d_%d", bi, pi)
 		portUUID := fmt.Sprintf("p%d_%d", bi, pi)
@@ -185,6 +195,7 @@ func (i *Instance) portOps(bi int, b Bridge) ([]ovsdb.Operation, []string, error
 			Name:        p.Name,
 			Interfaces:  []string{ifUUID},
 			ExternalIDs: i.tags(nil),
+			QOS:         &qosUUID,
 		}
 		iop, err := i.ovs.Create(iface)
 		if err != nil {

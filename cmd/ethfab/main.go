@@ -26,6 +26,9 @@ func main() {
 			statusCommand(),
 			execCommand(),
 			pingCommand(),
+			runCommand(),
+			reportCommand(),
+			compareCommand(),
 			versionCommand(),
 		},
 	}

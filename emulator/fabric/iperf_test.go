@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,16 @@ links: {host: {rate: 50mbit}, local: {rate: 50mbit}, global: {rate: 50mbit}}
 	l, err := Up(context.Background(), sc, UpOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every link end is shaped, the switch side included: vswitchd must
+	// not have replaced the tbf qdiscs of the ports it took.
+	for _, lk := range l.Links {
+		for _, end := range []LinkEnd{lk.A, lk.B} {
+			out, err := exec.Command("tc", "-n", end.NetNS, "qdisc", "show", "dev", end.Iface, "root").Output()
+			if err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), "50Mbit") {
+				t.Errorf("%s %s: root qdisc %q (%v), want tbf 50Mbit", end.NetNS, end.Iface, out, err)
+			}
+		}
 	}
 	// g0s0h0 to g2s1h0: host, local (or global first), global, host links.
 	src, dst := l.Hosts[0], l.Hosts[len(l.Hosts)-1]

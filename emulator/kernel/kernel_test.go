@@ -475,3 +475,45 @@ func TestProbe(t *testing.T) {
 		t.Errorf("Probe left namespaces: %v", left)
 	}
 }
+
+// A dump of many shaped links spans several netlink datagrams; every
+// qdisc must come back intact (earlier messages once aliased the receive
+// buffer and were overwritten by later datagrams).
+func TestStatsAllManyLinks(t *testing.T) {
+	needRoot(t)
+	ns := testPrefix + "all"
+	makeNamespaces(t, ns)
+	const n = 150
+	var pairs []Veth
+	for i := 0; i < n; i++ {
+		pairs = append(pairs, Veth{A: VethEnd{NS: ns, Name: fmt.Sprintf("a%d", i)}, B: VethEnd{NS: ns, Name: fmt.Sprintf("b%d", i)}})
+	}
+	if err := CreateVeths(pairs, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		for _, end := range []string{pairs[i].A.Name, pairs[i].B.Name} {
+			if err := Shape(ns, end, Shaping{RateBps: 10_000_000}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r, err := NewStatsReader(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	all, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbf := 0
+	for _, s := range all {
+		if s.Kind == "tbf" {
+			tbf++
+		}
+	}
+	if tbf != 2*n {
+		t.Errorf("dump found %d tbf qdiscs, want %d", tbf, 2*n)
+	}
+}

@@ -167,7 +167,9 @@ func (c *rtconn) query(req *nl.NetlinkRequest, resType uint16) ([][]byte, error)
 				return out, nil
 			}
 			if m.Header.Type == resType {
-				out = append(out, m.Data)
+				// m.Data points into c.buf, which the next datagram of a
+				// dump overwrites.
+				out = append(out, append([]byte(nil), m.Data...))
 			}
 			if m.Header.Flags&unix.NLM_F_MULTI == 0 {
 				return out, nil

@@ -27,11 +27,13 @@ import (
 type Point struct{ X, Y float64 }
 
 // A Series is one line with markers; Dashed draws the line dashed (e.g. for
-// analytic curves next to measured ones).
+// analytic curves next to measured ones). NoMarkers draws the line alone,
+// for dense time series whose markers would merge into a smear.
 type Series struct {
-	Name   string
-	Points []Point
-	Dashed bool
+	Name      string
+	Points    []Point
+	Dashed    bool
+	NoMarkers bool
 }
 
 // An HLine is a labelled horizontal reference line, e.g. a TCAM capacity.
@@ -152,6 +154,11 @@ func (c Chart) render(cv vg.CanvasSizer) (err error) {
 		line.Width = vg.Points(1.5)
 		if s.Dashed {
 			line.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		if s.NoMarkers {
+			p.Add(line)
+			leg.Add(s.Name, line)
+			continue
 		}
 		pts.Color = col
 		pts.Shape = markers[i%len(markers)]

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/results"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "render a run directory's plots and summary.md again from its metrics.json",
+		ArgsUsage: "DIR",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return fmt.Errorf("report: want one run directory, got %d arguments", c.NArg())
+			}
+			dir := c.Args().First()
+			files, err := results.Render(dir)
+			if err != nil {
+				return err
+			}
+			m, err := results.Load(dir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s: %d points, %d files\n", dir, len(m.Phases), len(files))
+			if !m.Fidelity.OK {
+				fmt.Fprintln(c.App.Writer, "fidelity: UNTRUSTWORTHY")
+				for _, r := range m.Fidelity.Reasons {
+					fmt.Fprintln(c.App.Writer, "  -", r)
+				}
+			}
+			if f := m.Failed(); len(f) > 0 {
+				fmt.Fprintf(c.App.Writer, "expectations: %d of %d failed\n", len(f), len(m.Expectations))
+			}
+			fmt.Fprintf(c.App.Writer, "summary: %s/%s\n", dir, results.SummaryFile)
+			return nil
+		},
+	}
+}
+
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "overlay several runs (e.g. minimal against valiant routing) in one plot set",
+		ArgsUsage: "DIR...",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Value: "compare", Usage: "directory for compare.md and plots/compare-*"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() < 1 {
+				return fmt.Errorf("compare: want at least one run directory")
+			}
+			cmp, err := results.Compare(c.Args().Slice(), c.String("out"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%d series (%v), %d files in %s\n", len(cmp.Series), cmp.Series, len(cmp.Files), c.String("out"))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,153 @@
+package measure
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/scenario"
+)
+
+func TestCPULine(t *testing.T) {
+	a, err := parseCPULine("cpu  100 5 50 1000 20 1 4 10 7 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busy = user+nice+system+irq+softirq+steal; guest (7) is inside user.
+	if a.Busy != 170 || a.Idle != 1020 {
+		t.Errorf("parsed %+v, want busy 170 idle 1020", a)
+	}
+	b := CPUTimes{Busy: a.Busy + 90, Idle: a.Idle + 10}
+	if f := BusyFraction(a, b); f != 0.9 {
+		t.Errorf("busy fraction %g, want 0.9", f)
+	}
+	if f := BusyFraction(a, a); f != -1 {
+		t.Errorf("no time passed: %g, want -1", f)
+	}
+	if _, err := parseCPULine("intr 1 2 3"); err == nil {
+		t.Error("accepted a line that is not the cpu line")
+	}
+	now, err := ReadCPU()
+	if err != nil || now.Busy+now.Idle == 0 {
+		t.Errorf("ReadCPU: %+v, %v", now, err)
+	}
+}
+
+func TestThin(t *testing.T) {
+	if got := thin([]int{0, 1, 2, 3, 4}); len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 4 {
+		t.Errorf("thin = %v", got)
+	}
+}
+
+func TestShapingRate(t *testing.T) {
+	if r := shapingRate("rate 50mbit delay 1ms"); r != 50e6 {
+		t.Errorf("rate = %g", r)
+	}
+	if r := shapingRate("none"); r != 0 {
+		t.Errorf("rate of no shaping = %g", r)
+	}
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ovs-appctl"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("needs %s", b)
+		}
+	}
+}
+
+// A small valiant-routed Dragonfly: raw frames between all pairs show up in
+// the switches' own counters — routing rules for frames inside a group,
+// valiant rules at injection for frames to other groups — and in the port
+// counters of the host ports.
+func TestSamplerOnLab(t *testing.T) {
+	needRoot(t)
+	const name = "hres-ms"
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
+		"links: {host: {rate: 50mbit}}\nrouting: {mode: valiant}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	ctx := context.Background()
+	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ping, err := fabric.Ping(ctx, lab, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	r, err := s.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ping: %d/%d pairs; rules %v; injected %d, non-minimal %d (share %.3f); drops %+v; cpu %.2f; %d samples, mean %v, interval %v",
+		ping.Reached, ping.Pairs, r.RulePackets, r.InjectedFrames, r.NonminimalFrames, r.NonminimalShare, r.Drops, r.CPUBusy,
+		r.Samples, r.MeanSampleTime, r.Interval)
+	t.Logf("link ends with a rate but no tbf: %d of %d", len(r.Unshaped), len(r.Links))
+	if ping.Reached == 0 {
+		t.Fatal("no probe arrived")
+	}
+	if r.RulePackets["routing"] == 0 {
+		t.Error("routing rules matched no frame")
+	}
+	if r.RulePackets["valiant"] == 0 {
+		t.Error("valiant rules matched no frame in valiant mode")
+	}
+	// DF(1,2,1): 6 hosts, 2 per group; of 30 ordered pairs 24 cross groups
+	// and go non-minimally, 6 stay in the group and go minimally.
+	if r.NonminimalShare < 0.7 || r.NonminimalShare > 0.9 {
+		t.Errorf("non-minimal share %.3f, want about 24/30", r.NonminimalShare)
+	}
+	var hostRx uint64
+	for _, p := range r.Ports {
+		if p.Host {
+			hostRx += p.RxPackets
+		}
+	}
+	if hostRx < uint64(ping.Reached) {
+		t.Errorf("host ports received %d frames, fewer than the %d probes that arrived", hostRx, ping.Reached)
+	}
+	if len(r.PerSwitch) != len(lab.Switches) {
+		t.Errorf("%d switches in per-switch injection, want %d", len(r.PerSwitch), len(lab.Switches))
+	}
+	for _, sw := range r.PerSwitch {
+		if sw.Group < 0 || sw.Bytes == 0 {
+			t.Errorf("switch %s: group %d, %d bytes injected", sw.Switch, sw.Group, sw.Bytes)
+		}
+	}
+	if r.Samples == 0 {
+		t.Error("no backlog sample taken")
+	}
+	if len(r.Links) == 0 || r.Links[0].RateBps == 0 {
+		t.Errorf("link ends without their configured rate: %+v", r.Links)
+	}
+	// A second phase on the same sampler starts from fresh counters.
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r2, err := s.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.RulePackets["valiant"] >= r.RulePackets["valiant"] {
+		t.Errorf("idle second phase counted %d valiant frames (first %d)", r2.RulePackets["valiant"], r.RulePackets["valiant"])
+	}
+}

@@ -1,0 +1,114 @@
+package measure
+
+import (
+	"time"
+
+	"github.com/ethfab/ethfab/results"
+)
+
+// Report is what a Sampler measured between Start and Stop.
+type Report struct {
+	Duration time.Duration
+	// CPUBusy is the busy fraction of all cores (from /proc/stat).
+	CPUBusy float64
+	// RulePackets and RuleBytes are summed over every switch, by rule
+	// kind (controller.Kind names: routing, valiant, uplink, dmp,
+	// broadcast, miss, rewrite).
+	RulePackets map[string]uint64
+	RuleBytes   map[string]uint64
+	// InjectedFrames counts unicast frames entering the fabric, once, at
+	// their injection switch: frames received on host ports, less those
+	// matched by DMP rules, by broadcast rules for host in_ports, and by
+	// the miss rule (frames no rule routes — stray IPv6 multicast and the
+	// like). NonminimalFrames are the frames valiant rules matched; those
+	// rules match only host in_ports, so each counts one frame at its
+	// injection. NonminimalShare = NonminimalFrames / InjectedFrames.
+	InjectedFrames   uint64
+	NonminimalFrames uint64
+	NonminimalShare  float64
+	// Drops fills every field but Socket (the traffic engine's).
+	Drops     results.Drops
+	Ports     []PortDelta
+	PerSwitch []SwitchInjected
+	Links     []LinkStats
+	// Unshaped lists link ends that should be rate-shaped (their link
+	// has a rate) but have no tbf queue: what they carry is not modelled.
+	Unshaped []string
+	// Backlog holds the series of the hottest link ends.
+	Backlog []results.BacklogSeries
+
+	// The sampler's own cost: backlog samples taken, the interval in the
+	// end (it doubles whenever a sample overran its budget), total and
+	// mean time spent polling, and how many samples overran.
+	Samples        int
+	Interval       time.Duration
+	SampleCost     time.Duration
+	MeanSampleTime time.Duration
+	SlowSamples    int
+}
+
+// PortDelta is one OVS port's counters over the phase.
+type PortDelta struct {
+	Switch                      string
+	Port                        int
+	Host                        bool // faces a host
+	RxPackets, RxBytes, RxDrops uint64
+	TxPackets, TxBytes, TxDrops uint64
+}
+
+// SwitchInjected is what a switch's hosts injected.
+type SwitchInjected struct {
+	Switch       string
+	Group, Index int
+	Frames       uint64
+	Bytes        uint64
+	Bps          float64
+	Fraction     float64 // of the capacity of the switch's host links
+}
+
+// LinkStats is one switch-side link end's shaping queue over the phase.
+type LinkStats struct {
+	Port        string // "g0s1:5"
+	Link        string // "g0s1:5 -> g0s2:3"
+	RateBps     float64
+	Qdisc       string // kind of the root qdisc; "tbf" when shaped
+	Bytes       uint64 // sent by the queue
+	Packets     uint64
+	AchievedBps float64
+	QueueDrops  uint64
+	Busy        float64 // fraction of samples with a non-empty queue
+	MeanBacklog float64 // bytes
+	MaxBacklog  uint64  // bytes
+}
+
+// Fill copies the fabric-side measurements into a result point: rule
+// counters, non-minimal share, drops (keeping p.Drops.Socket), CPU,
+// per-switch injected throughput and backlog series.
+func (r *Report) Fill(p *results.Point) {
+	p.NonminimalShare = r.NonminimalShare
+	p.RulePackets = r.RulePackets
+	socket := p.Drops.Socket
+	p.Drops = r.Drops
+	p.Drops.Socket = socket
+	if r.CPUBusy >= 0 {
+		p.CPUBusy = r.CPUBusy
+	}
+	p.PerSwitchInjected = p.PerSwitchInjected[:0]
+	for _, s := range r.PerSwitch {
+		p.PerSwitchInjected = append(p.PerSwitchInjected, results.SwitchInjected{
+			Switch: s.Switch, Group: s.Group, Index: s.Index, Bps: s.Bps, Fraction: s.Fraction})
+	}
+	p.Backlog = r.Backlog
+}
+
+// FidelityInput is the point's input to results.EvaluateFidelity; sent
+// and socketDrops come from the traffic engine.
+func (r *Report) FidelityInput(phase string, load float64, sent, socketDrops uint64) results.FidelityInput {
+	in := results.FidelityInput{Phase: phase, Load: load, CPUBusy: r.CPUBusy, Sent: sent, Drops: r.Drops}
+	in.Drops.Socket = socketDrops
+	in.Unshaped = r.Unshaped
+	for _, l := range r.Links {
+		in.Links = append(in.Links, results.LinkRate{Port: l.Port, Busy: l.Busy, AchievedBps: l.AchievedBps, RateBps: l.RateBps})
+	}
+	return in
+}

@@ -1,0 +1,594 @@
+// Package measure reads the fabric's own counters during a traffic phase:
+// per-port OVS counters, per-rule-kind flow counters (so the share of
+// traffic routed non-minimally comes from the switches' own statistics),
+// tbf queue backlog sampled at an interval, veth and datapath drops, and
+// CPU usage. It fills results.Point and results.FidelityInput.
+//
+// Cost model: counters that need ovs-ofctl (flows, ports) are read only at
+// Start and Stop; during the phase only the qdisc backlog is polled, with
+// one netlink dump per fabric namespace per interval.
+package measure
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/results"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Options tune a Sampler. Zero values take the defaults.
+type Options struct {
+	// Interval between backlog samples (default 10ms).
+	Interval time.Duration
+	// Budget is the largest share of the interval one sample may take
+	// before the interval is doubled (default 0.1), so that polling never
+	// takes more than about a tenth of a core from the emulation.
+	Budget float64
+	// MaxSamples bounds each backlog time series (default 1000); past it
+	// the series is thinned to every other sample and the stride doubles,
+	// so a long phase keeps its whole shape at a coarser grain.
+	MaxSamples int
+	// HotPorts is the number of backlog series kept in the report, the
+	// ports with the largest mean backlog (default 4).
+	HotPorts int
+	// Parallel is the number of ovs-ofctl run at a time at Start and Stop
+	// (default 2, the cores of the reference machine).
+	Parallel int
+	// Topology, if set, gives each switch its group and index for the
+	// per-switch injected throughput; otherwise Dragonfly names
+	// ("g3s5") are parsed and other switches get group -1.
+	Topology *topology.Topology
+}
+
+func (o *Options) defaults() {
+	if o.Interval <= 0 {
+		o.Interval = 10 * time.Millisecond
+	}
+	if o.Budget <= 0 {
+		o.Budget = 0.1
+	}
+	if o.MaxSamples <= 1 {
+		o.MaxSamples = 1000
+	}
+	if o.HotPorts <= 0 {
+		o.HotPorts = 4
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 2
+	}
+}
+
+// end is one shaped link end in a fabric namespace.
+type end struct {
+	ns      string
+	iface   string
+	ifindex int
+	label   string // "g0s1:5"
+	link    string // "g0s1:5 -> g0s2:3"
+	rateBps float64
+	// hostFacing: the switch side of a host link; its veth rx_dropped is
+	// the host end's transmit drops.
+	hostFacing bool
+	sw, port   int
+}
+
+// series is one end's backlog over the phase.
+type series struct {
+	bytes, frames []uint32
+	busy          int    // samples with a non-empty queue
+	sum           uint64 // of backlog bytes, for the mean
+	max           uint64
+}
+
+// Sampler measures one traffic phase (or one load of it): Start before
+// the traffic, Stop after. A Sampler can be started again after Stop.
+type Sampler struct {
+	lab  *fabric.Lab
+	opt  Options
+	mgmt []string
+	// hostPorts[i] are switch i's OpenFlow ports that face hosts.
+	hostPorts []map[int]bool
+	hostRate  []float64 // per switch: capacity of its host links, bits/s
+	group     []int
+	index     []int
+	runDirs   []string
+
+	nss     []string
+	readers map[string]*kernel.StatsReader
+	ends    []end
+	byNS    map[string]map[int]int // ns -> ifindex -> ends index
+
+	// Per run.
+	mu       sync.Mutex
+	stop     chan struct{}
+	done     chan struct{}
+	t0       time.Time
+	cpu0     kernel0
+	sw0      []switchCounters
+	q0       []kernel.QdiscStats
+	lnk0     map[string]map[string]netlink.LinkStatistics
+	lost0    uint64
+	times    []float64
+	stride   int
+	tick     int
+	interval time.Duration
+	ser      []series
+	cost     time.Duration
+	samples  int
+	slow     int
+	sampErr  error
+}
+
+type kernel0 = CPUTimes
+
+// New prepares a sampler for a lab: it opens one netlink socket per fabric
+// namespace and resolves every switch-side link end.
+func New(lab *fabric.Lab, o Options) (*Sampler, error) {
+	o.defaults()
+	s := &Sampler{lab: lab, opt: o, readers: map[string]*kernel.StatsReader{}, byNS: map[string]map[int]int{}}
+	swIdx := map[string]int{}
+	for i, sw := range lab.Switches {
+		swIdx[sw.Name] = i
+		s.mgmt = append(s.mgmt, sw.Mgmt)
+		s.hostPorts = append(s.hostPorts, map[int]bool{})
+		g, x := -1, -1
+		if o.Topology != nil && i < len(o.Topology.Switches) && o.Topology.Switches[i].Name == sw.Name {
+			g, x = o.Topology.Switches[i].Group, o.Topology.Switches[i].Index
+		} else if _, err := fmt.Sscanf(sw.Name, "g%ds%d", &g, &x); err != nil {
+			g, x = -1, i
+		}
+		s.group, s.index = append(s.group, g), append(s.index, x)
+	}
+	s.hostRate = make([]float64, len(lab.Switches))
+	for _, r := range lab.OVS.Instances {
+		s.runDirs = append(s.runDirs, r.RunDir)
+	}
+	for _, l := range lab.Links {
+		rate := shapingRate(l.Shaping)
+		a, ok := swIdx[l.A.Node]
+		if !ok {
+			return nil, fmt.Errorf("measure: link end %s is no switch of lab %s", l.A.Node, lab.Lab)
+		}
+		host := l.Class == "host"
+		if host {
+			s.hostPorts[a][l.A.Port] = true
+			s.hostRate[a] += rate
+		}
+		bLabel := l.B.Node
+		if b, ok := swIdx[l.B.Node]; ok {
+			bLabel = fmt.Sprintf("%s:%d", lab.Switches[b].Name, l.B.Port)
+			s.ends = append(s.ends, end{ns: l.B.NetNS, iface: l.B.Iface, label: bLabel, rateBps: rate, sw: b, port: l.B.Port,
+				link: bLabel + " -> " + fmt.Sprintf("%s:%d", l.A.Node, l.A.Port)})
+		}
+		aLabel := fmt.Sprintf("%s:%d", l.A.Node, l.A.Port)
+		s.ends = append(s.ends, end{ns: l.A.NetNS, iface: l.A.Iface, label: aLabel, link: aLabel + " -> " + bLabel,
+			rateBps: rate, hostFacing: host, sw: a, port: l.A.Port})
+	}
+	for i := range s.ends {
+		e := &s.ends[i]
+		if _, ok := s.readers[e.ns]; !ok {
+			r, err := kernel.NewStatsReader(e.ns)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("measure: %w", err)
+			}
+			s.readers[e.ns] = r
+			s.nss = append(s.nss, e.ns)
+			s.byNS[e.ns] = map[int]int{}
+		}
+	}
+	// One link dump per namespace resolves every interface.
+	for _, ns := range s.nss {
+		idx, _, err := linkDump(ns)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		for i := range s.ends {
+			e := &s.ends[i]
+			if e.ns != ns {
+				continue
+			}
+			n, ok := idx[e.iface]
+			if !ok {
+				s.Close()
+				return nil, fmt.Errorf("measure: no interface %s in netns %s", e.iface, ns)
+			}
+			e.ifindex = n
+			s.byNS[ns][n] = i
+		}
+	}
+	return s, nil
+}
+
+// shapingRate reads the rate from a Link.Shaping description
+// ("rate 100mbit delay 1ms").
+func shapingRate(desc string) float64 {
+	f := strings.Fields(desc)
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] == "rate" {
+			if v, err := kernel.ParseRate(f[i+1]); err == nil {
+				return float64(v)
+			}
+		}
+	}
+	return 0
+}
+
+// linkDump lists a namespace's interfaces: name -> ifindex and name ->
+// device counters (for veth drops).
+func linkDump(ns string) (map[string]int, map[string]netlink.LinkStatistics, error) {
+	h, err := handleIn(ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, nil, fmt.Errorf("measure: list links in netns %s: %w", ns, err)
+	}
+	idx := make(map[string]int, len(links))
+	st := make(map[string]netlink.LinkStatistics, len(links))
+	for _, l := range links {
+		a := l.Attrs()
+		idx[a.Name] = a.Index
+		if a.Statistics != nil {
+			st[a.Name] = netlink.LinkStatistics(*a.Statistics)
+		}
+	}
+	return idx, st, nil
+}
+
+func handleIn(ns string) (*netlink.Handle, error) {
+	if ns == "" {
+		return netlink.NewHandle()
+	}
+	nh, err := netns.GetFromName(ns)
+	if err != nil {
+		return nil, fmt.Errorf("measure: netns %s: %w", ns, err)
+	}
+	defer nh.Close()
+	h, err := netlink.NewHandleAt(nh)
+	if err != nil {
+		return nil, fmt.Errorf("measure: netlink in netns %s: %w", ns, err)
+	}
+	return h, nil
+}
+
+// Close releases the netlink sockets.
+func (s *Sampler) Close() {
+	for _, r := range s.readers {
+		r.Close()
+	}
+	s.readers = map[string]*kernel.StatsReader{}
+}
+
+// Start snapshots every counter and starts polling queue backlogs.
+func (s *Sampler) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop != nil {
+		return fmt.Errorf("measure: already started")
+	}
+	var err error
+	if s.sw0, err = readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel); err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	if s.lost0, err = datapathLost(ctx, s.runDirs); err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	if s.lnk0, err = s.linkStats(); err != nil {
+		return err
+	}
+	s.ser = make([]series, len(s.ends))
+	s.times, s.stride, s.tick, s.cost, s.samples, s.slow, s.sampErr = nil, 1, 0, 0, 0, 0, nil
+	s.interval = s.opt.Interval
+	if s.cpu0, err = ReadCPU(); err != nil {
+		return fmt.Errorf("measure: %w", err)
+	}
+	s.t0 = time.Now()
+	s.q0 = make([]kernel.QdiscStats, len(s.ends))
+	if err := s.pollInto(s.q0, nil); err != nil {
+		return err
+	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.loop(s.stop, s.done)
+	return nil
+}
+
+func (s *Sampler) linkStats() (map[string]map[string]netlink.LinkStatistics, error) {
+	out := map[string]map[string]netlink.LinkStatistics{}
+	for _, ns := range s.nss {
+		_, st, err := linkDump(ns)
+		if err != nil {
+			return nil, err
+		}
+		out[ns] = st
+	}
+	return out, nil
+}
+
+// pollInto reads every end's qdisc counters: one dump per namespace.
+func (s *Sampler) pollInto(q []kernel.QdiscStats, seen []bool) error {
+	for _, ns := range s.nss {
+		all, err := s.readers[ns].All()
+		if err != nil {
+			return fmt.Errorf("measure: %w", err)
+		}
+		m := s.byNS[ns]
+		for ifindex, st := range all {
+			if i, ok := m[ifindex]; ok {
+				q[i] = st
+				if seen != nil {
+					seen[i] = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Sampler) loop(stop, done chan struct{}) {
+	defer close(done)
+	q := make([]kernel.QdiscStats, len(s.ends))
+	timer := time.NewTimer(s.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+		}
+		t := time.Now()
+		err := s.pollInto(q, nil)
+		took := time.Since(t)
+		s.mu.Lock()
+		if err != nil {
+			if s.sampErr == nil {
+				s.sampErr = err
+			}
+			s.mu.Unlock()
+			return
+		}
+		s.record(t.Sub(s.t0).Seconds(), q)
+		s.cost += took
+		s.samples++
+		if float64(took) > s.opt.Budget*float64(s.interval) {
+			// Polling costs more than its budget: sample less often
+			// rather than take the cores from the emulation.
+			s.slow++
+			s.interval *= 2
+		}
+		next := s.interval - time.Since(t)
+		s.mu.Unlock()
+		if next < 0 {
+			next = 0
+		}
+		timer.Reset(next)
+	}
+}
+
+// record adds one sample. Series are allocated only for ends whose queue
+// was ever non-empty; the rest are all zeros and cost nothing.
+func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
+	keep := s.tick%s.stride == 0
+	s.tick++
+	for i := range q {
+		b := q[i].Backlog
+		sr := &s.ser[i]
+		if b > 0 {
+			sr.busy++
+			sr.sum += b
+			sr.max = max(sr.max, b)
+		}
+		if !keep {
+			continue
+		}
+		if sr.bytes == nil && b == 0 {
+			continue
+		}
+		if sr.bytes == nil {
+			sr.bytes = make([]uint32, len(s.times), s.opt.MaxSamples)
+			sr.frames = make([]uint32, len(s.times), s.opt.MaxSamples)
+		}
+		sr.bytes = append(sr.bytes, uint32(min(b, 1<<32-1)))
+		sr.frames = append(sr.frames, uint32(min(q[i].QLen, 1<<32-1)))
+	}
+	if !keep {
+		return
+	}
+	s.times = append(s.times, ts)
+	if len(s.times) >= s.opt.MaxSamples {
+		s.times = thin(s.times)
+		for i := range s.ser {
+			if s.ser[i].bytes != nil {
+				s.ser[i].bytes = thin(s.ser[i].bytes)
+				s.ser[i].frames = thin(s.ser[i].frames)
+			}
+		}
+		s.stride *= 2
+	}
+}
+
+// thin keeps every other element.
+func thin[T any](v []T) []T {
+	n := 0
+	for i := 0; i < len(v); i += 2 {
+		v[n] = v[i]
+		n++
+	}
+	return v[:n]
+}
+
+// Stop ends polling, snapshots every counter again and reports the
+// differences.
+func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
+	s.mu.Lock()
+	stop, done := s.stop, s.done
+	s.mu.Unlock()
+	if stop == nil {
+		return nil, fmt.Errorf("measure: not started")
+	}
+	close(stop)
+	<-done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stop, s.done = nil, nil
+	dur := time.Since(s.t0)
+	cpu1, err := ReadCPU()
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	q1 := make([]kernel.QdiscStats, len(s.ends))
+	if err := s.pollInto(q1, nil); err != nil {
+		return nil, err
+	}
+	lnk1, err := s.linkStats()
+	if err != nil {
+		return nil, err
+	}
+	sw1, err := readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel)
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	lost1, err := datapathLost(ctx, s.runDirs)
+	if err != nil {
+		return nil, fmt.Errorf("measure: %w", err)
+	}
+	r := s.report(dur, BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
+	return r, s.sampErr
+}
+
+func sub(a, b uint64) uint64 {
+	if a < b {
+		return 0 // counter reset (port re-added): count nothing rather than wrap
+	}
+	return a - b
+}
+
+func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
+	lnk1 map[string]map[string]netlink.LinkStatistics, sw1 []switchCounters, lost1 uint64) *Report {
+	secs := dur.Seconds()
+	r := &Report{
+		Duration: dur, CPUBusy: cpu, RulePackets: map[string]uint64{}, RuleBytes: map[string]uint64{},
+		Samples: s.samples, Interval: s.interval, SampleCost: s.cost, SlowSamples: s.slow,
+	}
+	if s.samples > 0 {
+		r.MeanSampleTime = s.cost / time.Duration(s.samples)
+	}
+	r.Drops.Datapath = sub(lost1, s.lost0)
+	var injected, nonmin, dmp, bcast, miss uint64
+	qdrops := map[[2]int]uint64{} // (switch, port) -> tbf drops
+	kdrops := map[[2]int][2]uint64{}
+	for i, e := range s.ends {
+		d := sub(q1[i].Drops, s.q0[i].Drops)
+		r.Drops.Queue += d
+		qdrops[[2]int{e.sw, e.port}] = d
+		a, b := s.lnk0[e.ns][e.iface], lnk1[e.ns][e.iface]
+		tx, rx := sub(b.TxDropped, a.TxDropped), uint64(0)
+		if e.hostFacing {
+			rx = sub(b.RxDropped, a.RxDropped)
+		}
+		r.Drops.Kernel += tx + rx
+		kdrops[[2]int{e.sw, e.port}] = [2]uint64{sub(b.RxDropped, a.RxDropped), tx}
+		ls := LinkStats{Port: e.label, Link: e.link, RateBps: e.rateBps, QueueDrops: d,
+			Bytes: sub(q1[i].Bytes, s.q0[i].Bytes), Packets: sub(q1[i].Packets, s.q0[i].Packets)}
+		if s.samples > 0 {
+			ls.Busy = float64(s.ser[i].busy) / float64(s.samples)
+			ls.MeanBacklog = float64(s.ser[i].sum) / float64(s.samples)
+		}
+		ls.MaxBacklog = s.ser[i].max
+		ls.Qdisc = q1[i].Kind
+		if e.rateBps > 0 && ls.Qdisc != "tbf" {
+			r.Unshaped = append(r.Unshaped, e.label)
+		}
+		if secs > 0 {
+			ls.AchievedBps = 8 * float64(ls.Bytes) / secs
+		}
+		r.Links = append(r.Links, ls)
+	}
+	for i := range sw1 {
+		a, b := &s.sw0[i], &sw1[i]
+		for k := 0; k < numKinds; k++ {
+			name := controller.Kind(k).String()
+			r.RulePackets[name] += sub(b.kindPackets[k], a.kindPackets[k])
+			r.RuleBytes[name] += sub(b.kindBytes[k], a.kindBytes[k])
+		}
+		nonmin += sub(b.kindPackets[controller.KindValiant], a.kindPackets[controller.KindValiant])
+		dmp += sub(b.kindPackets[controller.KindDMP], a.kindPackets[controller.KindDMP])
+		miss += sub(b.kindPackets[controller.KindMiss], a.kindPackets[controller.KindMiss])
+		bcast += sub(b.hostBcast, a.hostBcast)
+		var inj, injBytes uint64
+		for p, st := range b.ports {
+			st0 := a.ports[p]
+			pd := PortDelta{Switch: s.lab.Switches[i].Name, Port: p, Host: s.hostPorts[i][p],
+				RxPackets: sub(st.RxPackets, st0.RxPackets), RxBytes: sub(st.RxBytes, st0.RxBytes),
+				TxPackets: sub(st.TxPackets, st0.TxPackets), TxBytes: sub(st.TxBytes, st0.TxBytes),
+				RxDrops: sub(st.RxDrops, st0.RxDrops), TxDrops: sub(st.TxDrops, st0.TxDrops)}
+			r.Ports = append(r.Ports, pd)
+			if pd.Host {
+				inj += pd.RxPackets
+				injBytes += pd.RxBytes
+			}
+			// OVS port drops not explained by the kernel (veth) or the
+			// modelled queue (a full tbf refuses OVS's send) are the
+			// datapath's own.
+			kd := kdrops[[2]int{i, p}]
+			r.Drops.Datapath += sub(pd.RxDrops, kd[0]) + sub(pd.TxDrops, kd[1]+qdrops[[2]int{i, p}])
+		}
+		injected += inj
+		si := SwitchInjected{Switch: s.lab.Switches[i].Name, Group: s.group[i], Index: s.index[i], Frames: inj, Bytes: injBytes}
+		if secs > 0 {
+			si.Bps = 8 * float64(injBytes) / secs
+		}
+		if s.hostRate[i] > 0 {
+			si.Fraction = si.Bps / s.hostRate[i]
+		}
+		if len(s.hostPorts[i]) > 0 {
+			r.PerSwitch = append(r.PerSwitch, si)
+		}
+	}
+	sort.Slice(r.Ports, func(i, j int) bool {
+		if r.Ports[i].Switch != r.Ports[j].Switch {
+			return r.Ports[i].Switch < r.Ports[j].Switch
+		}
+		return r.Ports[i].Port < r.Ports[j].Port
+	})
+	r.InjectedFrames = sub(injected, dmp+bcast+miss)
+	r.NonminimalFrames = nonmin
+	if r.InjectedFrames < nonmin {
+		r.InjectedFrames = nonmin
+	}
+	if r.InjectedFrames > 0 {
+		r.NonminimalShare = float64(nonmin) / float64(r.InjectedFrames)
+	}
+	// The hottest ends' series, by mean backlog.
+	order := make([]int, len(s.ends))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return s.ser[order[a]].sum > s.ser[order[b]].sum })
+	for _, i := range order[:min(s.opt.HotPorts, len(order))] {
+		sr := &s.ser[i]
+		if sr.sum == 0 {
+			break
+		}
+		bs := results.BacklogSeries{Port: s.ends[i].label, Link: s.ends[i].link, T: append([]float64(nil), s.times...)}
+		for j := range sr.bytes {
+			bs.Bytes = append(bs.Bytes, uint64(sr.bytes[j]))
+			bs.Frames = append(bs.Frames, uint64(sr.frames[j]))
+		}
+		r.Backlog = append(r.Backlog, bs)
+	}
+	return r
+}

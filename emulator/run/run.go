@@ -1,0 +1,396 @@
+// Package run executes a scenario end to end (`ethfab run`): it brings the
+// lab up (or takes a running one), runs the phases in order — DMP boot,
+// announcements, waits, traffic load sweeps — measures on the hosts and in
+// the switches, tears the lab down, and writes a run directory a
+// researcher can trust: what was run, on what machine, what was measured,
+// and whether the machine kept up.
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/doctor"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/measure"
+	"github.com/ethfab/ethfab/emulator/plan"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/emulator/topology"
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/results"
+)
+
+// Options tune a run.
+type Options struct {
+	// Lab, if set, runs on this running lab instead of bringing one up;
+	// it must have been brought up from the same topology.
+	Lab string
+	// Keep leaves the lab up after the run.
+	Keep bool
+	// Out is the run directory; default runs/<scenario>-<time>.
+	Out string
+	// Version is ethfab's version, for the record.
+	Version string
+	// Progress hears one line per finished step; Step hears each step as
+	// it starts, i of n (n counts every phase and every load).
+	Progress io.Writer
+	Step     func(i, n int, what string)
+	// UpStep is passed to fabric.Up as its step display.
+	UpStep func(i, n int, what string)
+	// Warmup and Drain frame every measured load (defaults 500ms, 500ms).
+	Warmup, Drain time.Duration
+}
+
+// Outcome is what a run left behind.
+type Outcome struct {
+	Dir     string
+	Metrics *results.Metrics
+	Files   []string
+}
+
+// Failed lists the expectations that failed, one line each; a caller
+// exits non-zero when it is not empty.
+func (o *Outcome) Failed() []string {
+	var f []string
+	for _, e := range o.Metrics.Failed() {
+		line := fmt.Sprintf("%s at load %g: %s (measured %.4g, bound %.4g)", e.Phase, e.Load, e.Expect, e.Value, e.Bound)
+		if e.Note != "" {
+			line += ": " + e.Note
+		}
+		f = append(f, line)
+	}
+	return f
+}
+
+// Run executes the scenario.
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome, err error) {
+	if o.Warmup == 0 {
+		o.Warmup = 500 * time.Millisecond
+	}
+	if o.Drain == 0 {
+		o.Drain = 500 * time.Millisecond
+	}
+	say := func(format string, a ...any) {
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, format+"\n", a...)
+		}
+	}
+	dir := o.Out
+	if dir == "" {
+		dir = filepath.Join("runs", sc.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	top, err := topology.Build(sc.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("%s: topology: %w", sc.Source, err)
+	}
+	start := time.Now()
+
+	var lab *fabric.Lab
+	if o.Lab != "" {
+		if lab, err = fabric.Load(o.Lab); err != nil {
+			return nil, err
+		}
+		if lab.State != "up" {
+			return nil, fmt.Errorf("lab %s is %s, not up", o.Lab, lab.State)
+		}
+		if lab.Topology != top.Spec.String() {
+			return nil, fmt.Errorf("lab %s runs %s, the scenario wants %s", o.Lab, lab.Topology, top.Spec)
+		}
+	} else {
+		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Progress: o.Progress, Step: o.UpStep}); err != nil {
+			return nil, err
+		}
+		if !o.Keep {
+			defer func() {
+				if derr := fabric.Down(lab.Lab); derr != nil {
+					err = errors.Join(err, fmt.Errorf("tearing down lab %s: %w", lab.Lab, derr))
+				} else {
+					say("lab %s torn down", lab.Lab)
+				}
+			}()
+		}
+	}
+
+	m := &results.Metrics{Schema: results.SchemaVersion, Run: results.Run{
+		Name: sc.Name, Scenario: sc.Source, Description: sc.Description, Lab: lab.Lab, Topology: top.Spec.String(),
+		Hosts: len(top.Hosts), Switches: len(top.Switches), Addressing: lab.Addressing, Routing: lab.Routing,
+		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: o.Version,
+		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "cores": strconv.Itoa(runtime.NumCPU())},
+	}}
+	doc := doctor.Run(ctx)
+	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)
+	m.Run.Machine["kernel"] = doc.Capabilities.Kernel
+	artifacts, err := artifactsOf(sc, lab, doc)
+	if err != nil {
+		return nil, err
+	}
+
+	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say}
+	n := 0
+	for _, ph := range sc.Phases {
+		if ph.Kind == scenario.PhaseTraffic {
+			n += len(ph.Traffic.Loads)
+		} else {
+			n++
+		}
+	}
+	r.steps = n
+	for _, ph := range sc.Phases {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.phase(ctx, ph); err != nil {
+			return nil, fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
+	}
+	if r.engine != nil {
+		r.engine.Close()
+	}
+	if r.sampler != nil {
+		r.sampler.Close()
+	}
+	m.Run.End = time.Now()
+	m.Fidelity = results.EvaluateFidelity(r.fidelity)
+	m.Expectations = results.EvaluateScenario(sc, m.Phases)
+	files, err := results.Write(dir, m, artifacts)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Dir: dir, Metrics: m, Files: files}, nil
+}
+
+type runner struct {
+	sc    *scenario.Scenario
+	o     Options
+	lab   *fabric.Lab
+	top   *topology.Topology
+	m     *results.Metrics
+	dir   string
+	say   func(string, ...any)
+	step  int
+	steps int
+
+	engine   *traffic.Engine
+	sampler  *measure.Sampler
+	fidelity []results.FidelityInput
+}
+
+func (r *runner) next(what string) {
+	r.step++
+	if r.o.Step != nil {
+		r.o.Step(r.step, r.steps, what)
+	}
+}
+
+func (r *runner) phase(ctx context.Context, ph scenario.Phase) error {
+	switch ph.Kind {
+	case scenario.PhaseWait:
+		r.next(fmt.Sprintf("%s: waiting %s", ph.Name, ph.Wait))
+		select {
+		case <-time.After(ph.Wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		r.say("%s: waited %s", ph.Name, ph.Wait)
+		return nil
+	case scenario.PhaseTraffic:
+		return r.traffic(ctx, ph)
+	case scenario.PhaseDMP, scenario.PhaseAnnounce:
+		return r.agents(ctx, ph)
+	}
+	return fmt.Errorf("unknown phase kind %q", ph.Kind)
+}
+
+// trafficHosts are the lab's hosts as traffic endpoints, addressed the way
+// the fabric routes: by their current MAC, or by pseudo-MAC under assign
+// rewrite (the access switch restores the original on delivery).
+func (r *runner) trafficHosts() ([]traffic.Host, error) {
+	hs := make([]traffic.Host, len(r.lab.Hosts))
+	for i, h := range r.lab.Hosts {
+		th := traffic.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface, Switch: r.top.Hosts[i].Switch,
+			Group: r.top.Switches[r.top.Hosts[i].Switch].Group}
+		if r.lab.Assign == string(scenario.AssignRewrite) {
+			mac, err := net.ParseMAC(h.PseudoMAC)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", h.Name, err)
+			}
+			th.MAC = mac
+		}
+		hs[i] = th
+	}
+	return hs, nil
+}
+
+func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
+	t := ph.Traffic
+	if r.engine == nil {
+		hs, err := r.trafficHosts()
+		if err != nil {
+			return err
+		}
+		if r.engine, err = traffic.Open(hs, traffic.Options{}); err != nil {
+			return fmt.Errorf("traffic engine: %w", err)
+		}
+		if r.sampler, err = measure.New(r.lab, measure.Options{Topology: r.top}); err != nil {
+			return fmt.Errorf("fabric sampler: %w", err)
+		}
+	} else if r.lab.Assign != string(scenario.AssignRewrite) {
+		// DMP may have changed the hosts' addresses since the engine opened.
+		for i := range r.lab.Hosts {
+			if mac, err := currentMAC(r.lab.Hosts[i]); err == nil {
+				r.engine.SetMAC(i, mac)
+			}
+		}
+	}
+	spec := pat.Spec{Kind: pat.Kind(t.Pattern), Offset: t.AdvOffset, App: t.App}
+	p, err := pat.New(spec, r.top, t.Seed, pat.Options{})
+	if err != nil {
+		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
+	}
+	rate := r.sc.Links[scenario.HostLinks].Rate
+	for _, load := range t.Loads {
+		r.next(fmt.Sprintf("%s: %s at load %.2f for %s", ph.Name, t.PatternString(), load, t.Duration))
+		if err := r.sampler.Start(ctx); err != nil {
+			return fmt.Errorf("sampler: %w", err)
+		}
+		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
+			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
+		rep, serr := r.sampler.Stop(ctx)
+		if err != nil {
+			return fmt.Errorf("traffic at load %g: %w", load, err)
+		}
+		if serr != nil {
+			return fmt.Errorf("sampler: %w", serr)
+		}
+		pt := pointOf(ph, r.lab.Routing, load, res)
+		rep.Fill(&pt)
+		r.m.Phases = append(r.m.Phases, pt)
+		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
+		r.fidelity = append(r.fidelity, rep.FidelityInput(ph.Name, load, res.Aggregate.Sent, pt.Drops.Socket))
+		if err := results.WriteMetrics(r.dir, r.m); err != nil {
+			return err
+		}
+		r.say("%s: load %.2f offered %.3f accepted %.3f loss %.4f latency p50 %.0f µs p99 %.0f µs non-minimal %.2f",
+			ph.Name, load, pt.OfferedLoad, pt.AcceptedLoad, pt.Loss, pt.LatencyUS.P50, pt.LatencyUS.P99, pt.NonminimalShare)
+	}
+	return nil
+}
+
+// pointOf turns the engine's result into a metrics point; the fabric
+// sampler's Fill adds the switches' side.
+func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Result) results.Point {
+	a := res.Aggregate
+	f := res.Fidelity
+	return results.Point{
+		Name: ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
+		OfferedLoad: a.OfferedLoad, AcceptedLoad: a.AcceptedLoad, Loss: a.Loss,
+		LatencyUS:  results.Latency{Mean: a.Latency.Mean, P50: a.Latency.P50, P99: a.Latency.P99, Max: a.Latency.Max},
+		Seed:       res.Seed,
+		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(),
+		Sent: a.Sent, Received: a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
+		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
+		// offered, not sent, not lost. Everything else is the machine's.
+		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops},
+	}
+}
+
+func appendSeed(seeds []int64, s int64) []int64 {
+	for _, x := range seeds {
+		if x == s {
+			return seeds
+		}
+	}
+	return append(seeds, s)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// currentMAC reads a host's interface address now.
+func currentMAC(h fabric.Host) (net.HardwareAddr, error) {
+	var mac net.HardwareAddr
+	err := kernel.InNamespace(h.NetNS, func() error {
+		ifi, err := net.InterfaceByName(h.Iface)
+		if err == nil {
+			mac = ifi.HardwareAddr
+		}
+		return err
+	})
+	return mac, err
+}
+
+// artifactsOf gathers the files a run directory keeps: the scenario as
+// run, the machine's probe, the lab (topology, hosts, switches, links) and
+// the rules summary.
+func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, doc doctor.Report) (results.Artifacts, error) {
+	var a results.Artifacts
+	var err error
+	if a.Scenario, err = sc.MarshalYAML(); err != nil {
+		return a, err
+	}
+	if a.Machine, err = json.MarshalIndent(doc, "", "  "); err != nil {
+		return a, err
+	}
+	if a.Topology, err = json.MarshalIndent(lab, "", "  "); err != nil {
+		return a, err
+	}
+	mode := controller.Minimal
+	if sc.Routing.Mode == scenario.Valiant {
+		mode = controller.Valiant
+	}
+	pr, err := plan.Run(plan.Options{Topology: sc.Topology, Scheme: addressing.Scheme(sc.Addressing.Scheme), Compact: sc.Addressing.Compact,
+		Mode: mode, Verify: true, MaxPairs: 200_000, Seed: 1})
+	if err != nil {
+		return a, fmt.Errorf("rules summary: %w", err)
+	}
+	a.Rules, err = json.MarshalIndent(pr, "", "  ")
+	return a, err
+}
+
+// Brief is the few lines a terminal shows after a run: each point, the
+// expectations that failed and the fidelity verdict.
+func (o *Outcome) Brief() string {
+	var b strings.Builder
+	m := o.Metrics
+	fmt.Fprintf(&b, "%s on %s, %s routing\n", m.Run.Name, m.Run.Topology, m.Run.Routing)
+	fmt.Fprintf(&b, "  %-12s %-10s %6s %8s %8s %8s %9s %9s %6s\n", "phase", "pattern", "load", "offered", "accepted", "loss", "p50 µs", "p99 µs", "nonmin")
+	for _, p := range m.Phases {
+		fmt.Fprintf(&b, "  %-12s %-10s %6.2f %8.3f %8.3f %8.4f %9.0f %9.0f %6.2f\n", p.Name, p.Pattern, p.Load,
+			p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
+	}
+	failed := o.Failed()
+	fmt.Fprintf(&b, "expectations: %d checked, %d failed\n", len(m.Expectations), len(failed))
+	for _, f := range failed {
+		fmt.Fprintf(&b, "  FAIL %s\n", f)
+	}
+	if m.Fidelity.OK {
+		b.WriteString("fidelity: ok (the machine kept up)\n")
+	} else {
+		b.WriteString("fidelity: NOT OK, treat these figures with care:\n")
+		for _, r := range m.Fidelity.Reasons {
+			fmt.Fprintf(&b, "  - %s\n", r)
+		}
+	}
+	return b.String()
+}

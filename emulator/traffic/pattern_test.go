@@ -1,0 +1,287 @@
+package traffic
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+func build(t *testing.T, spec string) *topology.Topology {
+	t.Helper()
+	s, err := topology.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+func mustNew(t *testing.T, name string, topo *topology.Topology, seed int64) Pattern {
+	t.Helper()
+	s, err := ParsePattern(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(s, topo, seed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParsePattern(t *testing.T) {
+	for _, ok := range []string{"uniform", "adv+1", "adv+17", "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like", "npb-like:CG", "npb-like:ft"} {
+		s, err := ParsePattern(ok)
+		if err != nil {
+			t.Errorf("%s: %v", ok, err)
+			continue
+		}
+		back, err := ParsePattern(s.String())
+		if err != nil || back != s {
+			t.Errorf("%s: String() %q reads back as %+v, %v", ok, s.String(), back, err)
+		}
+	}
+	for bad, want := range map[string]string{
+		"unifrom":     `"unifrom"`,
+		"adv+0":       "at least 1",
+		"adv1":        "adv+N",
+		"adv+-1":      "adv+N",
+		"npb-like:XX": `"XX"`,
+		"":            `""`,
+	} {
+		_, err := ParsePattern(bad)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePattern(%q) = %v, want an error containing %s", bad, err, want)
+		}
+	}
+}
+
+func TestUniformNeverSelfCoversAll(t *testing.T) {
+	topo := build(t, "dragonfly:p=2,a=4,h=2") // 9 groups, 72 hosts
+	p := mustNew(t, "uniform", topo, 1)
+	n := len(topo.Hosts)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for src := 0; src < n; src++ {
+		seen := make([]bool, n)
+		for range 2000 {
+			d := p.Dest(src, 0, rng)
+			if d == src || d < 0 || d >= n {
+				t.Fatalf("uniform: %d -> %d", src, d)
+			}
+			seen[d] = true
+		}
+		for d, ok := range seen {
+			if !ok && d != src {
+				t.Fatalf("uniform: %d never picked %d in 2000 draws", src, d)
+			}
+		}
+	}
+}
+
+func TestAdversarialDragonfly(t *testing.T) {
+	topo := build(t, "dragonfly:p=2,a=4,h=2")
+	g := topo.NumGroups()
+	for _, off := range []int{1, 3, g - 1, g + 2} {
+		p := mustNew(t, "adv+"+itoa(off), topo, 1)
+		rng := rand.New(rand.NewPCG(3, 4))
+		hit := map[int]bool{}
+		for _, h := range topo.Hosts {
+			for range 50 {
+				d := p.Dest(h.ID, 0, rng)
+				sg, dg := topo.Switches[h.Switch].Group, topo.Switches[topo.Hosts[d].Switch].Group
+				if dg != (sg+off)%g {
+					t.Fatalf("adv+%d: host %d of group %d -> host %d of group %d", off, h.ID, sg, d, dg)
+				}
+				if sg == 0 {
+					hit[d] = true
+				}
+			}
+		}
+		if len(hit) != 8 { // a*p hosts in the target group
+			t.Errorf("adv+%d: group 0 reached %d distinct hosts of its target group, want 8", off, len(hit))
+		}
+	}
+	if _, err := New(Spec{Kind: Adversarial, Offset: g}, topo, 1, Options{}); err == nil {
+		t.Errorf("adv+%d on %d groups: no error", g, g)
+	}
+}
+
+func TestAdversarialFlatFlyAndClos(t *testing.T) {
+	fb := build(t, "flatfly:dims=4x3,t=2")
+	p := mustNew(t, "adv+1", fb, 1)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, h := range fb.Hosts {
+		d := p.Dest(h.ID, 0, rng)
+		sc, dc := fb.Switches[h.Switch].Coords, fb.Switches[fb.Hosts[d].Switch].Coords
+		if dc[0] != (sc[0]+1)%4 || dc[1] != sc[1] {
+			t.Fatalf("FB adv+1: switch %v -> switch %v", sc, dc)
+		}
+	}
+	if _, err := New(Spec{Kind: Adversarial, Offset: 4}, fb, 1, Options{}); err == nil {
+		t.Error("FB adv+4 with k0=4: no error")
+	}
+	clos := build(t, "clos:k=4")
+	p = mustNew(t, "adv+1", clos, 1)
+	for _, h := range clos.Hosts {
+		d := p.Dest(h.ID, 0, rng)
+		if sp, dp := clos.Switches[h.Switch].Group, clos.Switches[clos.Hosts[d].Switch].Group; dp != (sp+1)%clos.NumGroups() {
+			t.Fatalf("Clos adv+1: pod %d -> pod %d", sp, dp)
+		}
+	}
+}
+
+func TestBitReversal(t *testing.T) {
+	for _, spec := range []string{"flatfly:dims=4x4,t=4", "dragonfly:p=2,a=4,h=2"} { // 64 hosts, 72 hosts
+		topo := build(t, spec)
+		to := Map(mustNew(t, "bit-reversal", topo, 1))
+		m := 64
+		for i, d := range to {
+			if i >= m {
+				if d != Silent {
+					t.Errorf("%s: host %d beyond the power-of-two subset sends to %d", spec, i, d)
+				}
+				continue
+			}
+			if d == Silent {
+				// palindromes only
+				if int(reverse6(i)) != i {
+					t.Errorf("%s: host %d silent but not a palindrome", spec, i)
+				}
+				continue
+			}
+			if d == i || to[d] != i {
+				t.Errorf("%s: bit-reversal not an involution: %d -> %d -> %d", spec, i, d, to[d])
+			}
+		}
+		if to[1] != 32 || to[6] != 24 {
+			t.Errorf("%s: 1 -> %d, 6 -> %d; want 32, 24", spec, to[1], to[6])
+		}
+	}
+}
+
+func reverse6(i int) int {
+	r := 0
+	for b := 0; b < 6; b++ {
+		if i&(1<<b) != 0 {
+			r |= 1 << (5 - b)
+		}
+	}
+	return r
+}
+
+func TestTranspose(t *testing.T) {
+	topo := build(t, "dragonfly:p=2,a=4,h=2") // 72 hosts: 8x8 matrix, 8 silent
+	to := Map(mustNew(t, "transpose", topo, 1))
+	for i, d := range to {
+		r, c := i/8, i%8
+		switch {
+		case i >= 64 || r == c:
+			if d != Silent {
+				t.Errorf("host %d should be silent, sends to %d", i, d)
+			}
+		case d != c*8+r || to[d] != i:
+			t.Errorf("transpose: %d -> %d -> %d", i, d, to[d])
+		}
+	}
+}
+
+func TestPermutationDerangementDeterministic(t *testing.T) {
+	topo := build(t, "dragonfly:p=2,a=4,h=2")
+	a := Map(mustNew(t, "permutation", topo, 7))
+	b := Map(mustNew(t, "permutation", topo, 7))
+	c := Map(mustNew(t, "permutation", topo, 8))
+	if !slices.Equal(a, b) {
+		t.Error("same seed, different permutations")
+	}
+	if slices.Equal(a, c) {
+		t.Error("seeds 7 and 8 give the same permutation")
+	}
+	seen := make([]bool, len(a))
+	for i, d := range a {
+		if d == i || d < 0 || seen[d] {
+			t.Fatalf("not a derangement at %d -> %d", i, d)
+		}
+		seen[d] = true
+	}
+}
+
+func TestAllToAllPhases(t *testing.T) {
+	topo := build(t, "flatfly:dims=3,t=2") // 6 hosts
+	p := mustNew(t, "all-to-all", topo, 1)
+	n := 6
+	pairs := map[[2]int]bool{}
+	for k := 0; k < n-1; k++ {
+		at := time.Duration(k)*DefaultPhaseLen + DefaultPhaseLen/2
+		dsts := map[int]bool{}
+		for src := 0; src < n; src++ {
+			d := p.Dest(src, at, nil)
+			if d != (src+k+1)%n {
+				t.Fatalf("phase %d: %d -> %d", k, src, d)
+			}
+			dsts[d] = true
+			pairs[[2]int{src, d}] = true
+		}
+		if len(dsts) != n {
+			t.Errorf("phase %d is not a permutation", k)
+		}
+	}
+	if len(pairs) != n*(n-1) {
+		t.Errorf("all phases cover %d pairs, want %d", len(pairs), n*(n-1))
+	}
+	if p.Dest(0, time.Duration(n-1)*DefaultPhaseLen, nil) != 1 {
+		t.Error("phases do not start over after N-1")
+	}
+}
+
+func TestNPBLike(t *testing.T) {
+	topo := build(t, "dragonfly:p=2,a=4,h=2")
+	p := mustNew(t, "npb-like:CG", topo, 1)
+	rng := rand.New(rand.NewPCG(1, 1))
+	// CG: 1.6 ms iterations, gap first (0.8 ms), then burst.
+	if d := p.Dest(3, 400*time.Microsecond, rng); d != Silent {
+		t.Errorf("CG at 0.4 ms (gap) sends to %d", d)
+	}
+	if d := p.Dest(3, 1200*time.Microsecond, rng); d == Silent || d == 3 {
+		t.Errorf("CG at 1.2 ms (burst): %d", d)
+	}
+	if j, app, burst, _ := NPBIteration(p, 3300*time.Microsecond); j != 2 || app != "CG" || burst {
+		t.Errorf("CG at 3.3 ms: iteration %d %s burst %v, want 2 CG gap", j, app, burst)
+	}
+	// Mixed: every app of Table II shows up, iteration lengths are Table II's, and the seed fixes the mix.
+	mix := mustNew(t, "npb-like", topo, 1)
+	mix2 := mustNew(t, "npb-like", topo, 1)
+	apps := map[string]bool{}
+	var at time.Duration
+	for j := 0; j < 200; j++ {
+		jj, app, _, _ := NPBIteration(mix, at)
+		_, app2, _, _ := NPBIteration(mix2, at)
+		if jj != j || app != app2 {
+			t.Fatalf("iteration %d at %v: got %d %s / %s", j, at, jj, app, app2)
+		}
+		apps[app] = true
+		at += IterationTime[app]
+	}
+	if len(apps) != len(NPBApps) {
+		t.Errorf("200 mixed iterations used %d apps", len(apps))
+	}
+	// The share of silent time matches CommShare.
+	silent := 0
+	for i := 0; i < 100000; i++ {
+		if mix.Dest(0, time.Duration(i)*10*time.Microsecond, rng) == Silent {
+			silent++
+		}
+	}
+	if frac := float64(silent) / 100000; frac < 0.45 || frac > 0.55 {
+		t.Errorf("silent fraction %.3f, want about 0.5", frac)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

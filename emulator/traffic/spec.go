@@ -1,0 +1,82 @@
+// Package traffic holds the synthetic traffic patterns of the papers as pure
+// functions of a topology and a seed: who sends to whom, and when a host is
+// silent. Nothing here touches the kernel; hostagent/traffic drives these
+// patterns over raw Ethernet, and the wire format its frames carry is
+// defined here (frame.go) so that anything that parses results or captures
+// can decode them without the host agent.
+package traffic
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Kind is a pattern family, named as in scenario files.
+type Kind string
+
+// The pattern families (issue 5). Adversarial is written adv+N.
+const (
+	Uniform     Kind = "uniform"
+	Adversarial Kind = "adv"
+	BitReversal Kind = "bit-reversal"
+	Transpose   Kind = "transpose"
+	Permutation Kind = "permutation"
+	AllToAll    Kind = "all-to-all"
+	NPBLike     Kind = "npb-like"
+)
+
+// Kinds lists the families in the order error messages name them.
+var Kinds = []string{"uniform", "adv+N", "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like"}
+
+// Spec is a parsed pattern name.
+type Spec struct {
+	Kind Kind
+	// Offset is N of adv+N (>= 1); 0 for the other kinds.
+	Offset int
+	// App is the NAS Parallel Benchmark an npb-like pattern mimics (CG, BT,
+	// FT, IS, LU, MG, SP); "" mixes them.
+	App string
+}
+
+var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
+
+// ParsePattern reads a pattern name: "uniform", "adv+1" (any N >= 1),
+// "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like", or
+// "npb-like:CG" to pick the application (case-insensitive).
+func ParsePattern(s string) (Spec, error) {
+	switch Kind(s) {
+	case Uniform, BitReversal, Transpose, Permutation, AllToAll, NPBLike:
+		return Spec{Kind: Kind(s)}, nil
+	}
+	if app, ok := strings.CutPrefix(s, string(NPBLike)+":"); ok {
+		up := strings.ToUpper(app)
+		if _, ok := IterationTime[up]; !ok {
+			return Spec{}, fmt.Errorf("pattern %q: unknown NPB application %q (want one of %s)", s, app, strings.Join(NPBApps, ", "))
+		}
+		return Spec{Kind: NPBLike, App: up}, nil
+	}
+	if m := advRe.FindStringSubmatch(s); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n < 1 {
+			return Spec{}, fmt.Errorf("pattern %q: the offset N of adv+N must be at least 1", s)
+		}
+		return Spec{Kind: Adversarial, Offset: n}, nil
+	}
+	if strings.HasPrefix(s, "adv") {
+		return Spec{}, fmt.Errorf("pattern %q: adversarial patterns are written adv+N with N >= 1, e.g. adv+1", s)
+	}
+	return Spec{}, fmt.Errorf("unknown traffic pattern %q (want one of %s)", s, strings.Join(Kinds, ", "))
+}
+
+// String renders the name ParsePattern reads back.
+func (s Spec) String() string {
+	switch {
+	case s.Kind == Adversarial:
+		return fmt.Sprintf("adv+%d", s.Offset)
+	case s.Kind == NPBLike && s.App != "":
+		return string(NPBLike) + ":" + s.App
+	}
+	return string(s.Kind)
+}

@@ -1,0 +1,280 @@
+// Package traffic is the host agent's traffic generator and sink: one
+// process drives every host of a lab, each through a packet socket opened
+// inside the host's network namespace, sending raw Ethernet frames
+// (emulator/traffic's wire format) with Bernoulli injection and measuring
+// what arrives: accepted load, one-way latency, loss, duplicates and
+// reordering, plus how faithfully the schedule was kept.
+//
+// Usage:
+//
+//	e, err := traffic.Open(hosts, traffic.Options{})
+//	defer e.Close()
+//	for _, load := range loads {
+//		res, err := e.Run(ctx, traffic.Config{Pattern: p, Load: load, RateBps: 100e6, ...})
+//	}
+package traffic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+)
+
+// Host is one traffic endpoint.
+type Host struct {
+	Name  string // for results
+	NetNS string // named namespace ("" = the process's own)
+	Iface string // the host's fabric interface
+	// MAC is the host's current address (after DMP, its pseudo-MAC): the
+	// source of its frames and the destination of frames sent to it. nil
+	// reads the interface's address when the engine opens.
+	MAC net.HardwareAddr
+	// Switch and Group locate the host in the fabric (topology.Host.Switch
+	// and that switch's Group), for per-switch results.
+	Switch int
+	Group  int
+}
+
+// Options are the engine's, fixed for its lifetime.
+type Options struct {
+	// RcvBuf is each socket's receive buffer in bytes (default 4 MiB).
+	RcvBuf int
+}
+
+// Engine holds one packet socket per host.
+type Engine struct {
+	hosts []Host
+	socks []*sock
+	mu    sync.Mutex // one Run at a time
+	run   atomic.Uint32
+}
+
+// Open opens a packet socket in every host's namespace (a few at a time,
+// each on a thread that enters the namespace and leaves it).
+func Open(hosts []Host, opt Options) (*Engine, error) {
+	if len(hosts) < 2 {
+		return nil, fmt.Errorf("traffic: need at least 2 hosts, got %d", len(hosts))
+	}
+	if opt.RcvBuf <= 0 {
+		opt.RcvBuf = defaultRcvBuf
+	}
+	e := &Engine{hosts: append([]Host(nil), hosts...), socks: make([]*sock, len(hosts))}
+	e.run.Store(uint32(time.Now().UnixNano()))
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for range min(8, len(hosts)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				h := e.hosts[i]
+				s, err := openSock(h.NetNS, h.Iface, opt.RcvBuf)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("host %s (netns %s, %s): %w", h.Name, h.NetNS, h.Iface, err))
+				} else {
+					e.socks[i] = s
+					if e.hosts[i].MAC == nil {
+						e.hosts[i].MAC = s.mac
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range hosts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, h := range e.hosts {
+		if e.socks[i] != nil && len(h.MAC) != 6 {
+			errs = append(errs, fmt.Errorf("host %s: MAC %v is not 6 bytes", h.Name, h.MAC))
+		}
+	}
+	if len(errs) > 0 {
+		e.Close()
+		return nil, fmt.Errorf("traffic: open sockets: %w", errors.Join(errs...))
+	}
+	return e, nil
+}
+
+// SetMAC changes the address the engine uses for host i (after a DMP
+// exchange gave it a new one). Not during a Run.
+func (e *Engine) SetMAC(i int, mac net.HardwareAddr) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.hosts[i].MAC = append(net.HardwareAddr(nil), mac...)
+}
+
+// Hosts returns the engine's hosts, with the MACs it uses.
+func (e *Engine) Hosts() []Host { return append([]Host(nil), e.hosts...) }
+
+// Close closes every socket.
+func (e *Engine) Close() error {
+	var errs []error
+	for _, s := range e.socks {
+		if s != nil {
+			if err := s.close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Config is one measurement: one pattern at one offered load.
+type Config struct {
+	// Pattern picks destinations; its host indices are the engine's. Its
+	// time argument is the frame's scheduled time since the run started
+	// (warm-up included), so phased patterns are the same in every run.
+	Pattern pat.Pattern
+	// Load is the offered load per host, a fraction (0, 1] of RateBps: the
+	// probability that a host sends in each frame slot. A slot in which the
+	// pattern keeps the host silent (npb-like's computation gaps, fixed
+	// points of bit permutations) sends nothing, so for those patterns the
+	// measured offered load is below Load: npb-like offers Load inside its
+	// bursts and about Load*CommShare on average.
+	Load float64
+	// FrameSize is the frame length in bytes (emulator/traffic: Ethernet
+	// header to padding, no FCS); default 1000.
+	FrameSize int
+	// RateBps is the host link rate. A frame slot lasts FrameSize*8/RateBps
+	// (1000 B at 50 Mbit/s: 160 µs).
+	RateBps uint64
+	// Warmup frames are sent but not counted; Duration is the measurement
+	// window; after the senders stop, sinks wait Drain for frames in flight.
+	Warmup, Duration, Drain time.Duration
+	// Seed makes every random choice: the per-host arrival processes and
+	// destinations. The pattern has its own (emulator/traffic.New).
+	Seed int64
+	// Senders is how many goroutines share the sending (default
+	// GOMAXPROCS); each walks the schedule of its share of the hosts.
+	Senders int
+}
+
+// DefaultFrameSize is the papers' 1 KB frame.
+const DefaultFrameSize = 1000
+
+func (c *Config) check(n int) error {
+	if c.Pattern == nil {
+		return errors.New("no pattern")
+	}
+	if c.Pattern.Hosts() != n {
+		return fmt.Errorf("pattern %s spans %d hosts, the engine has %d", c.Pattern.Spec(), c.Pattern.Hosts(), n)
+	}
+	if !(c.Load > 0 && c.Load <= 1) {
+		return fmt.Errorf("load %g is not in (0, 1]", c.Load)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = DefaultFrameSize
+	}
+	if c.FrameSize < pat.MinFrameSize || c.FrameSize > pat.MaxFrameSize {
+		return fmt.Errorf("frame size %d is not in %d..%d", c.FrameSize, pat.MinFrameSize, pat.MaxFrameSize)
+	}
+	if c.RateBps == 0 {
+		return errors.New("no host link rate")
+	}
+	if c.Duration <= 0 || c.Warmup < 0 || c.Drain < 0 {
+		return fmt.Errorf("durations must be positive: warmup %v, duration %v, drain %v", c.Warmup, c.Duration, c.Drain)
+	}
+	if c.Senders <= 0 {
+		c.Senders = runtime.GOMAXPROCS(0)
+	}
+	c.Senders = min(c.Senders, n)
+	return nil
+}
+
+// slotNs is the frame slot time.
+func (c *Config) slotNs() int64 {
+	return int64(math.Round(float64(c.FrameSize) * 8 * 1e9 / float64(c.RateBps)))
+}
+
+// Run sends the pattern for Warmup+Duration, waits Drain, and reports.
+// Frames are counted by their send time: those sent inside the
+// measurement window, wherever they arrive (until the drain ends).
+func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.check(len(e.hosts)); err != nil {
+		return nil, fmt.Errorf("traffic: %w", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	run := e.run.Add(1)
+	n := len(e.hosts)
+	for _, s := range e.socks {
+		s.drops() // reset the kernel's counters
+		s.resumeReading()
+	}
+	sinks := make([]*sink, n)
+	var rwg sync.WaitGroup
+	for i := range sinks {
+		sinks[i] = newSink(i, n, run)
+		rwg.Add(1)
+		go func() {
+			defer rwg.Done()
+			sinks[i].serve(e.socks[i])
+		}()
+	}
+	start := monoNow() + int64(time.Millisecond) // all senders start together
+	sched := schedule{
+		slot:     cfg.slotNs(),
+		start:    start,
+		measFrom: int64(cfg.Warmup),
+		measTo:   int64(cfg.Warmup + cfg.Duration),
+	}
+	srcs := make([]*source, n)
+	for i := range srcs {
+		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
+	}
+	var swg sync.WaitGroup
+	senders := make([]*sender, cfg.Senders)
+	for w := range senders {
+		var mine []*source
+		for i := w; i < n; i += cfg.Senders {
+			mine = append(mine, srcs[i])
+		}
+		senders[w] = &sender{e: e, cfg: &cfg, sched: sched, run: run, srcs: mine}
+		swg.Add(1)
+		go func() {
+			defer swg.Done()
+			senders[w].loop(ctx)
+		}()
+	}
+	swg.Wait()
+	select {
+	case <-time.After(cfg.Drain):
+	case <-ctx.Done():
+	}
+	for _, s := range e.socks {
+		s.stopReading()
+	}
+	rwg.Wait()
+	drops := make([]uint64, n)
+	for i, s := range e.socks {
+		drops[i] = s.drops()
+	}
+	res := e.result(&cfg, srcs, sinks, drops)
+	return res, ctx.Err()
+}
+
+// Run opens an engine on hosts, runs one measurement and closes it.
+func Run(ctx context.Context, hosts []Host, cfg Config) (*Result, error) {
+	e, err := Open(hosts, Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	return e.Run(ctx, cfg)
+}

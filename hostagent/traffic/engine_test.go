@@ -1,0 +1,144 @@
+package traffic
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+)
+
+func pattern(t testing.TB, l *testLab, name string, seed int64) pat.Pattern {
+	t.Helper()
+	s, err := pat.ParsePattern(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pat.New(s, l.topo, seed, pat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// accounted checks that every arrival is accounted for: offered = sent +
+// refused at the source + never sent, and sent = received + lost.
+func accounted(t *testing.T, r *Result) {
+	t.Helper()
+	f := r.Fidelity
+	for _, h := range r.Hosts {
+		if h.Received > h.Offered*uint64(len(r.Hosts)) {
+			t.Errorf("host %s received %d frames, more than anyone offered", h.Host, h.Received)
+		}
+	}
+	a := r.Aggregate
+	if a.Offered != a.Sent+f.SendNoBufs+f.SendAgain+f.SendOther+f.Unsent {
+		t.Errorf("offered %d != sent %d + enobufs %d + eagain %d + other %d + unsent %d", a.Offered, a.Sent, f.SendNoBufs, f.SendAgain, f.SendOther, f.Unsent)
+	}
+	if a.Sent != a.Received+a.Lost {
+		t.Errorf("sent %d != received %d + lost %d", a.Sent, a.Received, a.Lost)
+	}
+	if a.Duplicates != 0 || f.Malformed != 0 {
+		t.Errorf("duplicates %d, malformed %d on a plain bridge", a.Duplicates, f.Malformed)
+	}
+}
+
+func TestEngineLowLoadUnshaped(t *testing.T) {
+	l := newLab(t, "flatfly:dims=2,t=2", 0) // 4 hosts
+	e, err := Open(l.hosts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cfg := Config{
+		Pattern: pattern(t, l, "uniform", 1), Load: 0.1, RateBps: 20_000_000, // 400 µs slots
+		Warmup: 200 * time.Millisecond, Duration: time.Second, Drain: 200 * time.Millisecond, Seed: 42,
+	}
+	r, err := e.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.MarshalIndent(r.Aggregate, "", " ")
+	t.Logf("aggregate: %s\nfidelity: %+v", js, r.Fidelity)
+	accounted(t, r)
+	a := r.Aggregate
+	// 4 hosts x 2,500 slots at p = 0.1: 1,000 arrivals, sd 30.
+	if math.Abs(a.OfferedLoad-0.1) > 0.015 {
+		t.Errorf("offered load %.4f, want 0.1", a.OfferedLoad)
+	}
+	if a.Lost != 0 || a.Received != a.Sent || a.Sent == 0 {
+		t.Errorf("sent %d, received %d, lost %d: want no loss at 10%% load on an unshaped bridge", a.Sent, a.Received, a.Lost)
+	}
+	if math.Abs(a.AcceptedLoad-a.OfferedLoad) > 1e-9 {
+		t.Errorf("accepted %.4f != offered %.4f without loss", a.AcceptedLoad, a.OfferedLoad)
+	}
+	if a.Latency.Min <= 0 || a.Latency.P50 < a.Latency.Min || a.Latency.P99 < a.Latency.P50 || a.Latency.Max > 1e6 {
+		t.Errorf("latency %+v: want 0 < min <= p50 <= p99, max under a second", a.Latency)
+	}
+	for _, h := range r.Hosts {
+		if h.Received == 0 || h.Sent == 0 {
+			t.Errorf("host %s: sent %d, received %d", h.Host, h.Sent, h.Received)
+		}
+	}
+	if len(r.Switches) != 2 || r.Switches[0].Hosts != 2 {
+		t.Errorf("switches %+v, want 2 of 2 hosts", r.Switches)
+	}
+	// The seed fixes the arrivals: a second run offers exactly the same frames.
+	r2, err := e.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range r.Hosts {
+		if r.Hosts[i].Offered != r2.Hosts[i].Offered {
+			t.Errorf("host %d offered %d then %d with the same seed", i, r.Hosts[i].Offered, r2.Hosts[i].Offered)
+		}
+	}
+	if r2.Fidelity.StaleRun != 0 {
+		t.Logf("stale frames of the first run seen by the second: %d", r2.Fidelity.StaleRun)
+	}
+}
+
+func TestEngineShapedCaps(t *testing.T) {
+	// The host links are shaped to 10 Mbit/s while the engine believes
+	// they run at 20: load 0.3 fits, load 0.8 is capped near 0.5.
+	l := newLab(t, "flatfly:dims=2,t=2", 10_000_000)
+	e, err := Open(l.hosts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	run := func(load float64) *Result {
+		r, err := e.Run(context.Background(), Config{
+			Pattern: pattern(t, l, "permutation", 3), Load: load, RateBps: 20_000_000,
+			Warmup: 300 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 300 * time.Millisecond, Seed: 7,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("load %.1f: offered %.3f accepted %.3f loss %.4f latency %+v fidelity %+v", load, r.Aggregate.OfferedLoad, r.Aggregate.AcceptedLoad, r.Aggregate.Loss, r.Aggregate.Latency, r.Fidelity)
+		accounted(t, r)
+		if r.Fidelity.Stray != 0 && r.Aggregate.Received == 0 {
+			t.Errorf("only stray frames")
+		}
+		return r
+	}
+	low := run(0.3)
+	if a := low.Aggregate; math.Abs(a.AcceptedLoad-a.OfferedLoad) > 0.02 {
+		t.Errorf("load 0.3 under the cap: accepted %.3f, offered %.3f", a.AcceptedLoad, a.OfferedLoad)
+	}
+	high := run(0.8)
+	a := high.Aggregate
+	if a.AcceptedLoad < 0.42 || a.AcceptedLoad > 0.52 {
+		t.Errorf("load 0.8 over a cap of 0.5: accepted %.3f", a.AcceptedLoad)
+		debugTC(t, l.ns[1])
+	}
+	if a.OfferedLoad < 0.75 {
+		t.Errorf("offered %.3f at load 0.8", a.OfferedLoad)
+	}
+	// Capped latency is queueing in tbf: far above the uncongested one.
+	if a.Latency.P50 < 5*low.Aggregate.Latency.P50 {
+		t.Errorf("p50 latency %.0f µs at the cap vs %.0f µs below it", a.Latency.P50, low.Aggregate.Latency.P50)
+	}
+}

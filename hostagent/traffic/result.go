@@ -1,0 +1,201 @@
+package traffic
+
+import (
+	"time"
+
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+)
+
+// Result is one measurement. Loads are per host, as fractions of the host
+// link rate, like the offered load of the papers' plots.
+type Result struct {
+	Pattern     string        `json:"pattern"`
+	Load        float64       `json:"load"`         // as asked
+	Seed        int64         `json:"seed"`         // arrivals and destination draws
+	PatternSeed int64         `json:"pattern_seed"` // the pattern's own (permutation, npb-like mix)
+	FrameSize   int           `json:"frame_bytes"`
+	RateBps     uint64        `json:"rate_bps"`
+	Warmup      time.Duration `json:"warmup_ns"`
+	Duration    time.Duration `json:"duration_ns"`
+	Drain       time.Duration `json:"drain_ns"`
+	// Aggregate: counts summed over hosts, loads averaged over all hosts
+	// (silent ones included), latency over every frame received.
+	Aggregate Stats        `json:"aggregate"`
+	Hosts     []HostStats  `json:"hosts"`
+	Switches  []SwitchLoad `json:"switches"`
+	Fidelity  Fidelity     `json:"fidelity"`
+	// Latency is the merged histogram behind Aggregate.Latency, for merging
+	// several results.
+	Latency *pat.Histogram `json:"-"`
+}
+
+// Stats are the measured figures. For one host, the sending side (offered,
+// sent, lost, offered_load) is what the host sent, and the receiving side
+// (received, duplicates, reordered, accepted_load, latency) is what it
+// received.
+type Stats struct {
+	Offered      uint64  `json:"offered_frames"`  // Bernoulli arrivals in the window
+	Sent         uint64  `json:"sent_frames"`     // of which the kernel accepted
+	Received     uint64  `json:"received_frames"` // unique frames that arrived
+	Lost         uint64  `json:"lost_frames"`     // sent and never received
+	Duplicates   uint64  `json:"duplicates"`
+	Reordered    uint64  `json:"reordered"`
+	OfferedLoad  float64 `json:"offered_load"`
+	AcceptedLoad float64 `json:"accepted_load"`
+	Loss         float64 `json:"loss"` // Lost / Sent
+	Latency      Latency `json:"latency_us"`
+}
+
+// Latency summarizes one-way latencies in µs (p50/p99 within ~1%).
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+}
+
+// HostStats are one host's figures.
+type HostStats struct {
+	Host   string `json:"host"`
+	Switch int    `json:"switch"`
+	Group  int    `json:"group"`
+	Stats
+}
+
+// SwitchLoad is what the hosts of one switch injected into the fabric.
+type SwitchLoad struct {
+	Switch int `json:"switch"`
+	Hosts  int `json:"hosts"`
+	// InjectedBps is the measured-window rate of frames the hosts sent.
+	InjectedBps float64 `json:"injected_bps"`
+	// OfferedLoad and AcceptedLoad are the sums over the switch's hosts
+	// (a switch of 4 hosts at load 0.5 offers 2.0 host links' worth).
+	OfferedLoad  float64 `json:"offered_load"`
+	AcceptedLoad float64 `json:"accepted_load"`
+}
+
+// Fidelity says how far the emulation kept to what was asked: a run whose
+// senders fell behind or whose sockets dropped frames measured the host,
+// not the fabric.
+type Fidelity struct {
+	LateFrames     uint64  `json:"late_frames"` // sent more than one slot after their time
+	MeanLatenessUs float64 `json:"mean_lateness_us"`
+	MaxLatenessUs  float64 `json:"max_lateness_us"`
+	Unsent         uint64  `json:"unsent_frames"` // arrivals never sent: senders behind at the end
+	// UnsentEstimated: Unsent (and so the offered counts) include an
+	// expectation rather than drawn arrivals, the senders being far behind.
+	UnsentEstimated bool   `json:"unsent_estimated,omitempty"`
+	SendNoBufs      uint64 `json:"send_enobufs"` // host link queue full (counted lost at the source)
+	SendAgain       uint64 `json:"send_eagain"`  // socket send buffer full
+	SendOther       uint64 `json:"send_other_errors"`
+	RxDrops         uint64 `json:"rx_socket_drops"` // PACKET_STATISTICS tp_drops
+	Stray           uint64 `json:"stray_frames"`    // delivered to the wrong host
+	Malformed       uint64 `json:"malformed_frames"`
+	Foreign         uint64 `json:"foreign_frames"` // same EtherType, not traffic (pings)
+	StaleRun        uint64 `json:"stale_run_frames"`
+	FarReordered    uint64 `json:"far_reordered"` // beyond the duplicate window
+	ReadErrors      uint64 `json:"read_errors"`
+}
+
+func latencyOf(h *pat.Histogram) Latency {
+	if h.N == 0 {
+		return Latency{}
+	}
+	return Latency{
+		Mean: h.Mean() / 1e3,
+		P50:  h.Quantile(0.5) / 1e3,
+		P99:  h.Quantile(0.99) / 1e3,
+		Min:  float64(h.Min) / 1e3,
+		Max:  float64(h.Max) / 1e3,
+	}
+}
+
+func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint64) *Result {
+	n := len(e.hosts)
+	r := &Result{
+		Pattern: cfg.Pattern.Spec().String(), Load: cfg.Load, Seed: cfg.Seed, PatternSeed: cfg.Pattern.Seed(),
+		FrameSize: cfg.FrameSize, RateBps: cfg.RateBps,
+		Warmup: cfg.Warmup, Duration: cfg.Duration, Drain: cfg.Drain,
+		Hosts:   make([]HostStats, n),
+		Latency: &pat.Histogram{},
+	}
+	// Frames a host link carries in the window at load 1.
+	capacity := float64(cfg.Duration) / float64(cfg.slotNs())
+	recvFrom := make([]uint64, n)
+	for _, k := range sinks {
+		for src := range k.flows {
+			recvFrom[src] += k.flows[src].recv
+		}
+	}
+	var late, emitted uint64
+	var lateSum float64
+	var lateMax int64
+	bySwitch := map[int]int{}
+	for i := range r.Hosts {
+		s, k := srcs[i].stats, sinks[i]
+		hs := &r.Hosts[i]
+		hs.Host, hs.Switch, hs.Group = e.hosts[i].Name, e.hosts[i].Switch, e.hosts[i].Group
+		hs.Offered, hs.Sent = s.offered, s.sent
+		hs.Lost = s.sent - min(recvFrom[i], s.sent)
+		hs.Received, hs.Duplicates, hs.Reordered = k.st.received, k.st.duplicates, k.st.reordered
+		hs.OfferedLoad = float64(s.offered) / capacity
+		hs.AcceptedLoad = float64(k.st.received) / capacity
+		if s.sent > 0 {
+			hs.Loss = float64(hs.Lost) / float64(s.sent)
+		}
+		hs.Latency = latencyOf(&k.hist)
+		r.Latency.Merge(&k.hist)
+
+		a := &r.Aggregate
+		a.Offered += hs.Offered
+		a.Sent += hs.Sent
+		a.Received += hs.Received
+		a.Lost += hs.Lost
+		a.Duplicates += hs.Duplicates
+		a.Reordered += hs.Reordered
+
+		f := &r.Fidelity
+		late += s.late
+		lateSum += s.lateSum
+		emitted += s.offered - s.unsent
+		lateMax = max(lateMax, s.lateMax)
+		f.Unsent += s.unsent
+		f.UnsentEstimated = f.UnsentEstimated || s.unsentEstimated
+		f.SendNoBufs += s.errNoBufs
+		f.SendAgain += s.errAgain
+		f.SendOther += s.errOther
+		f.RxDrops += drops[i]
+		f.Stray += k.st.stray
+		f.Malformed += k.st.malformed
+		f.Foreign += k.st.foreign
+		f.StaleRun += k.st.staleRun
+		f.FarReordered += k.st.farBehind
+		f.ReadErrors += k.st.readErrs
+
+		j, ok := bySwitch[hs.Switch]
+		if !ok {
+			j = len(r.Switches)
+			bySwitch[hs.Switch] = j
+			r.Switches = append(r.Switches, SwitchLoad{Switch: hs.Switch})
+		}
+		sw := &r.Switches[j]
+		sw.Hosts++
+		sw.InjectedBps += float64(s.sent) * float64(cfg.FrameSize) * 8 / cfg.Duration.Seconds()
+		sw.OfferedLoad += hs.OfferedLoad
+		sw.AcceptedLoad += hs.AcceptedLoad
+	}
+	a := &r.Aggregate
+	a.OfferedLoad = float64(a.Offered) / capacity / float64(n)
+	a.AcceptedLoad = float64(a.Received) / capacity / float64(n)
+	if a.Sent > 0 {
+		a.Loss = float64(a.Lost) / float64(a.Sent)
+	}
+	a.Latency = latencyOf(r.Latency)
+	r.Fidelity.LateFrames = late
+	if emitted > 0 {
+		r.Fidelity.MeanLatenessUs = lateSum / float64(emitted) / 1e3
+	}
+	r.Fidelity.MaxLatenessUs = float64(lateMax) / 1e3
+	return r
+}

@@ -1,0 +1,232 @@
+package traffic
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+)
+
+// schedule is a run's time frame, in CLOCK_MONOTONIC ns; slot times are
+// relative to start.
+type schedule struct {
+	slot             int64
+	start            int64
+	measFrom, measTo int64 // measurement window, relative to start
+}
+
+// source is one host's arrival process. Bernoulli trials per slot are drawn
+// as geometric gaps between successes (exactly the same process), so a
+// sender touches a host only when it has a frame to send.
+type source struct {
+	host  int
+	rng   *rand.Rand
+	logq  float64 // log(1-load); 0 at load 1
+	next  int64   // slot of the next arrival
+	seq   map[int32]uint64
+	stats srcStats
+}
+
+type srcStats struct {
+	offered         uint64 // arrivals in the window with a destination
+	sent            uint64 // of which the kernel took
+	errNoBufs       uint64 // ENOBUFS: the host link's queue was full
+	errAgain        uint64 // EAGAIN: the socket's send buffer was full
+	errOther        uint64
+	unsent          uint64 // arrivals the sender never reached (behind schedule at the end)
+	unsentEstimated bool
+	late            uint64 // frames sent more than a slot after their time
+	lateSum         float64
+	lateMax         int64
+}
+
+func newSource(host int, seed int64, load float64) *source {
+	s := &source{
+		host: host,
+		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(host)|1<<40)),
+		seq:  map[int32]uint64{},
+	}
+	if load < 1 {
+		s.logq = math.Log1p(-load)
+	}
+	s.next = s.gap() - 1
+	return s
+}
+
+// gap draws the number of slots to the next arrival (>= 1).
+func (s *source) gap() int64 {
+	if s.logq == 0 {
+		return 1
+	}
+	u := s.rng.Float64()
+	return 1 + int64(math.Log1p(-u)/s.logq)
+}
+
+// sender serves a share of the hosts from a min-heap of their next arrival.
+type sender struct {
+	e     *Engine
+	cfg   *Config
+	sched schedule
+	run   uint32
+	srcs  []*source
+	heap  []*source
+}
+
+func (w *sender) loop(ctx context.Context) {
+	frame := make([]byte, w.cfg.FrameSize)
+	end := w.sched.measTo
+	slot := w.sched.slot
+	for _, s := range w.srcs {
+		if s.next*slot < end {
+			w.push(s)
+		}
+	}
+	var h pat.Header
+	h.Run = w.run
+	for len(w.heap) > 0 {
+		if ctx.Err() != nil {
+			break
+		}
+		now := monoNow() - w.sched.start
+		if now >= end {
+			break // behind schedule at the end: what is left is counted below
+		}
+		s := w.heap[0]
+		at := s.next * slot
+		if wait := at - now; wait > 0 {
+			sleep(wait)
+			continue
+		}
+		w.emit(s, at, now, frame, &h)
+		s.next += s.gap()
+		if s.next*slot >= end {
+			w.pop()
+		} else {
+			w.down(0)
+		}
+	}
+	// Arrivals the sender did not reach still belong to the offered load.
+	// Drawing them is exact but costs as much as a slot each, so past a
+	// budget the rest is the expectation (load x slots left, silent
+	// periods of the pattern included as arrivals).
+	budget := unsentDrawBudget
+	for _, s := range w.heap {
+		for ; s.next*slot < end && budget > 0; s.next += s.gap() {
+			budget--
+			if t := s.next * slot; t >= w.sched.measFrom && w.cfg.Pattern.Dest(s.host, time.Duration(t), s.rng) != pat.Silent {
+				s.stats.offered++
+				s.stats.unsent++
+			}
+		}
+		if t := max(s.next*slot, w.sched.measFrom); t < end {
+			est := uint64(math.Round(w.cfg.Load * float64((end-t+slot-1)/slot)))
+			s.stats.offered += est
+			s.stats.unsent += est
+			s.stats.unsentEstimated = true
+		}
+	}
+}
+
+// unsentDrawBudget bounds the arrivals a sender draws after it gave up.
+const unsentDrawBudget = 1 << 20
+
+func (w *sender) emit(s *source, at, now int64, frame []byte, h *pat.Header) {
+	d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
+	if d == pat.Silent {
+		return
+	}
+	measured := at >= w.sched.measFrom
+	if measured {
+		s.stats.offered++
+		if late := now - at; late > w.sched.slot {
+			s.stats.late++
+			s.stats.lateMax = max(s.stats.lateMax, late)
+		}
+		s.stats.lateSum += float64(now - at)
+	}
+	h.Flags = 0
+	if measured {
+		h.Flags = pat.FlagMeasured
+	}
+	copy(h.Dst[:], w.e.hosts[d].MAC)
+	copy(h.Src[:], w.e.hosts[s.host].MAC)
+	h.SrcHost, h.DstHost = uint32(s.host), uint32(d)
+	h.Seq = s.seq[int32(d)]
+	h.SendNs = uint64(monoNow())
+	pat.Encode(frame, h)
+	_, err := unix.Write(w.e.socks[s.host].fd, frame)
+	switch {
+	case err == nil:
+		s.seq[int32(d)]++
+		if measured {
+			s.stats.sent++
+		}
+	case !measured:
+	case errors.Is(err, unix.ENOBUFS):
+		s.stats.errNoBufs++
+	case errors.Is(err, unix.EAGAIN):
+		s.stats.errAgain++
+	default:
+		s.stats.errOther++
+	}
+}
+
+// sleep waits d ns. The runtime's timers round sub-millisecond waits up to
+// a millisecond when the process is otherwise idle, which would send each
+// host's frames in 1 ms clumps; nanosleep(2) is accurate to tens of µs.
+func sleep(d int64) {
+	if d > 2*int64(time.Millisecond) {
+		time.Sleep(time.Duration(d - int64(time.Millisecond)))
+		return
+	}
+	ts := unix.NsecToTimespec(d)
+	unix.Nanosleep(&ts, nil)
+}
+
+// A binary min-heap on next arrival; container/heap's interface calls cost
+// more than the sends at a few hundred thousand frames per second.
+func (w *sender) push(s *source) {
+	w.heap = append(w.heap, s)
+	i := len(w.heap) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if w.heap[p].next <= w.heap[i].next {
+			break
+		}
+		w.heap[p], w.heap[i] = w.heap[i], w.heap[p]
+		i = p
+	}
+}
+
+func (w *sender) pop() {
+	last := len(w.heap) - 1
+	w.heap[0] = w.heap[last]
+	w.heap = w.heap[:last]
+	if last > 0 {
+		w.down(0)
+	}
+}
+
+func (w *sender) down(i int) {
+	h := w.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r].next < h[l].next {
+			m = r
+		}
+		if h[i].next <= h[m].next {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}

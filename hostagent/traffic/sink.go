@@ -1,0 +1,129 @@
+package traffic
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+)
+
+// flow is what a sink knows of one source: the highest sequence number seen
+// and a 64-frame window behind it (bit i: max-i arrived), enough to tell a
+// duplicate from a late frame for any reordering a fabric of a few hops
+// produces. Frames further behind are counted as reordered (and as new:
+// a duplicate that late cannot be told apart).
+type flow struct {
+	max  uint64
+	win  uint64
+	recv uint64
+	any  bool
+}
+
+// sink is one host's receiving side. Only its goroutine touches it until
+// the run ends.
+type sink struct {
+	host  int
+	run   uint32
+	flows []flow // by source host
+	hist  pat.Histogram
+	st    sinkStats
+}
+
+type sinkStats struct {
+	received   uint64 // unique measured frames
+	duplicates uint64
+	reordered  uint64
+	farBehind  uint64 // reordered by more than the window
+	unmeasured uint64 // warm-up frames
+	stray      uint64 // addressed to another host
+	staleRun   uint64 // frames of an earlier run
+	foreign    uint64 // other frames of the EtherType (pings)
+	malformed  uint64
+	readErrs   uint64
+}
+
+func newSink(host, n int, run uint32) *sink {
+	return &sink{host: host, run: run, flows: make([]flow, n)}
+}
+
+// serve reads until the socket's read deadline passes.
+func (k *sink) serve(s *sock) {
+	buf := make([]byte, pat.MaxFrameSize+64)
+	var h pat.Header
+	for {
+		err := s.rc.Read(func(fd uintptr) bool {
+			for {
+				n, err := unix.Read(int(fd), buf)
+				switch err {
+				case nil:
+				case unix.EINTR:
+					continue
+				case unix.EAGAIN:
+					return false // wait for the poller
+				default:
+					// e.g. ENETDOWN while a link flaps: count it, and
+					// wait rather than spin on it.
+					k.st.readErrs++
+					return false
+				}
+				k.frame(buf[:n], &h, monoNow())
+			}
+		})
+		if err != nil {
+			return // deadline: the run is over (or the socket closed)
+		}
+	}
+}
+
+func (k *sink) frame(b []byte, h *pat.Header, now int64) {
+	if err := pat.Decode(b, h); err != nil {
+		if errors.Is(err, pat.ErrNotTraffic) {
+			k.st.foreign++
+		} else {
+			k.st.malformed++
+		}
+		return
+	}
+	switch {
+	case h.Run != k.run:
+		k.st.staleRun++
+		return
+	case int(h.DstHost) != k.host || int(h.SrcHost) >= len(k.flows):
+		k.st.stray++
+		return
+	case h.Flags&pat.FlagMeasured == 0:
+		k.st.unmeasured++
+		return
+	}
+	f := &k.flows[h.SrcHost]
+	switch {
+	case !f.any:
+		f.any, f.max, f.win = true, h.Seq, 1
+	case h.Seq > f.max:
+		if d := h.Seq - f.max; d >= 64 {
+			f.win = 1
+		} else {
+			f.win = f.win<<d | 1
+		}
+		f.max = h.Seq
+	default:
+		d := f.max - h.Seq
+		if d >= 64 {
+			k.st.farBehind++
+		} else if f.win&(1<<d) != 0 {
+			k.st.duplicates++
+			return
+		} else {
+			f.win |= 1 << d
+		}
+		k.st.reordered++
+	}
+	f.recv++
+	k.st.received++
+	if lat := now - int64(h.SendNs); lat > 0 {
+		k.hist.Add(uint64(lat))
+	} else {
+		k.hist.Add(0)
+	}
+}

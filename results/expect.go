@@ -1,0 +1,113 @@
+package results
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/ethfab/ethfab/emulator/scenario"
+)
+
+// ExpectationResult is one expectation of one phase at one load.
+type ExpectationResult struct {
+	Phase  string  `json:"phase"`
+	Expect string  `json:"expect"` // canonical text, e.g. "p99_latency < 5ms"
+	Load   float64 `json:"load"`
+	// Value is the measured left-hand side and Bound the right-hand side
+	// it was compared with, in the metric's unit: loads and fractions as
+	// fractions, latencies in microseconds.
+	Value float64 `json:"value"`
+	Bound float64 `json:"bound"`
+	Pass  bool    `json:"pass"`
+	Note  string  `json:"note,omitempty"`
+}
+
+// MetricValue is a point's value of a scenario metric, in the unit
+// Expectation.Holds takes (latencies in seconds). ok is false when the
+// point has no such value, e.g. a latency when nothing was received.
+func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
+	switch m {
+	case scenario.Accepted:
+		return p.AcceptedLoad, true
+	case scenario.Offered:
+		return p.OfferedLoad, true
+	case scenario.Loss:
+		return p.Loss, true
+	case scenario.NonminimalShare:
+		return p.NonminimalShare, true
+	case scenario.MeanLatency, scenario.P50Latency, scenario.P99Latency:
+		if p.Received == 0 {
+			return 0, false
+		}
+		us := map[scenario.Metric]float64{
+			scenario.MeanLatency: p.LatencyUS.Mean,
+			scenario.P50Latency:  p.LatencyUS.P50,
+			scenario.P99Latency:  p.LatencyUS.P99,
+		}[m]
+		return us / 1e6, true
+	}
+	return 0, false
+}
+
+// Evaluate checks a phase's expectations against every point of that
+// phase (points of other phases are ignored): one result per expectation
+// per load, in load order as run. A metric that could not be measured
+// fails the expectation, so a phase that received nothing cannot pass a
+// latency bound.
+func Evaluate(phase string, exps []scenario.Expectation, points []Point) []ExpectationResult {
+	var out []ExpectationResult
+	for _, e := range exps {
+		for i := range points {
+			p := &points[i]
+			if p.Name != phase {
+				continue
+			}
+			r := ExpectationResult{Phase: phase, Expect: e.String(), Load: p.Load}
+			lhs, ok := MetricValue(p, e.Metric)
+			of := 1.0
+			if e.Of != "" {
+				var ok2 bool
+				of, ok2 = MetricValue(p, e.Of)
+				ok = ok && ok2
+			}
+			bound := e.Value * of
+			scale := 1.0
+			if e.Metric.IsLatency() {
+				scale = 1e6
+			}
+			r.Value, r.Bound = lhs*scale, bound*scale
+			switch {
+			case !ok:
+				r.Note = fmt.Sprintf("%s not measured (no frames received)", e.Metric)
+			case math.IsNaN(lhs) || math.IsNaN(of):
+				r.Note = "not a number"
+			default:
+				r.Pass = e.Holds(lhs, of)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// EvaluateScenario evaluates the expectations of every traffic phase.
+func EvaluateScenario(sc *scenario.Scenario, points []Point) []ExpectationResult {
+	var out []ExpectationResult
+	for _, ph := range sc.Phases {
+		if ph.Kind == scenario.PhaseTraffic && len(ph.Expect) > 0 {
+			out = append(out, Evaluate(ph.Name, ph.Expect, points)...)
+		}
+	}
+	return out
+}
+
+// Failed lists the expectation results that did not pass; `ethfab run`
+// exits non-zero when it is not empty.
+func (m *Metrics) Failed() []ExpectationResult {
+	var out []ExpectationResult
+	for _, r := range m.Expectations {
+		if !r.Pass {
+			out = append(out, r)
+		}
+	}
+	return out
+}

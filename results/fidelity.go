@@ -1,0 +1,147 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Fidelity thresholds. A run is untrustworthy when the machine, not the
+// emulated fabric, shaped the results (Mininet-HiFi's argument): the CPU
+// had no headroom left, frames were lost outside the modelled queues, or a
+// link that had a queue most of the time did not carry its configured rate
+// (so something upstream of the shaper was the bottleneck).
+const (
+	// MaxCPUBusy is the busiest the machine may be, as a fraction of all
+	// cores, averaged over a point. Above it, packet processing (OVS
+	// userspace datapath, traffic engine) waits for a CPU and latency and
+	// throughput measure the machine.
+	MaxCPUBusy = 0.90
+	// MaxOutsideDrops is the largest fraction of frames sent that may be
+	// lost outside the modelled queues. Not zero: stray frames (a host's
+	// IPv6 router solicitation refused by a veth still coming up) happen.
+	MaxOutsideDrops = 0.001
+	// SaturatedBusy is the fraction of backlog samples in which a link
+	// end's queue must be non-empty for the link to count as saturated.
+	SaturatedBusy = 0.5
+	// MinAchievedRate is the least fraction of its configured rate a
+	// saturated link must carry.
+	MinAchievedRate = 0.90
+)
+
+// Fidelity is the verdict on whether the machine kept up.
+type Fidelity struct {
+	OK      bool            `json:"ok"`
+	Reasons []string        `json:"reasons"` // plain words, one per failed check
+	Checks  []FidelityCheck `json:"checks"`
+}
+
+// FidelityCheck is one measurement compared with its threshold.
+type FidelityCheck struct {
+	Check string  `json:"check"` // cpu, drops, link_rate
+	Phase string  `json:"phase"`
+	Load  float64 `json:"load"`
+	Value float64 `json:"value"`
+	Limit float64 `json:"limit"`
+	OK    bool    `json:"ok"`
+	What  string  `json:"what"`
+}
+
+// FidelityInput is what one point measured about the machine.
+type FidelityInput struct {
+	Phase string
+	Load  float64
+	// CPUBusy is the busy fraction of all cores over the point; negative
+	// when not measured.
+	CPUBusy float64
+	Sent    uint64 // frames the traffic engine sent
+	Drops   Drops
+	Links   []LinkRate
+	// Unshaped lists link ends configured with a rate that carry no
+	// shaping queue: the fabric there is not the one the scenario models.
+	Unshaped []string
+}
+
+// LinkRate is one shaped link end during a point.
+type LinkRate struct {
+	Port        string  `json:"port"`
+	Busy        float64 `json:"busy"` // fraction of backlog samples with a non-empty queue
+	AchievedBps float64 `json:"achieved_bps"`
+	RateBps     float64 `json:"rate_bps"`
+}
+
+// EvaluateFidelity checks every point against the thresholds above.
+func EvaluateFidelity(in []FidelityInput) Fidelity {
+	f := Fidelity{OK: true, Reasons: []string{}, Checks: []FidelityCheck{}}
+	add := func(c FidelityCheck, reason string) {
+		f.Checks = append(f.Checks, c)
+		if !c.OK {
+			f.OK = false
+			f.Reasons = append(f.Reasons, fmt.Sprintf("%s at load %g: %s", c.Phase, c.Load, reason))
+		}
+	}
+	for _, p := range in {
+		if p.CPUBusy >= 0 {
+			add(FidelityCheck{Check: "cpu", Phase: p.Phase, Load: p.Load, Value: p.CPUBusy, Limit: MaxCPUBusy,
+				OK: p.CPUBusy <= MaxCPUBusy, What: "busy fraction of all cores"},
+				fmt.Sprintf("the CPUs were %.0f%% busy (limit %.0f%%): the machine, not the fabric, may have limited throughput and latency",
+					100*p.CPUBusy, 100*MaxCPUBusy))
+		}
+		out := p.Drops.Outside()
+		frac := 0.0
+		if p.Sent > 0 {
+			frac = float64(out) / float64(p.Sent)
+		} else if out > 0 {
+			frac = 1
+		}
+		add(FidelityCheck{Check: "drops", Phase: p.Phase, Load: p.Load, Value: frac, Limit: MaxOutsideDrops,
+			OK: frac <= MaxOutsideDrops, What: "frames lost outside the modelled queues / frames sent"},
+			fmt.Sprintf("%d frames (%.2g%% of %d sent) were lost outside the modelled queues (datapath %d, kernel %d, socket %d)",
+				out, 100*frac, p.Sent, p.Drops.Datapath, p.Drops.Kernel, p.Drops.Socket))
+		if len(p.Unshaped) > 0 {
+			add(FidelityCheck{Check: "shaping", Phase: p.Phase, Load: p.Load, Value: float64(len(p.Unshaped)), Limit: 0,
+				What: "link ends with a configured rate but no shaping queue"},
+				fmt.Sprintf("%d link ends (e.g. %s) have a configured rate but no tbf queue, so their rate and buffering are not modelled",
+					len(p.Unshaped), p.Unshaped[0]))
+		}
+		// One check per point for links: the worst saturated link.
+		links := append([]LinkRate(nil), p.Links...)
+		sort.SliceStable(links, func(i, j int) bool { return ratio(links[i]) < ratio(links[j]) })
+		n := 0
+		for _, l := range links {
+			if l.Busy >= SaturatedBusy && l.RateBps > 0 {
+				n++
+			}
+		}
+		for _, l := range links {
+			if l.Busy < SaturatedBusy || l.RateBps <= 0 {
+				continue
+			}
+			r := ratio(l)
+			add(FidelityCheck{Check: "link_rate", Phase: p.Phase, Load: p.Load, Value: r, Limit: MinAchievedRate,
+				OK: r >= MinAchievedRate, What: fmt.Sprintf("achieved / configured rate of the slowest of %d saturated links (%s)", n, l.Port)},
+				fmt.Sprintf("saturated link %s carried %.0f%% of its configured %s (queue non-empty %.0f%% of the time): something before the shaper was the bottleneck",
+					l.Port, 100*r, formatBps(l.RateBps), 100*l.Busy))
+			break
+		}
+	}
+	return f
+}
+
+func ratio(l LinkRate) float64 {
+	if l.RateBps <= 0 {
+		return 1
+	}
+	return l.AchievedBps / l.RateBps
+}
+
+func formatBps(v float64) string {
+	switch {
+	case v >= 1e9:
+		return fmt.Sprintf("%.3g Gbit/s", v/1e9)
+	case v >= 1e6:
+		return fmt.Sprintf("%.3g Mbit/s", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.3g kbit/s", v/1e3)
+	}
+	return fmt.Sprintf("%.3g bit/s", v)
+}

@@ -1,0 +1,268 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/scenario"
+)
+
+func samplePoints(phase, routing string) []Point {
+	var pts []Point
+	for i, l := range []float64{0.2, 0.5, 0.8} {
+		acc := l
+		if l > 0.6 {
+			acc = 0.55
+		}
+		p := Point{Name: phase, Pattern: "uniform", Routing: routing, Load: l, OfferedLoad: l * 0.99, AcceptedLoad: acc,
+			Loss: max(0, 1-acc/(l*0.99)), LatencyUS: Latency{Mean: 50 * float64(i+1), P50: 40 * float64(i+1), P99: 300 * float64(i+1), Max: 900},
+			NonminimalShare: 0.1 * float64(i), Seed: 1, FrameBytes: 1000, DurationS: 4, Sent: 1000 * uint64(i+1), Received: 900 * uint64(i+1),
+			Duplicates: 0, Reordered: uint64(i), CPUBusy: 0.4, RulePackets: map[string]uint64{"routing": 10, "valiant": 2},
+			Drops: Drops{Queue: 7, Datapath: 1}}
+		for sw := 0; sw < 4; sw++ {
+			p.PerSwitchInjected = append(p.PerSwitchInjected, SwitchInjected{Switch: "g0s" + string(rune('0'+sw)), Group: 0, Index: sw, Bps: 1e6, Fraction: l / float64(sw+1)})
+		}
+		p.Backlog = []BacklogSeries{{Port: "g0s0:5", T: []float64{0, 0.01, 0.02}, Bytes: []uint64{0, 3000, 1000}, Frames: []uint64{0, 3, 1}}}
+		pts = append(pts, p)
+	}
+	return pts
+}
+
+func sampleMetrics(routing string) *Metrics {
+	start := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	return &Metrics{
+		Run: Run{Name: "df-" + routing, Scenario: "dragonfly-small", Lab: "hres", Topology: "dragonfly p=2 a=4 h=2",
+			Hosts: 72, Switches: 36, Routing: routing, HostLinkRate: 100e6, Seeds: []int64{1},
+			Start: start, End: start.Add(90 * time.Second), Version: "test", Machine: map[string]string{"datapath": "netdev"}},
+		Phases:   samplePoints("un", routing),
+		Fidelity: EvaluateFidelity([]FidelityInput{{Phase: "un", Load: 0.2, CPUBusy: 0.3, Sent: 100}}),
+	}
+}
+
+// The names scripts depend on are exactly those of the issue.
+func TestSchemaNames(t *testing.T) {
+	b, err := json.Marshal(sampleMetrics("minimal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	phases, ok := doc["phases"].([]any)
+	if !ok || len(phases) != 3 {
+		t.Fatalf("phases: %v", doc["phases"])
+	}
+	p := phases[0].(map[string]any)
+	for _, k := range []string{"name", "pattern", "routing", "offered_load", "accepted_load", "loss", "latency_us", "nonminimal_share"} {
+		if _, ok := p[k]; !ok {
+			t.Errorf("phases[0] has no %q: %v", k, p)
+		}
+	}
+	lat := p["latency_us"].(map[string]any)
+	for _, k := range []string{"mean", "p50", "p99"} {
+		if _, ok := lat[k].(float64); !ok {
+			t.Errorf("latency_us has no number %q", k)
+		}
+	}
+	fid := doc["fidelity"].(map[string]any)
+	if _, ok := fid["ok"].(bool); !ok {
+		t.Errorf("fidelity.ok missing: %v", fid)
+	}
+	if _, ok := fid["reasons"].([]any); !ok {
+		t.Errorf("fidelity.reasons missing: %v", fid)
+	}
+}
+
+func mustExp(t *testing.T, s string) scenario.Expectation {
+	t.Helper()
+	e, err := scenario.ParseExpectation(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestEvaluate(t *testing.T) {
+	pts := []Point{
+		{Name: "un", Load: 0.2, OfferedLoad: 0.2, AcceptedLoad: 0.2, Loss: 0, Received: 10, LatencyUS: Latency{P99: 900}},
+		{Name: "un", Load: 0.8, OfferedLoad: 0.8, AcceptedLoad: 0.7, Loss: 0.125, Received: 10, LatencyUS: Latency{P99: 6000}},
+		{Name: "un", Load: 0.9, OfferedLoad: 0.9, AcceptedLoad: 0, Loss: 1, Received: 0},
+		{Name: "other", Load: 0.2, AcceptedLoad: 0},
+	}
+	exps := []scenario.Expectation{mustExp(t, "accepted >= 0.95 * offered"), mustExp(t, "loss == 0"), mustExp(t, "p99_latency < 5ms")}
+	res := Evaluate("un", exps, pts)
+	if len(res) != 9 {
+		t.Fatalf("%d results, want 3 expectations x 3 loads", len(res))
+	}
+	want := []bool{true, false, false, true, false, false, true, false, false}
+	for i, r := range res {
+		if r.Phase != "un" {
+			t.Errorf("result %d is of phase %q", i, r.Phase)
+		}
+		if r.Pass != want[i] {
+			t.Errorf("%s at load %g: pass=%v, want %v (value %g bound %g)", r.Expect, r.Load, r.Pass, want[i], r.Value, r.Bound)
+		}
+	}
+	// Latency results are in µs; the bound of 5ms is 5000 µs.
+	if r := res[6]; r.Value != 900 || r.Bound != 5000 {
+		t.Errorf("p99 at 0.2: value %g bound %g, want 900 and 5000", r.Value, r.Bound)
+	}
+	if r := res[8]; r.Note == "" {
+		t.Errorf("p99 with nothing received should say why it failed")
+	}
+	if r := res[1]; r.Bound != 0.95*0.8 {
+		t.Errorf("accepted bound at 0.8 = %g, want %g", r.Bound, 0.95*0.8)
+	}
+	m := Metrics{Expectations: res}
+	if len(m.Failed()) != 6 {
+		t.Errorf("Failed() = %d, want 6", len(m.Failed()))
+	}
+	sc, err := scenario.Parse("x.yaml", []byte("name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nphases:\n  - traffic: {pattern: uniform, loads: [0.2, 0.8]}\n    name: un\n    expect: [\"loss == 0\"]\n"))
+	if err != nil {
+		t.Skipf("scenario syntax differs: %v", err)
+	}
+	if got := EvaluateScenario(sc, pts); len(got) != 3 || got[0].Pass != true || got[1].Pass {
+		t.Errorf("EvaluateScenario: %+v", got)
+	}
+}
+
+func TestFidelity(t *testing.T) {
+	ok := EvaluateFidelity([]FidelityInput{{Phase: "p", Load: 0.5, CPUBusy: 0.5, Sent: 100000, Drops: Drops{Queue: 5000, Datapath: 10},
+		Links: []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}}}})
+	if !ok.OK || len(ok.Reasons) != 0 {
+		t.Errorf("healthy run judged untrustworthy: %+v", ok)
+	}
+	for name, in := range map[string]FidelityInput{
+		"cpu":      {CPUBusy: 0.97, Sent: 100},
+		"drops":    {CPUBusy: 0.1, Sent: 1000, Drops: Drops{Kernel: 5}},
+		"unshaped": {CPUBusy: 0.1, Sent: 100, Unshaped: []string{"g0s0:5"}},
+		"rate":     {CPUBusy: 0.1, Sent: 100, Links: []LinkRate{{Port: "x", Busy: 0.8, AchievedBps: 40e6, RateBps: 100e6}}},
+	} {
+		in.Phase, in.Load = "p", 0.9
+		f := EvaluateFidelity([]FidelityInput{in})
+		if f.OK || len(f.Reasons) != 1 {
+			t.Errorf("%s: %+v, want one failed reason", name, f)
+		}
+	}
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	pts := samplePoints("un", "valiant")
+	pts[0].Seed = 1<<62 + 3
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, pts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCSV(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range pts {
+		pts[i].RulePackets, pts[i].PerSwitchInjected, pts[i].Backlog = nil, nil, nil
+	}
+	if !reflect.DeepEqual(got, pts) {
+		t.Errorf("CSV round trip:\n got %+v\nwant %+v", got, pts)
+	}
+}
+
+func TestWriteLoadRender(t *testing.T) {
+	dir := t.TempDir()
+	m := sampleMetrics("valiant")
+	m.Expectations = Evaluate("un", []scenario.Expectation{mustExp(t, "loss == 0")}, m.Phases)
+	files, err := Write(dir, m, Artifacts{Scenario: []byte("name: x\n"), Rules: []byte("{}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"metrics.json", "summary.md", "scenario.yaml", "rules.json", "phase-un.csv",
+		"plots/accepted-vs-offered.png", "plots/accepted-vs-offered.svg", "plots/latency-vs-offered.png",
+		"plots/nonminimal-vs-offered.svg", "plots/injected-un.png", "plots/backlog-un.png"} {
+		if !contains(files, f) {
+			t.Errorf("run directory lacks %s (has %v)", f, files)
+		}
+	}
+	back, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, m) {
+		t.Errorf("Load differs from what was written:\n got %+v\nwant %+v", back, m)
+	}
+	sum1, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"dragonfly p=2 a=4 h=2", "### un", "`loss == 0`", "**FAIL**", "PASS", "plots/backlog-un.png", "trustworthy"} {
+		if !strings.Contains(string(sum1), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum1)
+		}
+	}
+	// Remove everything derived; Render must bring back the same summary.
+	for _, f := range files {
+		if f != "metrics.json" && f != "scenario.yaml" && f != "rules.json" {
+			os.Remove(filepath.Join(dir, f))
+		}
+	}
+	files2, err := Render(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, files2) {
+		t.Errorf("Render made %v, Write made %v", files2, files)
+	}
+	sum2, err := os.ReadFile(filepath.Join(dir, "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sum1, sum2) {
+		t.Errorf("re-rendered summary differs:\n%s\n---\n%s", sum1, sum2)
+	}
+	if _, err := Render(t.TempDir()); err == nil {
+		t.Error("Render of a directory without metrics.json succeeded")
+	}
+}
+
+func TestCompare(t *testing.T) {
+	var dirs []string
+	for _, r := range []string{"minimal", "valiant"} {
+		d := t.TempDir()
+		if _, err := Write(d, sampleMetrics(r), Artifacts{}); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	out := t.TempDir()
+	c, err := Compare(dirs, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c.Series, []string{"minimal", "valiant"}) {
+		t.Errorf("series %v, want one per run named by routing", c.Series)
+	}
+	for _, f := range []string{"plots/compare-accepted-vs-offered.png", "plots/compare-latency-vs-offered.svg",
+		"plots/compare-p99-latency-vs-offered.png", "plots/compare-nonminimal-vs-offered.png", "compare.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("compare did not write %s: %v", f, err)
+		}
+	}
+	// Two runs with the same routing fall back to their run names.
+	d2 := t.TempDir()
+	m := sampleMetrics("minimal")
+	m.Run.Name = "second"
+	if _, err := Write(d2, m, Artifacts{}); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Compare([]string{dirs[0], d2}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Series[0] == c.Series[1] {
+		t.Errorf("series names clash: %v", c.Series)
+	}
+}

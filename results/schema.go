@@ -1,0 +1,128 @@
+// Package results holds what a run measured and everything made from it:
+// the metrics schema (metrics.json, whose names scripts depend on), the
+// run directory writer (CSV per phase, plots, summary.md), expectation
+// evaluation, the emulation-fidelity verdict, and the re-rendering and
+// comparison of run directories.
+//
+// It is independent of the traffic engine and of the fabric: the caller
+// fills the plain types below from whatever measured them.
+package results
+
+import (
+	"time"
+)
+
+// SchemaVersion is written into metrics.json; it changes only when a name
+// scripts rely on changes.
+const SchemaVersion = 1
+
+// Metrics is metrics.json.
+type Metrics struct {
+	Schema int `json:"schema"`
+	Run    Run `json:"run"`
+	// Phases has one entry per traffic phase and offered load, in the
+	// order they ran.
+	Phases       []Point             `json:"phases"`
+	Expectations []ExpectationResult `json:"expectations"`
+	Fidelity     Fidelity            `json:"fidelity"`
+}
+
+// Run says what was run, where and when.
+type Run struct {
+	Name        string `json:"name"` // run name (defaults to the scenario name)
+	Scenario    string `json:"scenario"`
+	Description string `json:"description,omitempty"`
+	Lab         string `json:"lab"`
+	Topology    string `json:"topology"` // e.g. "dragonfly p=4 a=8 h=4"
+	Hosts       int    `json:"hosts,omitempty"`
+	Switches    int    `json:"switches,omitempty"`
+	Addressing  string `json:"addressing,omitempty"`
+	Routing     string `json:"routing"`
+	// HostLinkRate is the host link rate loads are fractions of, bits/s.
+	HostLinkRate uint64    `json:"host_link_rate_bps,omitempty"`
+	Seeds        []int64   `json:"seeds,omitempty"`
+	Start        time.Time `json:"start"`
+	End          time.Time `json:"end"`
+	Version      string    `json:"ethfab_version"`
+	// Machine is a short description of what the machine offered (e.g.
+	// "datapath": "netdev", "netem": "no", "cores": "2", "ovs": "3.1.0");
+	// the full probe is machine.json.
+	Machine map[string]string `json:"machine,omitempty"`
+}
+
+// Point is one traffic phase at one offered load.
+type Point struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Routing string `json:"routing"`
+	// Load is the load the scenario asked for; OfferedLoad is what the
+	// hosts actually offered. Both, like AcceptedLoad, are per host and a
+	// fraction of the host link rate.
+	Load            float64 `json:"load"`
+	OfferedLoad     float64 `json:"offered_load"`
+	AcceptedLoad    float64 `json:"accepted_load"`
+	Loss            float64 `json:"loss"` // fraction of frames sent and not received
+	LatencyUS       Latency `json:"latency_us"`
+	NonminimalShare float64 `json:"nonminimal_share"`
+
+	Seed       int64   `json:"seed,omitempty"`
+	FrameBytes int     `json:"frame_bytes,omitempty"`
+	DurationS  float64 `json:"duration_s,omitempty"`
+	Sent       uint64  `json:"sent"`
+	Received   uint64  `json:"received"`
+	Duplicates uint64  `json:"duplicates"`
+	Reordered  uint64  `json:"reordered"`
+	// CPUBusy is the busy fraction of all cores during the point.
+	CPUBusy float64 `json:"cpu_busy,omitempty"`
+
+	// RulePackets counts frames matched per rule kind (routing, valiant,
+	// ...), summed over every switch, during the point.
+	RulePackets map[string]uint64 `json:"rule_packets,omitempty"`
+	Drops       Drops             `json:"drops"`
+
+	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
+	Backlog           []BacklogSeries  `json:"backlog,omitempty"`
+}
+
+// Latency is in microseconds. All zero when nothing was received.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Drops sorts lost frames by where they were lost. Queue drops are the
+// modelled ones (the tbf queues that emulate switch buffers); every other
+// kind means the machine, not the emulated fabric, lost them.
+type Drops struct {
+	Queue    uint64 `json:"queue"`    // tbf qdisc drops on link ends
+	Datapath uint64 `json:"datapath"` // OVS: upcalls lost, port drops not explained by a full queue
+	Kernel   uint64 `json:"kernel"`   // veth drops (receive backlog full) outside the qdisc
+	Socket   uint64 `json:"socket"`   // traffic engine: send errors, receive-socket drops
+}
+
+// Outside is the number of frames lost outside the modelled queues.
+func (d Drops) Outside() uint64 { return d.Datapath + d.Kernel + d.Socket }
+
+// SwitchInjected is the throughput a switch's hosts injected into the
+// fabric (seed 004 Fig. 8).
+type SwitchInjected struct {
+	Switch string  `json:"switch"`
+	Group  int     `json:"group"`
+	Index  int     `json:"index"` // position in its group
+	Bps    float64 `json:"bps"`
+	// Fraction is Bps over the capacity of the switch's host links.
+	Fraction float64 `json:"fraction"`
+}
+
+// BacklogSeries is one link end's queue backlog over time.
+type BacklogSeries struct {
+	Port string `json:"port"` // e.g. "g0s1:5" (switch:port) or "g0s1h0" (host)
+	Link string `json:"link,omitempty"`
+	// T is seconds since the point started; Bytes and Frames are the
+	// queue's backlog at T.
+	T      []float64 `json:"t_s"`
+	Bytes  []uint64  `json:"bytes"`
+	Frames []uint64  `json:"frames"`
+}

@@ -1,0 +1,183 @@
+package results
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Summary renders summary.md from the metrics and the run directory's
+// file list. It depends on nothing else, so re-rendering a run directory
+// gives the same text.
+func Summary(m *Metrics, files []string) string {
+	var b strings.Builder
+	r := &m.Run
+	name := r.Name
+	if name == "" {
+		name = r.Scenario
+	}
+	fmt.Fprintf(&b, "# ethfab run: %s\n\n", name)
+	if r.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", r.Description)
+	}
+	verdict := "**trustworthy**: the machine kept up"
+	if !m.Fidelity.OK {
+		verdict = "**UNTRUSTWORTHY**: the machine did not keep up (see Fidelity)"
+	}
+	failed := len(m.Failed())
+	exp := "no expectations"
+	if n := len(m.Expectations); n > 0 {
+		exp = fmt.Sprintf("expectations: %d of %d passed", n-failed, n)
+		if failed > 0 {
+			exp = fmt.Sprintf("expectations: **%d of %d FAILED**", failed, n)
+		}
+	}
+	fmt.Fprintf(&b, "Result: %s; %s.\n\n", verdict, exp)
+
+	b.WriteString("## What was run\n\n")
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", k, v)
+		}
+	}
+	b.WriteString("| | |\n|---|---|\n")
+	row("scenario", r.Scenario)
+	row("lab", r.Lab)
+	row("topology", r.Topology)
+	if r.Hosts > 0 || r.Switches > 0 {
+		row("size", fmt.Sprintf("%d hosts, %d switches", r.Hosts, r.Switches))
+	}
+	row("addressing", r.Addressing)
+	row("routing", r.Routing)
+	if r.HostLinkRate > 0 {
+		row("host link rate", formatBps(float64(r.HostLinkRate)))
+	}
+	row("loads", joinFloats(loadsOf(m.Phases)))
+	if len(r.Seeds) > 0 {
+		s := make([]string, len(r.Seeds))
+		for i, v := range r.Seeds {
+			s[i] = fmt.Sprint(v)
+		}
+		row("seeds", strings.Join(s, ", "))
+	}
+	if !r.Start.IsZero() {
+		row("start", r.Start.UTC().Format(time.RFC3339))
+	}
+	if !r.End.IsZero() {
+		row("end", r.End.UTC().Format(time.RFC3339))
+		if !r.Start.IsZero() {
+			row("duration", r.End.Sub(r.Start).Round(time.Millisecond).String())
+		}
+	}
+	row("ethfab", r.Version)
+	keys := make([]string, 0, len(r.Machine))
+	for k := range r.Machine {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		row("machine: "+k, r.Machine[k])
+	}
+	b.WriteString("\n")
+
+	b.WriteString("## Phases\n\n")
+	if len(m.Phases) == 0 {
+		b.WriteString("No traffic phase ran.\n\n")
+	}
+	for _, name := range phaseNames(m.Phases) {
+		pts := pointsOf(m.Phases, name)
+		fmt.Fprintf(&b, "### %s (pattern %s, routing %s)\n\n", name, pts[0].Pattern, pts[0].Routing)
+		b.WriteString("| load | offered | accepted | loss | mean µs | p50 µs | p99 µs | non-minimal | sent | received | CPU busy |\n")
+		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, p := range pts {
+			lat := func(v float64) string {
+				if p.Received == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.1f", v)
+			}
+			fmt.Fprintf(&b, "| %g | %.3f | %.3f | %s | %s | %s | %s | %.3f | %d | %d | %.0f%% |\n",
+				p.Load, p.OfferedLoad, p.AcceptedLoad, pct(p.Loss), lat(p.LatencyUS.Mean), lat(p.LatencyUS.P50), lat(p.LatencyUS.P99),
+				p.NonminimalShare, p.Sent, p.Received, 100*p.CPUBusy)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Expectations\n\n")
+	if len(m.Expectations) == 0 {
+		b.WriteString("The scenario states none.\n\n")
+	} else {
+		b.WriteString("| phase | expectation | load | measured | bound | result |\n|---|---|---:|---:|---:|---|\n")
+		for _, e := range m.Expectations {
+			res := "PASS"
+			if !e.Pass {
+				res = "**FAIL**"
+				if e.Note != "" {
+					res += " (" + e.Note + ")"
+				}
+			}
+			fmt.Fprintf(&b, "| %s | `%s` | %g | %s | %s | %s |\n", e.Phase, e.Expect, e.Load,
+				expValue(e.Expect, e.Value), expValue(e.Expect, e.Bound), res)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Fidelity\n\n")
+	if m.Fidelity.OK {
+		b.WriteString("The machine kept up: ")
+	} else {
+		b.WriteString("**The results are not trustworthy**: the machine did not keep up.\n\n")
+	}
+	if m.Fidelity.OK {
+		fmt.Fprintf(&b, "%d checks passed (CPU busy ≤ %.0f%%, frames lost outside the modelled queues ≤ %.1f%% of those sent, saturated links carried ≥ %.0f%% of their rate).\n\n",
+			len(m.Fidelity.Checks), 100*MaxCPUBusy, 100*MaxOutsideDrops, 100*MinAchievedRate)
+	} else {
+		for _, r := range m.Fidelity.Reasons {
+			fmt.Fprintf(&b, "- %s\n", r)
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("## Files\n\n")
+	for _, f := range files {
+		fmt.Fprintf(&b, "- [%s](%s)\n", f, f)
+	}
+	return b.String()
+}
+
+// expValue formats an expectation's value in the metric's unit.
+func expValue(expect string, v float64) string {
+	if strings.Contains(expect, "latency") {
+		return fmt.Sprintf("%.1f µs", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func pct(f float64) string {
+	if f == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%.3g%%", 100*f)
+}
+
+func loadsOf(pts []Point) []float64 {
+	var out []float64
+	seen := map[float64]bool{}
+	for _, p := range pts {
+		if !seen[p.Load] {
+			seen[p.Load] = true
+			out = append(out, p.Load)
+		}
+	}
+	sort.Float64s(out)
+	return out
+}
+
+func joinFloats(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%g", x)
+	}
+	return strings.Join(s, ", ")
+}
