@@ -22,7 +22,9 @@ type Metrics struct {
 	Run    Run `json:"run"`
 	// Phases has one entry per traffic phase and offered load, in the
 	// order they ran.
-	Phases       []Point             `json:"phases"`
+	Phases []Point `json:"phases"`
+	// Agents has one entry per dmp or announce phase.
+	Agents       []AgentPhase        `json:"agents,omitempty"`
 	Expectations []ExpectationResult `json:"expectations"`
 	Fidelity     Fidelity            `json:"fidelity"`
 }

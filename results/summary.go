@@ -81,6 +81,7 @@ func Summary(m *Metrics, files []string) string {
 	}
 	b.WriteString("\n")
 
+	agentsSummary(&b, m.Agents)
 	b.WriteString("## Phases\n\n")
 	if len(m.Phases) == 0 {
 		b.WriteString("No traffic phase ran.\n\n")

@@ -26,6 +26,7 @@ func main() {
 			statusCommand(),
 			execCommand(),
 			pingCommand(),
+			agentCommand(),
 			runCommand(),
 			reportCommand(),
 			compareCommand(),

@@ -55,17 +55,29 @@ type Options struct {
 	Warmup, Drain time.Duration
 }
 
-// Outcome is what a run left behind.
+// Outcome is what a run left behind. A scenario with cases has one
+// Outcome per case, each in its own subdirectory, and no metrics of its
+// own.
 type Outcome struct {
 	Dir     string
+	Case    string
 	Metrics *results.Metrics
 	Files   []string
+	Cases   []*Outcome
 }
 
 // Failed lists the expectations that failed, one line each; a caller
 // exits non-zero when it is not empty.
 func (o *Outcome) Failed() []string {
 	var f []string
+	for _, c := range o.Cases {
+		for _, x := range c.Failed() {
+			f = append(f, c.Case+": "+x)
+		}
+	}
+	if o.Metrics == nil {
+		return f
+	}
 	for _, e := range o.Metrics.Failed() {
 		line := fmt.Sprintf("%s at load %g: %s (measured %.4g, bound %.4g)", e.Phase, e.Load, e.Expect, e.Value, e.Bound)
 		if e.Note != "" {
@@ -76,8 +88,51 @@ func (o *Outcome) Failed() []string {
 	return f
 }
 
-// Run executes the scenario.
-func Run(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome, err error) {
+// Run executes the scenario, or each of its cases in turn.
+func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
+	if len(sc.Cases) == 0 {
+		return runOne(ctx, sc, o)
+	}
+	if o.Lab != "" {
+		return nil, fmt.Errorf("%s has cases, each runs on its own lab: drop --lab", sc.Source)
+	}
+	if o.Out == "" {
+		o.Out = filepath.Join("runs", sc.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	all := &Outcome{Dir: o.Out}
+	for _, c := range sc.Cases {
+		csc, err := sc.Case(c.Name)
+		if err != nil {
+			return nil, err
+		}
+		co := o
+		co.Out = filepath.Join(o.Out, c.Name)
+		if o.Progress != nil {
+			fmt.Fprintf(o.Progress, "case %s (lab %s): %s\n", c.Name, csc.Name, overridesText(c))
+		}
+		out, err := runOne(ctx, csc, co)
+		if err != nil {
+			return nil, fmt.Errorf("case %s: %w", c.Name, err)
+		}
+		out.Case = c.Name
+		all.Cases = append(all.Cases, out)
+	}
+	if err := writeCases(sc, all); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+func overridesText(c scenario.Case) string {
+	var parts []string
+	for _, s := range c.Set {
+		parts = append(parts, s.Path+"="+s.Value)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// runOne executes one scenario (no cases).
+func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome, err error) {
 	if o.Warmup == 0 {
 		o.Warmup = 500 * time.Millisecond
 	}
@@ -372,12 +427,25 @@ func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, doc doctor.Report) (res
 // expectations that failed and the fidelity verdict.
 func (o *Outcome) Brief() string {
 	var b strings.Builder
+	if o.Cases != nil {
+		for _, c := range o.Cases {
+			fmt.Fprintf(&b, "== case %s (%s)\n", c.Case, c.Dir)
+			b.WriteString(c.Brief())
+		}
+		fmt.Fprintf(&b, "cases side by side: %s\n", filepath.Join(o.Dir, "cases.md"))
+		return b.String()
+	}
 	m := o.Metrics
-	fmt.Fprintf(&b, "%s on %s, %s routing\n", m.Run.Name, m.Run.Topology, m.Run.Routing)
-	fmt.Fprintf(&b, "  %-12s %-10s %6s %8s %8s %8s %9s %9s %6s\n", "phase", "pattern", "load", "offered", "accepted", "loss", "p50 µs", "p99 µs", "nonmin")
-	for _, p := range m.Phases {
-		fmt.Fprintf(&b, "  %-12s %-10s %6.2f %8.3f %8.3f %8.4f %9.0f %9.0f %6.2f\n", p.Name, p.Pattern, p.Load,
-			p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
+	fmt.Fprintf(&b, "%s on %s, %s routing, assign %s\n", m.Run.Name, m.Run.Topology, m.Run.Routing, m.Run.Addressing)
+	for _, a := range m.Agents {
+		fmt.Fprintf(&b, "  %s\n", agentLine(a))
+	}
+	if len(m.Phases) > 0 {
+		fmt.Fprintf(&b, "  %-12s %-10s %6s %8s %8s %8s %9s %9s %6s\n", "phase", "pattern", "load", "offered", "accepted", "loss", "p50 µs", "p99 µs", "nonmin")
+		for _, p := range m.Phases {
+			fmt.Fprintf(&b, "  %-12s %-10s %6.2f %8.3f %8.3f %8.4f %9.0f %9.0f %6.2f\n", p.Name, p.Pattern, p.Load,
+				p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
+		}
 	}
 	failed := o.Failed()
 	fmt.Fprintf(&b, "expectations: %d checked, %d failed\n", len(m.Expectations), len(failed))

@@ -23,11 +23,12 @@ type decoder struct {
 func decode(file string, tree *node) (*Scenario, error) {
 	d := &decoder{file: file}
 	s := d.scenario(tree)
+	s.Source = file
+	s.tree = tree
+	d.checkCases(s)
 	if len(d.errs) > 0 {
 		return nil, d.errs
 	}
-	s.Source = file
-	s.tree = tree
 	return s, nil
 }
 
@@ -195,7 +196,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 		d.errf(root, "", "a scenario must be a mapping (version, name, topology, ...), got %s", describe(root))
 		return s
 	}
-	f := d.fields(root, "", "version", "name", "description", "topology", "addressing", "routing", "links", "ovs", "phases")
+	f := d.fields(root, "", "version", "name", "description", "topology", "addressing", "routing", "links", "ovs", "phases", "cases")
 	if e := f["version"]; e != nil {
 		if v, ok := d.integer(e.val, "version"); ok {
 			if v != 1 {
@@ -245,6 +246,9 @@ func (d *decoder) scenario(root *node) *Scenario {
 		s.Phases = d.phases(e.val, "phases", s, topoOK)
 	}
 	d.crossChecks(s, f)
+	if e := f["cases"]; e != nil {
+		s.Cases = d.cases(e.val, root)
+	}
 	return s
 }
 
@@ -634,35 +638,52 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 }
 
 func (d *decoder) announce(n *node, path string) *Announce {
-	a := &Announce{Rounds: 1, Interval: time.Second, PeerMACFrom: FromPayload}
+	a := &Announce{Count: DefaultAnnounceCount, Interval: DefaultAnnounceInterval, Repeat: DefaultAnnounceRepeat,
+		PeerMACFrom: FromPayload, OnAddressChange: ChangeNewRound, For: DefaultAnnounceFor, Until: true}
 	if n.kind == scalarNode && n.typ == boolScalar && n.bval {
 		// announce: true takes every default.
 		return a
 	}
-	f := d.fields(n, path, "rounds", "interval", "peer_mac_from", "connect")
-	if e := f["rounds"]; e != nil {
-		if v, ok := d.smallInt(e.val, join(path, "rounds")); ok {
+	f := d.fields(n, path, "count", "interval", "repeat", "peer_mac_from", "connect", "before_dmp", "on_address_change", "for", "until_complete")
+	if e := f["count"]; e != nil {
+		if v, ok := d.smallInt(e.val, join(path, "count")); ok {
 			if v < 1 || v > 1000 {
-				d.errf(e.val, join(path, "rounds"), "must be between 1 and 1000, got %d", v)
+				d.errf(e.val, join(path, "count"), "must be between 1 and 1000, got %d", v)
 			}
-			a.Rounds = v
+			a.Count = v
 		}
 	}
-	if e := f["interval"]; e != nil {
-		if v, ok := d.duration(e.val, join(path, "interval")); ok {
-			if v <= 0 {
-				d.errf(e.val, join(path, "interval"), "must be positive, got %s", e.val.text)
+	for _, x := range []struct {
+		key string
+		dst *time.Duration
+	}{{"interval", &a.Interval}, {"repeat", &a.Repeat}, {"for", &a.For}} {
+		if e := f[x.key]; e != nil {
+			if v, ok := d.duration(e.val, join(path, x.key)); ok {
+				if v <= 0 {
+					d.errf(e.val, join(path, x.key), "must be positive, got %s", e.val.text)
+				}
+				*x.dst = v
 			}
-			a.Interval = v
 		}
 	}
 	if e := f["peer_mac_from"]; e != nil {
-		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), "payload", "source"); ok {
+		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), "payload", "header"); ok {
 			a.PeerMACFrom = PeerMACSource(v)
+		}
+	}
+	if e := f["on_address_change"]; e != nil {
+		if v, ok := d.enum(e.val, join(path, "on_address_change"), "round", "none"); ok {
+			a.OnAddressChange = AddressChange(v)
 		}
 	}
 	if e := f["connect"]; e != nil {
 		a.Connect, _ = d.boolean(e.val, join(path, "connect"))
+	}
+	if e := f["before_dmp"]; e != nil {
+		a.BeforeDMP, _ = d.boolean(e.val, join(path, "before_dmp"))
+	}
+	if e := f["until_complete"]; e != nil {
+		a.Until, _ = d.boolean(e.val, join(path, "until_complete"))
 	}
 	return a
 }
@@ -807,9 +828,10 @@ func (d *decoder) expect(n *node, path string) []Expectation {
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 	if s.Addressing.Assign == AssignDMP {
 		// With assign: dmp hosts have no address until DMP ran, so nothing
-		// may talk before a dmp phase.
+		// may talk before a dmp phase (or an announce phase that boots the
+		// hosts itself, before_dmp).
 		for _, ph := range s.Phases {
-			if ph.Kind == PhaseDMP {
+			if ph.Kind == PhaseDMP || ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP {
 				break
 			}
 			if ph.Kind == PhaseAnnounce || ph.Kind == PhaseTraffic {
@@ -817,6 +839,17 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 				d.errf(ae.val, "addressing.assign", "dmp: hosts get their address from DMP, but phase %q sends before any dmp phase", ph.Name)
 				break
 			}
+		}
+	}
+	for i, ph := range s.Phases {
+		if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.Assign != AssignDMP {
+			n := f["phases"].val.items[i]
+			if e := n.get("announce"); e != nil && e.val.kind == mapNode {
+				if b := e.val.get("before_dmp"); b != nil {
+					n = b.val
+				}
+			}
+			d.errf(n, index("phases", i)+".announce.before_dmp", "needs addressing.assign: dmp (it boots the hosts with DMP)")
 		}
 	}
 }

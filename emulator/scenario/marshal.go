@@ -144,10 +144,15 @@ func (s *Scenario) effectiveTree() *node {
 		case PhaseAnnounce:
 			a := ph.Announce
 			m.add("announce", mkMap(true,
-				"rounds", mkInt(int64(a.Rounds)),
+				"count", mkInt(int64(a.Count)),
 				"interval", mkStr(FormatDuration(a.Interval)),
+				"repeat", mkStr(FormatDuration(a.Repeat)),
 				"peer_mac_from", mkStr(string(a.PeerMACFrom)),
-				"connect", mkBool(a.Connect)))
+				"connect", mkBool(a.Connect),
+				"before_dmp", mkBool(a.BeforeDMP),
+				"on_address_change", mkStr(string(a.OnAddressChange)),
+				"for", mkStr(FormatDuration(a.For)),
+				"until_complete", mkBool(a.Until)))
 		case PhaseWait:
 			m.add("wait", mkStr(FormatDuration(ph.Wait)))
 		case PhaseTraffic:

@@ -24,6 +24,8 @@ type Scenario struct {
 	Links  map[LinkClass]LinkSpec
 	OVS    OVS
 	Phases []Phase
+	// Cases are variants `ethfab run` runs one after another (Case).
+	Cases []Case
 
 	Source    string   // the file path (or name given to Parse)
 	Raw       []byte   // the file as read, before overrides
@@ -163,17 +165,48 @@ type PeerMACSource string
 
 // Sources of a peer's MAC.
 const (
-	FromPayload PeerMACSource = "payload"
-	FromSource  PeerMACSource = "source"
+	FromPayload PeerMACSource = "payload" // as Open-MX does
+	FromHeader  PeerMACSource = "header"  // the Ethernet source: the paper's first fix
 )
 
-// Announce is an Open-MX-style announcement phase.
+// AddressChange is what an announcer does when its host's MAC changes.
+type AddressChange string
+
+// Address-change behaviours.
+const (
+	ChangeNewRound AddressChange = "round" // announce again with a new serial
+	ChangeIgnore   AddressChange = "none"  // keep going, as Open-MX itself does
+)
+
+// Announce is an Open-MX-style announcement phase (omxoed): every host
+// broadcasts Count announcements Interval apart, then one every Repeat;
+// the phase lasts until every peer table is full (and, with Connect, every
+// connection is made) or For has passed.
 type Announce struct {
-	Rounds      int           // default 1
-	Interval    time.Duration // default 1s
+	Count       int           // announcements in a burst, default 8
+	Interval    time.Duration // within a burst, default 1s
+	Repeat      time.Duration // after the burst, default 180s
 	PeerMACFrom PeerMACSource // default FromPayload
 	Connect     bool          // default false
+	// BeforeDMP boots the hosts with DMP in this phase, the announcer
+	// started before DMP completes (seed 000 §IV: the first announcements
+	// carry the MAC DMP is about to replace).
+	BeforeDMP       bool
+	OnAddressChange AddressChange // default ChangeNewRound
+	// For bounds the phase; default 30s.
+	For time.Duration
+	// Until says whether the phase ends as soon as every table is full
+	// and every connection made (true, the default) or always lasts For.
+	Until bool
 }
+
+// Announce defaults.
+const (
+	DefaultAnnounceCount    = 8
+	DefaultAnnounceInterval = time.Second
+	DefaultAnnounceRepeat   = 180 * time.Second
+	DefaultAnnounceFor      = 30 * time.Second
+)
 
 // PatternKind is a traffic pattern family.
 type PatternKind string

@@ -26,7 +26,7 @@ phases:
   - name: boot
     dmp: true
   - name: announce
-    announce: {rounds: 8, interval: 1s, peer_mac_from: payload, connect: true}
+    announce: {count: 8, interval: 1s, peer_mac_from: header, connect: true}
   - name: settle
     wait: 2s
   - name: un
@@ -70,7 +70,8 @@ func TestParseFull(t *testing.T) {
 	if len(s.Phases) != 6 {
 		t.Fatalf("%d phases, want 6", len(s.Phases))
 	}
-	if a := s.Phases[1].Announce; *a != (Announce{Rounds: 8, Interval: time.Second, PeerMACFrom: FromPayload, Connect: true}) {
+	if a := s.Phases[1].Announce; *a != (Announce{Count: 8, Interval: time.Second, Repeat: DefaultAnnounceRepeat, PeerMACFrom: FromHeader, Connect: true,
+		OnAddressChange: ChangeNewRound, For: DefaultAnnounceFor, Until: true}) {
 		t.Errorf("announce %+v", a)
 	}
 	if s.Phases[2].Kind != PhaseWait || s.Phases[2].Wait != 2*time.Second {
@@ -182,8 +183,9 @@ func TestErrors(t *testing.T) {
 		{"phase dup name", head + "phases:\n  - name: a\n    dmp: true\n  - name: a\n    wait: 1s\n", 6, 11, "phases[1].name", `duplicate phase name "a" (also phases[0])`},
 		{"dmp false", head + "phases:\n  - name: a\n    dmp: false\n", 5, 10, "phases[0].dmp", "must be true"},
 		{"wait zero", head + "phases:\n  - name: a\n    wait: 0s\n", 5, 11, "phases[0].wait", "must be positive"},
-		{"announce rounds", head + "phases:\n  - name: a\n    announce: {rounds: 0}\n", 5, 24, "phases[0].announce.rounds", "between 1 and 1000"},
-		{"announce peer", head + "phases:\n  - name: a\n    announce: {peer_mac_from: header}\n", 5, 31, "phases[0].announce.peer_mac_from", `unknown value "header"`},
+		{"announce count", head + "phases:\n  - name: a\n    announce: {count: 0}\n", 5, 23, "phases[0].announce.count", "between 1 and 1000"},
+		{"announce peer", head + "phases:\n  - name: a\n    announce: {peer_mac_from: source}\n", 5, 31, "phases[0].announce.peer_mac_from", `unknown value "source"`},
+		{"announce before dmp", head + "phases:\n  - name: a\n    announce: {before_dmp: true}\n", 5, 28, "phases[0].announce.before_dmp", "needs addressing.assign: dmp"},
 		{"pattern typo", head + "phases:\n  - name: a\n    dmp: true\n  - name: b\n    dmp: true\n  - name: c\n    traffic:\n      pattern: unifrom\n      loads: [0.1]\n", 10, 16, "phases[2].traffic.pattern", `unknown pattern "unifrom" (want uniform, adv+N,`},
 		{"adv zero", head + "phases:\n  - name: a\n    traffic: {pattern: adv+0, loads: [0.1]}\n", 5, 24, "phases[0].traffic.pattern", "at least 1"},
 		{"adv wraps", head + "phases:\n  - name: a\n    traffic: {pattern: adv+9, loads: [0.1]}\n", 5, 24, "phases[0].traffic.pattern", "wrap around the 9 groups"},

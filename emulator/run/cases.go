@@ -1,0 +1,113 @@
+package run
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/results"
+)
+
+// CaseRow is one case's line in cases.json.
+type CaseRow struct {
+	Case      string               `json:"case"`
+	Set       map[string]string    `json:"set"`
+	Dir       string               `json:"dir"`
+	Agents    []results.AgentPhase `json:"agents"`
+	Phases    []results.Point      `json:"phases"`
+	Fidelity  results.Fidelity     `json:"fidelity"`
+	Failed    []string             `json:"failed_expectations"`
+	Scenario  string               `json:"scenario"`
+	Lab       string               `json:"lab"`
+	Assign    string               `json:"assign"`
+	Routing   string               `json:"routing"`
+	Topology  string               `json:"topology"`
+	HostCount int                  `json:"hosts"`
+}
+
+// writeCases puts the cases side by side: cases.json and cases.md at the
+// top of the run directory.
+func writeCases(sc *scenario.Scenario, all *Outcome) error {
+	var rows []CaseRow
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s: cases side by side\n\n", sc.Name)
+	if sc.Description != "" {
+		fmt.Fprintf(&b, "%s\n\n", sc.Description)
+	}
+	hasAgents := false
+	for k, c := range all.Cases {
+		m := c.Metrics
+		set := map[string]string{}
+		for _, o := range sc.Cases[k].Set {
+			set[o.Path] = o.Value
+		}
+		rows = append(rows, CaseRow{Case: c.Case, Set: set, Dir: c.Case, Agents: m.Agents, Phases: m.Phases,
+			Fidelity: m.Fidelity, Failed: c.Failed(), Scenario: m.Run.Scenario, Lab: m.Run.Lab,
+			Assign: m.Run.Addressing, Routing: m.Run.Routing, Topology: m.Run.Topology, HostCount: m.Run.Hosts})
+		hasAgents = hasAgents || len(m.Agents) > 0
+	}
+	if hasAgents {
+		b.WriteString("| case | overrides | phase | assign | peer MAC from | announcements sent / received | peers min / mean / max | connects | bad peer addr | all connected at | DMP p50 / p99 / max ms |\n")
+		b.WriteString("|---|---|---|---|---|---:|---|---|---:|---:|---|\n")
+		for k, r := range rows {
+			for _, a := range r.Agents {
+				from := a.PeerMACFrom
+				if a.BeforeDMP {
+					from += ", before DMP"
+				}
+				dmp := "–"
+				if a.DMPMs != nil {
+					dmp = fmt.Sprintf("%.1f / %.1f / %.1f", a.DMPMs.P50, a.DMPMs.P99, a.DMPMs.Max)
+				}
+				all := "never"
+				if a.AllConnectedMs != nil {
+					all = fmt.Sprintf("%.0f ms", *a.AllConnectedMs)
+				}
+				if a.Kind != string(scenario.PhaseAnnounce) {
+					from, all = "–", "–"
+				}
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d / %d | %d / %.1f / %d | %d of %d | %d | %s | %s |\n",
+					r.Case, overridesText(sc.Cases[k]), a.Name, a.Assign, from, a.AnnouncementsSent, a.AnnouncementsReceived,
+					a.PeersMin, a.PeersMean, a.PeersMax, a.ConnectSucceeded, a.ConnectAttempted, a.BadPeerAddr, all, dmp)
+			}
+		}
+		b.WriteString("\n")
+	}
+	hasTraffic := false
+	for _, r := range rows {
+		hasTraffic = hasTraffic || len(r.Phases) > 0
+	}
+	if hasTraffic {
+		b.WriteString("| case | phase | pattern | routing | load | offered | accepted | loss | p50 µs | p99 µs | non-minimal |\n")
+		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range rows {
+			for _, p := range r.Phases {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %g | %.3f | %.3f | %.4f | %.0f | %.0f | %.3f |\n", r.Case, p.Name, p.Pattern,
+					p.Routing, p.Load, p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
+			}
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| case | fidelity | failed expectations | run directory |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fid := "ok"
+		if !r.Fidelity.OK {
+			fid = "NOT OK: " + strings.Join(r.Fidelity.Reasons, "; ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | [%s](%s/summary.md) |\n", r.Case, fid, len(r.Failed), r.Dir, r.Dir)
+	}
+	if err := os.MkdirAll(all.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(all.Dir, "cases.json"), map[string]any{"scenario": sc.Source, "cases": rows}); err != nil {
+		return err
+	}
+	if sc.Raw != nil {
+		if err := os.WriteFile(filepath.Join(all.Dir, "scenario.yaml"), sc.Raw, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(all.Dir, "cases.md"), []byte(b.String()), 0o644)
+}

@@ -1,0 +1,74 @@
+package scenario
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const casesDoc = `name: dva
+topology: {kind: dragonfly, p: 2, a: 4, h: 2}
+addressing: {assign: dmp}
+phases:
+  - name: boot
+    dmp: true
+  - name: ann
+    announce: {connect: true}
+cases:
+  - name: rewrite-payload
+    set: {addressing.assign: rewrite, "phases[0]": {name: idle, wait: 1s}}
+  - name: dmp-header
+    set: {"phases[1].announce.peer_mac_from": header}
+`
+
+func TestCasesApply(t *testing.T) {
+	s, err := Parse("c.yaml", []byte(casesDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Cases) != 2 || s.Cases[0].Name != "rewrite-payload" || len(s.Cases[0].Set) != 2 {
+		t.Fatalf("cases %+v", s.Cases)
+	}
+	a, err := s.Case("rewrite-payload")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Addressing.Assign != AssignRewrite || a.Phases[0].Kind != PhaseWait || a.Name != "dva-c1" || len(a.Cases) != 0 {
+		t.Errorf("case a: assign %s, phase 0 %s, name %s, %d cases", a.Addressing.Assign, a.Phases[0].Kind, a.Name, len(a.Cases))
+	}
+	b, err := s.Case("dmp-header")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Phases[1].Announce.PeerMACFrom != FromHeader || b.Addressing.Assign != AssignDMP {
+		t.Errorf("case b: %+v", b.Phases[1].Announce)
+	}
+	// The base is untouched.
+	if s.Addressing.Assign != AssignDMP || s.Phases[1].Announce.PeerMACFrom != FromPayload {
+		t.Error("applying a case changed the base scenario")
+	}
+	if _, err := s.Case("nope"); err == nil {
+		t.Error("unknown case accepted")
+	}
+}
+
+// A case that makes the scenario invalid is an error at the case's line.
+func TestCasesBadOverrideIsLocated(t *testing.T) {
+	for _, c := range []struct{ name, set, want string }{
+		{"bad value", `{addressing.assign: sometimes}`, `in case x: unknown value "sometimes"`},
+		{"bad cross-check", `{addressing.assign: static, "phases[1].announce.before_dmp": true}`, "in case x: needs addressing.assign: dmp"},
+		{"bad index", `{"phases[7].wait": 1s}`, "index out of range"},
+	} {
+		doc := strings.Replace(casesDoc, `{"phases[1].announce.peer_mac_from": header}`, c.set, 1)
+		doc = strings.Replace(doc, "name: dmp-header", "name: x", 1)
+		_, err := Parse("c.yaml", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+			continue
+		}
+		var es Errors
+		if errors.As(err, &es) && c.name == "bad value" && es[0].Line != 13 {
+			t.Errorf("%s: error at line %d, want 13 (the case's line): %v", c.name, es[0].Line, err)
+		}
+	}
+}
