@@ -20,8 +20,21 @@ test: vet
 
 # Short fuzz runs of every parser and the compaction; FUZZTIME=10m for more.
 FUZZTIME ?= 20s
+FUZZ_TARGETS = \
+	FuzzCompact:./emulator/compaction \
+	FuzzParseSpec:./emulator/topology \
+	FuzzParse:./emulator/scenario \
+	FuzzParseRate:./emulator/kernel \
+	FuzzDecode:./emulator/traffic \
+	FuzzParse:./hostagent/dmp \
+	FuzzParseAnnouncement:./hostagent/omx \
+	FuzzParseConnect:./hostagent/omx \
+	FuzzHandle:./hostagent
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzCompact -fuzztime $(FUZZTIME) ./emulator/compaction
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} in $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:}; \
+	done
 
 sweep: build
 	$(BIN) plan --sweep --out plan-sweep

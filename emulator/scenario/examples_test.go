@@ -62,6 +62,14 @@ func roundTrip(t *testing.T, s *Scenario) {
 func comparable(s *Scenario) Scenario {
 	c := *s
 	c.Source, c.Raw, c.Overrides, c.tree = "", nil, nil, nil
+	c.Cases = nil
+	for _, x := range s.Cases {
+		cc := Case{Name: x.Name}
+		for _, o := range x.Set {
+			cc.Set = append(cc.Set, CaseOverride{Path: o.Path, Value: o.Value})
+		}
+		c.Cases = append(c.Cases, cc)
+	}
 	return c
 }
 

@@ -183,7 +183,27 @@ func (s *Scenario) effectiveTree() *node {
 	if len(phases.items) > 0 {
 		root.add("phases", phases)
 	}
+	if len(s.Cases) > 0 {
+		cases := &node{kind: seqNode}
+		for _, c := range s.Cases {
+			set := &node{kind: mapNode}
+			for _, o := range c.Set {
+				set.add(o.Path, o.val.clone())
+			}
+			cases.items = append(cases.items, mkMap(false, "name", mkUser(c.Name), "set", set))
+		}
+		root.add("cases", cases)
+	}
 	return root
+}
+
+// keyText writes a mapping key, quoted unless it reads back plain (case
+// overrides have keys such as "phases[1].announce.before_dmp").
+func keyText(k string) string {
+	if plainSafe(k, false) {
+		return k
+	}
+	return strconv.Quote(k)
 }
 
 func topoParam(s *Scenario, p string) int {
@@ -223,7 +243,7 @@ func writeBlockMap(b *strings.Builder, n *node, indent int, firstInline bool) {
 		if i > 0 || !firstInline {
 			b.WriteString(pad)
 		}
-		b.WriteString(e.key)
+		b.WriteString(keyText(e.key))
 		b.WriteString(":")
 		switch {
 		case isInline(e.val):
@@ -265,7 +285,7 @@ func inline(n *node) string {
 	case mapNode:
 		parts := make([]string, len(n.entries))
 		for i, e := range n.entries {
-			parts[i] = e.key + ": " + inline(e.val)
+			parts[i] = keyText(e.key) + ": " + inline(e.val)
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	case seqNode:
