@@ -51,5 +51,5 @@ func Down(name string) error {
 	if err := os.RemoveAll(l.Dir); err != nil {
 		return fmt.Errorf("lab directory: %w", err)
 	}
-	return nil
+	return restoreSendBuffer()
 }

@@ -79,8 +79,10 @@ func Compile(sc *scenario.Scenario) (*Compiled, error) {
 		mode = controller.Minimal
 	case scenario.Valiant:
 		mode = controller.Valiant
+	case scenario.Conditional:
+		mode = controller.Conditional
 	default:
-		return nil, fmt.Errorf("routing.mode %s: not available yet (minimal and valiant are)", sc.Routing.Mode)
+		return nil, fmt.Errorf("routing.mode %s: not available yet (minimal, valiant and conditional are)", sc.Routing.Mode)
 	}
 	// Host MACs per assign: static hosts start with their pseudo-MAC; dmp
 	// and rewrite hosts with a random original one, which DMP replaces at
@@ -376,6 +378,15 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	lab.Timing.Shaping = time.Since(t4).Seconds()
 	say("hosts addressed (%.2fs), %d link ends shaped (%.2fs)", lab.Timing.Hosts, len(shapeJobs), lab.Timing.Shaping)
 
+	if datapath == ovs.DatapathNetdev {
+		w, err := raiseSendBuffer()
+		if err != nil {
+			return nil, err
+		}
+		if w != "" {
+			lab.Warnings = append(lab.Warnings, w)
+		}
+	}
 	step(5, fmt.Sprintf("starting %d private open vswitch instance(s)", nInst))
 	t5 := time.Now()
 	pool, err := ovs.StartPool(ctx, ovsCfg, nInst)

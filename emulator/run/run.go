@@ -436,7 +436,7 @@ func (o *Outcome) Brief() string {
 		return b.String()
 	}
 	m := o.Metrics
-	fmt.Fprintf(&b, "%s on %s, %s routing, assign %s\n", m.Run.Name, m.Run.Topology, m.Run.Routing, m.Run.Addressing)
+	fmt.Fprintf(&b, "%s on %s, %s routing, %s addressing\n", m.Run.Name, m.Run.Topology, m.Run.Routing, m.Run.Addressing)
 	for _, a := range m.Agents {
 		fmt.Fprintf(&b, "  %s\n", agentLine(a))
 	}

@@ -1,0 +1,68 @@
+package fabric
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/scenario"
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/hostagent/traffic"
+)
+
+// hotspot sends hosts 1..3 to host 0 (overloading host 0's port) and host
+// 4 to host 5; everyone else is silent.
+type hotspot struct{ n int }
+
+func (h hotspot) Dest(src int, _ time.Duration, _ *rand.Rand) int {
+	switch {
+	case src >= 1 && src <= 3:
+		return 0
+	case src == 4:
+		return 5
+	}
+	return pat.Silent
+}
+func (h hotspot) Spec() pat.Spec { return pat.Spec{Kind: pat.Kind("hotspot")} }
+func (h hotspot) Hosts() int     { return h.n }
+func (h hotspot) Seed() int64    { return 0 }
+
+// One port's full queue must not cost other ports their frames: a switch
+// is not a shared socket. (With the userspace datapath, vswitchd sends
+// through one packet socket whose send buffer the queued frames fill; Up
+// raises the machine's default so that it does not.)
+func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
+	needRoot(t)
+	const name = "eft-hot"
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 3, a: 2, h: 1}\n"+
+		"links: {host: {rate: 50mbit}, local: {rate: 50mbit}, global: {rate: 50mbit}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(name) })
+	l, err := Up(context.Background(), sc, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := make([]traffic.Host, len(l.Hosts))
+	for i, h := range l.Hosts {
+		hosts[i] = traffic.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface}
+	}
+	res, err := traffic.Run(context.Background(), hosts, traffic.Config{Pattern: hotspot{len(hosts)}, Load: 0.4,
+		RateBps: 50e6, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second, Drain: 500 * time.Millisecond, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Host 0 receives 3 x 0.4 of its rate: its switch port drops. Host 5
+	// receives 0.4 from host 4 alone and must get all of it.
+	h0, h5 := res.Hosts[0].Stats, res.Hosts[5].Stats
+	t.Logf("hotspot host 0 accepted %.3f; bystander host 5 accepted %.3f (host 4 sent %d, lost %d)",
+		h0.AcceptedLoad, h5.AcceptedLoad, res.Hosts[4].Stats.Sent, res.Hosts[4].Stats.Lost)
+	if h0.AcceptedLoad < 0.9 {
+		t.Errorf("the hotspot port carried %.2f of its rate, want about 1: the overload did not saturate it", h0.AcceptedLoad)
+	}
+	if lost := res.Hosts[4].Stats.Lost; lost > 0 {
+		t.Errorf("bystander flow lost %d of %d frames to another port's full queue", lost, res.Hosts[4].Stats.Sent)
+	}
+}
