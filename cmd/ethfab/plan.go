@@ -31,7 +31,7 @@ Examples:
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N]"},
 			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group"},
 			&cli.BoolFlag{Name: "compact", Usage: "compact routing rules into an optimal prefix table (coordinate sub-fields on Flattened Butterflies)"},
-			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant"},
+			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional"},
 			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP)"},
 			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},

@@ -83,24 +83,28 @@ func (c *Controller) closRules(s *topology.Switch, t *Table) error {
 	if len(up) > 0 {
 		def = actionUp
 	}
+	// Conditional mode stacks up to one rule per uplink under each up
+	// match, so prefix lengths are spread wide enough to keep them apart.
+	scale, top := 2, 0
+	if c.opts.Mode == Conditional && len(up) > 1 {
+		scale, top = len(up)+1, len(up)
+	}
 	upRules := func(pre addressing.Prefix) []Rule {
 		var rs []Rule
 		v, mk := pre.Match()
 		for i, in := range down {
-			rs = append(rs, Rule{Kind: KindUplink, Priority: uint16(PrioRouting + 2*pre.Len),
-				Match: Match{InPort: int(in), Dst: v, DstMask: mk}, Out: []int32{up[i%len(up)]}})
+			rs = append(rs, c.closUp(in, i, up, Match{Dst: v, DstMask: mk}, PrioRouting+scale*pre.Len+top)...)
 		}
 		return rs
 	}
-	rules, err := c.routingRules(es, def, PrioRouting, 2, c.opts.Compact, upRules)
+	rules, err := c.routingRules(es, def, PrioRouting, scale, c.opts.Compact, upRules)
 	if err != nil {
 		return err
 	}
 	t.Rules = append(t.Rules, rules...)
 	if len(up) > 0 {
 		for i, in := range down {
-			t.Rules = append(t.Rules, Rule{Kind: KindUplink, Priority: PrioUplink,
-				Match: Match{InPort: int(in)}, Out: []int32{up[i%len(up)]}})
+			t.Rules = append(t.Rules, c.closUp(in, i, up, Match{}, PrioUplink+top)...)
 		}
 	}
 	return nil

@@ -17,18 +17,22 @@ type Mode string
 // up/down with a static per-source uplink. Valiant: every host's traffic to
 // another group leaves through a statically assigned non-minimal port of
 // its switch (seed 000 §V-D, Fig. 10) and is routed minimally from there.
+// Conditional: minimal default rules that the switch disables while their
+// output port is paused, over alternatives (seed 000 §V-B..D; see
+// conditional.go).
 const (
-	Minimal Mode = "minimal"
-	Valiant Mode = "valiant"
+	Minimal     Mode = "minimal"
+	Valiant     Mode = "valiant"
+	Conditional Mode = "conditional"
 )
 
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case Minimal, Valiant:
+	case Minimal, Valiant, Conditional:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown routing mode %q (want minimal or valiant)", s)
+	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant or conditional)", s)
 }
 
 // Options select what the controller compiles.
@@ -62,6 +66,11 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 	if opts.Originals != nil && len(opts.Originals) != len(plan.Topology().Hosts) {
 		return nil, fmt.Errorf("%d original MACs for %d hosts", len(opts.Originals), len(plan.Topology().Hosts))
 	}
+	if opts.Originals != nil && opts.Mode == Conditional {
+		// Both want table 0 for every frame from a host: the rewrite and the
+		// condition bitmask would have to be loaded by the same rules.
+		return nil, fmt.Errorf("conditional routing does not combine with assign rewrite (use assign static or dmp)")
+	}
 	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
 	c.tree = spanningTree(c.top)
 	return c, nil
@@ -78,12 +87,12 @@ func (c *Controller) HopBound() int {
 	s := c.top.Spec
 	switch s.Kind {
 	case topology.Dragonfly:
-		if c.opts.Mode == Valiant {
+		if c.opts.Mode != Minimal {
 			return 4
 		}
 		return 3
 	case topology.FlatFly:
-		if c.opts.Mode == Valiant {
+		if c.opts.Mode != Minimal {
 			return len(s.Dims) + 1
 		}
 		return len(s.Dims)
@@ -155,6 +164,11 @@ func (c *Controller) Table(sw int) (*Table, error) {
 	sort.SliceStable(t.Rules, func(i, j int) bool { return t.Rules[i].Priority > t.Rules[j].Priority })
 	if c.opts.Originals != nil {
 		t.Rules = c.rewriteRules(s, t.Rules)
+	}
+	if c.opts.Mode == Conditional {
+		if err := c.conditionTable(s, t); err != nil {
+			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
+		}
 	}
 	return t, nil
 }

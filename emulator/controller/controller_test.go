@@ -50,7 +50,7 @@ var verifyShapes = []string{
 func TestEveryPairDeliveredWithinBound(t *testing.T) {
 	for _, spec := range verifyShapes {
 		for _, sc := range addressing.Schemes {
-			for _, mode := range []Mode{Minimal, Valiant} {
+			for _, mode := range []Mode{Minimal, Valiant, Conditional} {
 				for _, compact := range []bool{false, true} {
 					name := fmt.Sprintf("%s/%s/%s/compact=%v", spec, sc, mode, compact)
 					c := compile(t, spec, sc, Options{Mode: mode, Compact: compact})

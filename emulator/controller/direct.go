@@ -50,6 +50,9 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 			}
 		}
 	}
+	if c.opts.Mode == Conditional {
+		return c.conditionalDirect(s, t, own, remote)
+	}
 	if c.opts.Mode == Minimal {
 		rules, err := c.routingRules(append(own, remote...), compaction.Drop, PrioRouting, 2, c.opts.Compact, nil)
 		t.Rules = append(t.Rules, rules...)

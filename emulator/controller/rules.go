@@ -18,17 +18,20 @@ type Kind uint8
 
 // Rule kinds.
 const (
-	KindRouting   Kind = iota // destination routing (hierarchical or flat)
-	KindValiant               // per-injection-port non-minimal detour (§V-D)
-	KindUplink                // Clos per-source uplink choice
-	KindDMP                   // DMP reply: rewrite source, bounce (§IV)
-	KindBroadcast             // loop-free broadcast distribution
-	KindMiss                  // lowest priority: drop and count unknown destinations
-	KindRewrite               // assign rewrite: original <-> pseudo-MAC at the access switch
+	KindRouting     Kind = iota // destination routing (hierarchical or flat)
+	KindValiant                 // per-injection-port non-minimal detour (§V-D)
+	KindUplink                  // Clos per-source uplink choice
+	KindDMP                     // DMP reply: rewrite source, bounce (§IV)
+	KindBroadcast               // loop-free broadcast distribution
+	KindMiss                    // lowest priority: drop and count unknown destinations
+	KindRewrite                 // assign rewrite: original <-> pseudo-MAC at the access switch
+	KindConditional             // default rule, disabled while its output port is paused (§V-B)
+	KindAlternative             // lower-priority rule a disabled default falls back to
+	KindCondition               // table 0: loads the paused-port bitmask the conditions test
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -99,6 +102,15 @@ type Rule struct {
 	// Out lists output ports in order; empty means drop. OpenFlow never
 	// sends a frame back out of its ingress port unless told IN_PORT.
 	Out []int32 `json:"out,omitempty"`
+	// Cond is the port whose pause disables the rule (0: unconditional);
+	// CondBit is that port's bit in the switch's condition bitmask, which
+	// the rule tests as metadata=0/(1<<CondBit).
+	Cond    int32 `json:"cond,omitempty"`
+	CondBit uint8 `json:"cond_bit,omitempty"`
+	// WriteCond marks the table-0 rule that loads the bitmask of paused
+	// ports into the metadata register; the switch's own condition logic
+	// rewrites its value (one FlowMod per change), never the controller.
+	WriteCond bool `json:"write_condition,omitempty"`
 }
 
 // Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
@@ -133,6 +145,9 @@ func (r *Rule) OpenFlow() string {
 	if r.Match.DlType != 0 {
 		fmt.Fprintf(&b, ",dl_type=0x%04x", r.Match.DlType)
 	}
+	if r.Cond != 0 {
+		fmt.Fprintf(&b, ",metadata=0/%#x", uint64(1)<<r.CondBit)
+	}
 	switch r.Match.DstMask {
 	case 0:
 	case Broadcast:
@@ -155,6 +170,9 @@ func (r *Rule) OpenFlow() string {
 			acts = append(acts, "output:"+strconv.Itoa(int(p)))
 		}
 	}
+	if r.WriteCond {
+		acts = append(acts, "write_metadata:0")
+	}
 	if r.Goto != 0 {
 		acts = append(acts, fmt.Sprintf("goto_table:%d", r.Goto))
 	}
@@ -169,6 +187,9 @@ func (r *Rule) OpenFlow() string {
 type Table struct {
 	Switch int    `json:"switch"`
 	Rules  []Rule `json:"rules"`
+	// CondPorts are the ports conditions can name, in bit order: port
+	// CondPorts[i] is bit i of the condition bitmask (conditional mode).
+	CondPorts []int32 `json:"cond_ports,omitempty"`
 }
 
 // Count returns the number of rules of a kind.
@@ -183,15 +204,72 @@ func (t *Table) Count(k Kind) int {
 }
 
 // Lookup returns the highest-priority forwarding rule matching a frame, or
-// nil. Source rewrites (assign rewrite's table 0) do not decide where a
-// frame goes and are skipped.
+// nil, with no port paused. Table-0 rules (assign rewrite, condition
+// loading) do not decide where a frame goes and are skipped.
 func (t *Table) Lookup(inPort int, dst addressing.MAC, dlType uint16) *Rule {
+	return t.LookupPaused(inPort, dst, dlType, nil)
+}
+
+// LookupPaused is Lookup while the ports paused reports are paused: a
+// conditional rule is skipped when its port is paused and the frame's
+// ingress port is one whose frames load the condition bitmask.
+func (t *Table) LookupPaused(inPort int, dst addressing.MAC, dlType uint16, paused func(port int32) bool) *Rule {
+	loads := paused != nil && t.loadsConditions(inPort, dst, dlType)
 	for i := range t.Rules {
-		if t.Rules[i].Kind != KindRewrite && t.Rules[i].Match.Matches(inPort, dst, dlType) {
-			return &t.Rules[i]
+		r := &t.Rules[i]
+		if pipelineOnly(r.Kind) || (loads && r.Cond != 0 && paused(r.Cond)) {
+			continue
+		}
+		if r.Match.Matches(inPort, dst, dlType) {
+			return r
 		}
 	}
 	return nil
+}
+
+func pipelineOnly(k Kind) bool { return k == KindRewrite || k == KindCondition }
+
+// loadsConditions reports whether a frame meets the table-0 rule that
+// loads the condition bitmask (frames on other ports see every condition
+// enabled).
+func (t *Table) loadsConditions(inPort int, dst addressing.MAC, dlType uint16) bool {
+	for i := range t.Rules {
+		r := &t.Rules[i]
+		if r.Kind == KindCondition && r.Match.Matches(inPort, dst, dlType) {
+			return r.WriteCond
+		}
+	}
+	return false
+}
+
+// Choices returns every rule that some set of paused ports selects for a
+// frame, highest priority first: the rule with nothing paused, then each
+// lower matching rule that pausing the ports of all rules above it reaches.
+// Pausing cannot reach below an unconditional rule, nor a rule whose port
+// is already that of a rule above (pausing it disables both).
+func (t *Table) Choices(inPort int, dst addressing.MAC, dlType uint16) []*Rule {
+	if !t.loadsConditions(inPort, dst, dlType) {
+		if r := t.Lookup(inPort, dst, dlType); r != nil {
+			return []*Rule{r}
+		}
+		return nil
+	}
+	var out []*Rule
+	above := map[int32]bool{}
+	for i := range t.Rules {
+		r := &t.Rules[i]
+		if pipelineOnly(r.Kind) || !r.Match.Matches(inPort, dst, dlType) {
+			continue
+		}
+		if r.Cond == 0 || !above[r.Cond] {
+			out = append(out, r)
+		}
+		if r.Cond == 0 {
+			break
+		}
+		above[r.Cond] = true
+	}
+	return out
 }
 
 // OpenFlow renders the whole table, one flow per line, as

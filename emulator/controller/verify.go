@@ -53,7 +53,10 @@ type Failure struct {
 
 // VerifyReport is what the table walk found.
 type VerifyReport struct {
-	PairsChecked      int64     `json:"pairs_checked"`
+	PairsChecked int64 `json:"pairs_checked"`
+	// Paths is how many delivered paths the walk followed: one per pair,
+	// more in conditional mode, where every set of paused ports counts.
+	Paths             int64     `json:"paths"`
 	PairsTotal        int64     `json:"pairs_total"`
 	Sampled           bool      `json:"sampled"`
 	Seed              int64     `json:"seed,omitempty"`
@@ -121,12 +124,13 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 			defer wg.Done()
 			for j := range jobs {
 				for _, d := range j.dsts {
-					hops, reason, err := walk(ts, j.src, d)
+					hops, paths, reason, err := walk(ts, j.src, d)
 					if err != nil {
 						setErr(err)
 						continue
 					}
 					atomic.AddInt64(&r.PairsChecked, 1)
+					atomic.AddInt64(&r.Paths, int64(paths))
 					if reason != "" {
 						fail(Failure{Src: top.Hosts[j.src].Name, Dst: top.Hosts[d].Name, Reason: reason}, &r.Failures)
 						continue
@@ -209,44 +213,104 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 	return r, nil
 }
 
-// walk follows one unicast frame; reason is empty on correct delivery.
-func walk(ts *Tables, src, dst int) (hops int, reason string, err error) {
-	top, plan := ts.c.top, ts.c.plan
-	mac := plan.HostMAC(dst)
-	sw, in := top.Hosts[src].Switch, top.Hosts[src].Port
-	bound := ts.c.HopBound()
-	for {
-		t, err := ts.Get(sw)
-		if err != nil {
-			return 0, "", err
+// walk follows one unicast frame; reason is empty on correct delivery. In
+// conditional mode it follows every path some set of paused ports gives
+// the frame (Table.Choices at each switch), so the walk covers every
+// subset of disabled conditions on every switch at once; hops is then the
+// longest, and on Dragonflies each path must also climb the Class-of-
+// Service channel order (CoS).
+func walk(ts *Tables, src, dst int) (hops, paths int, reason string, err error) {
+	top := ts.c.top
+	w := &walker{ts: ts, dst: dst, mac: ts.c.plan.HostMAC(dst), bound: ts.c.HopBound(),
+		all:  ts.c.opts.Mode == Conditional,
+		rank: top.Spec.Kind == topology.Dragonfly}
+	err = w.step(top.Hosts[src].Switch, top.Hosts[src].Port, 0, 0, -1)
+	return w.maxHops, w.paths, w.reason, err
+}
+
+type walker struct {
+	ts        *Tables
+	dst       int
+	mac       addressing.MAC
+	bound     int
+	all, rank bool
+	maxHops   int
+	reason    string
+	paths     int
+}
+
+// maxPaths bounds the paths of one pair (Clos: uplinks per level, to the
+// power of the levels climbed).
+const maxPaths = 1 << 16
+
+func (w *walker) step(sw, in, hops, level, lastRank int) error {
+	if w.reason != "" {
+		return nil
+	}
+	top := w.ts.c.top
+	t, err := w.ts.Get(sw)
+	if err != nil {
+		return err
+	}
+	s := &top.Switches[sw]
+	var rules []*Rule
+	if w.all {
+		rules = t.Choices(in, w.mac, EtherTypeProbe)
+	} else if r := t.Lookup(in, w.mac, EtherTypeProbe); r != nil {
+		rules = []*Rule{r}
+	}
+	paused := ""
+	if len(rules) == 0 {
+		w.reason = fmt.Sprintf("dropped at %s (in_port %d)", s.Name, in)
+		return nil
+	}
+	for i, rule := range rules {
+		if i > 0 {
+			paused = fmt.Sprintf(" with port %d paused", rules[i-1].Cond)
 		}
-		s := &top.Switches[sw]
-		rule := t.Lookup(in, mac, EtherTypeProbe)
-		if rule == nil || len(rule.Out) == 0 {
-			return hops, fmt.Sprintf("dropped at %s (in_port %d)", s.Name, in), nil
+		if len(rule.Out) == 0 {
+			w.reason = fmt.Sprintf("dropped at %s (in_port %d)%s", s.Name, in, paused)
+			return nil
 		}
 		if len(rule.Out) != 1 {
-			return hops, fmt.Sprintf("replicated at %s by a %s rule", s.Name, rule.Kind), nil
+			w.reason = fmt.Sprintf("replicated at %s by a %s rule", s.Name, rule.Kind)
+			return nil
 		}
 		out := int(rule.Out[0])
 		if out == PortInPort {
 			out = in
 		} else if out == in {
-			return hops, fmt.Sprintf("sent back out of its ingress port at %s: OpenFlow drops it", s.Name), nil
+			w.reason = fmt.Sprintf("sent back out of its ingress port at %s%s: OpenFlow drops it", s.Name, paused)
+			return nil
 		}
 		p := s.Port(out)
 		if p.Class == topology.ClassHost {
-			if p.Host != dst {
-				return hops, fmt.Sprintf("delivered to %s", top.Hosts[p.Host].Name), nil
+			if p.Host != w.dst {
+				w.reason = fmt.Sprintf("delivered to %s%s", top.Hosts[p.Host].Name, paused)
+				return nil
 			}
-			return hops, "", nil
+			if w.paths++; w.paths > maxPaths {
+				return fmt.Errorf("internal: more than %d condition paths for one pair", maxPaths)
+			}
+			w.maxHops = max(w.maxHops, hops)
+			continue
 		}
-		hops++
-		if hops > bound {
-			return hops, fmt.Sprintf("more than %d inter-switch hops (at %s)", bound, s.Name), nil
+		if hops+1 > w.bound {
+			w.reason = fmt.Sprintf("more than %d inter-switch hops (at %s%s)", w.bound, s.Name, paused)
+			return nil
 		}
-		sw, in = p.Peer.Switch, p.Peer.Port
+		rank, next := lastRank, level
+		if w.rank {
+			if rank, next = dfChannelRank(p.Class, rule, level); rank <= lastRank {
+				w.reason = fmt.Sprintf("Class-of-Service order broken at %s (%s hop on level %d after rank %d)%s", s.Name, p.Class, next, lastRank, paused)
+				return nil
+			}
+		}
+		if err := w.step(p.Peer.Switch, p.Peer.Port, hops+1, next, rank); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // flood follows a broadcast frame everywhere it is copied.

@@ -43,7 +43,10 @@ type Report struct {
 	HopBound   int                          `json:"hop_bound"`
 	Address    AddressReport                `json:"address"`
 	Rules      map[string]controller.Spread `json:"rules"`
-	Ports      controller.Spread            `json:"ports"`
+	// CoS is the Class-of-Service (802.1p) level per hop class that keeps
+	// the routing deadlock-free under PAUSE (seed 000 §V-E).
+	CoS   controller.CoSPlan `json:"cos"`
+	Ports controller.Spread  `json:"ports"`
 	// Equation1 is seed 000 Eq. 1, R = (G-1) + (S-1) + T, for the
 	// uncompacted hierarchical tables of direct topologies.
 	Equation1 *int                     `json:"equation1,omitempty"`
@@ -85,7 +88,7 @@ func Run(o Options) (*Report, error) {
 	r := &Report{
 		Topology: top.Spec.String(), Addressing: o.Scheme, Compact: o.Compact, Routing: ctl.Options().Mode,
 		Switches: len(top.Switches), Hosts: len(top.Hosts), Links: top.NumLinks(), Groups: top.NumGroups(),
-		Diameter: top.Diameter(), HopBound: ctl.HopBound(),
+		Diameter: top.Diameter(), HopBound: ctl.HopBound(), CoS: ctl.CoS(),
 		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
 	}
 	r.Seconds.Build = time.Since(t0).Seconds()
@@ -195,6 +198,15 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "    %-12s %12d %8.1f %8d\n", k, s.Min, s.Mean, s.Max)
 	}
 	fmt.Fprintf(w, "    %-12s %12d %8.1f %8d\n", "(ports)", r.Ports.Min, r.Ports.Mean, r.Ports.Max)
+	cls := make([]string, len(r.CoS.Classes))
+	for i, c := range r.CoS.Classes {
+		if c.Level < 0 {
+			cls[i] = c.Hop
+		} else {
+			cls[i] = fmt.Sprintf("%s: %d", c.Hop, c.Level)
+		}
+	}
+	fmt.Fprintf(w, "  CoS levels %d (%s)\n", r.CoS.Levels, strings.Join(cls, "; "))
 	if r.Equation1 != nil {
 		fmt.Fprintf(w, "  seed 000 Eq. 1 for %s: R = %d routing rules per access switch\n", r.Addressing, *r.Equation1)
 	}
@@ -212,8 +224,12 @@ func (r *Report) WriteText(w io.Writer) {
 		if v.Failures+v.BroadcastFailures+v.DMPFailures > 0 {
 			status = "FAILED"
 		}
-		fmt.Fprintf(w, "  verify %s: %d pairs checked (%s), %d failures, max %d hops (bound %d); broadcast from %d hosts, %d failures; DMP %d failures\n",
-			status, v.PairsChecked, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures)
+		paths := ""
+		if v.Paths > v.PairsChecked {
+			paths = fmt.Sprintf(" over %d paths (every set of paused ports)", v.Paths)
+		}
+		fmt.Fprintf(w, "  verify %s: %d pairs checked%s (%s), %d failures, max %d hops (bound %d); broadcast from %d hosts, %d failures; DMP %d failures\n",
+			status, v.PairsChecked, paths, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures)
 		for _, f := range v.Examples {
 			fmt.Fprintf(w, "    %s -> %s: %s\n", f.Src, f.Dst, f.Reason)
 		}

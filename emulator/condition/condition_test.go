@@ -1,0 +1,276 @@
+package condition
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/ovs"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ovs-appctl"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("needs %s", b)
+		}
+	}
+}
+
+// up brings up a small conditional Dragonfly (p=1,a=2,h=1: 3 groups, so
+// every switch reaches one remote group over a local port and can detour
+// over its global port) with slow inter-switch links.
+func up(t *testing.T, name string) (*fabric.Lab, *fabric.Compiled) {
+	t.Helper()
+	y := "name: " + name + "\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: conditional}\n" +
+		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n"
+	sc, err := scenario.Parse(name+".yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	lab, err := fabric.Up(context.Background(), sc, fabric.UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := fabric.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range lab.Switches {
+		n, err := ovs.FlowCount(context.Background(), s.Mgmt)
+		if err != nil || n != len(comp.Tables[i].Rules) {
+			t.Fatalf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))
+		}
+	}
+	return lab, comp
+}
+
+// divertable finds, on switch 0, a host port and a destination whose
+// default rule and alternative leave on different ports.
+func divertable(t *testing.T, comp *fabric.Compiled) (in int, dst int, def, alt *controller.Rule) {
+	t.Helper()
+	tab := comp.Tables[0]
+	for _, p := range comp.Top.Switches[0].Ports {
+		if p.Host < 0 {
+			continue
+		}
+		for h := range comp.Top.Hosts {
+			mac := comp.Plan.HostMAC(h)
+			d := tab.Lookup(p.Num, mac, controller.EtherTypeProbe)
+			if d == nil || d.Kind != controller.KindConditional {
+				continue
+			}
+			a := tab.LookupPaused(p.Num, mac, controller.EtherTypeProbe, func(q int32) bool { return q == d.Cond })
+			if a != nil && a.Out[0] != d.Out[0] {
+				return p.Num, h, d, a
+			}
+		}
+	}
+	t.Fatal("no divertable destination on switch 0")
+	return
+}
+
+var outputRe = regexp.MustCompile(`(?m)^\s*output:(\d+)\s*$`)
+
+// trace asks the switch itself where a frame goes (ovs-appctl
+// ofproto/trace: the installed rules, the current metadata loader).
+func trace(t *testing.T, lab *fabric.Lab, sw, in int, dst string) int {
+	t.Helper()
+	s := lab.Switches[sw]
+	ctl := filepath.Join(lab.OVS.Instances[s.Instance].RunDir, "ovs-vswitchd.ctl")
+	out, err := exec.Command("ovs-appctl", "-t", ctl, "ofproto/trace", s.Bridge,
+		fmt.Sprintf("in_port=%d,dl_dst=%s,dl_type=0x88b6", in, dst)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("trace: %v\n%s", err, out)
+	}
+	m := outputRe.FindAllStringSubmatch(string(out), -1)
+	if len(m) != 1 {
+		t.Fatalf("trace: %d outputs\n%s", len(m), out)
+	}
+	p, _ := strconv.Atoi(m[0][1])
+	return p
+}
+
+// A manual pause is one FlowMod on the switch's own condition loader: the
+// switch then sends the frame out of the alternative's port, and back out
+// of the default's once resumed.
+func TestPauseDivertsOnRealSwitch(t *testing.T) {
+	needRoot(t)
+	lab, comp := up(t, "hcnd-man")
+	in, dst, def, alt := divertable(t, comp)
+	mac := comp.Plan.HostMAC(dst).String()
+	if got := trace(t, lab, 0, in, mac); got != int(def.Out[0]) {
+		t.Fatalf("unpaused: leaves on %d, want the default's %d", got, def.Out[0])
+	}
+	m, err := New(lab, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sw := lab.Switches[0].Name
+	if err := m.SetPaused(sw, int(def.Cond), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := trace(t, lab, 0, in, mac); got != int(alt.Out[0]) {
+		t.Fatalf("paused: leaves on %d, want the alternative's %d", got, alt.Out[0])
+	}
+	// Transit frames ignore the conditions.
+	if got := trace(t, lab, 0, int(alt.Out[0]), mac); got != int(def.Out[0]) {
+		t.Fatalf("paused, transit frame: leaves on %d, want %d", got, def.Out[0])
+	}
+	if err := m.SetPaused(sw, int(def.Cond), false); err != nil {
+		t.Fatal(err)
+	}
+	if got := trace(t, lab, 0, in, mac); got != int(def.Out[0]) {
+		t.Fatalf("resumed: leaves on %d, want %d", got, def.Out[0])
+	}
+	if c := m.Counters(); c.PauseEvents != 1 || c.ResumeEvents != 1 || c.FlowMods != 2 || c.FlowModErrs != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+	ev := m.Events()
+	if len(ev) != 2 || !ev[0].Paused || ev[1].Paused || !ev[1].Time.After(ev[0].Time) || !ev[0].Flip {
+		t.Fatalf("events %+v", ev)
+	}
+
+	// The cost of a flip: FlowMod plus barrier round trip.
+	const n = 200
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		if err := m.SetPaused(sw, int(def.Cond), i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confirmed := time.Since(t0) / n
+	t1 := time.Now()
+	s := m.switches[sw]
+	for i := 0; i < n; i++ {
+		if err := m.flowMod(s, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	pipelined := time.Since(t1) / n
+	t.Logf("condition flip: %v per FlowMod confirmed by a barrier, %v pipelined", confirmed, pipelined)
+}
+
+// Real backlog: a burst from a host into a 2 Mbit/s inter-switch link
+// fills its egress queue past XOFF; the monitor pauses the port by itself,
+// later frames take the alternative, and the port resumes once drained.
+func TestBacklogPausesAndResumes(t *testing.T) {
+	needRoot(t)
+	lab, comp := up(t, "hcnd-auto")
+	in, dst, def, alt := divertable(t, comp)
+	_, limit := kernel.TBFParams(2_000_000)
+	m, err := New(lab, Options{
+		XOff: scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
+		XOn:  scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	var host fabric.Host
+	for _, h := range lab.Hosts {
+		if h.Switch == lab.Switches[0].Name && h.Port == in {
+			host = h
+		}
+	}
+	dmac, _ := net.ParseMAC(comp.Plan.HostMAC(dst).String())
+	smac, _ := net.ParseMAC(host.MAC)
+	if err := burst(host.NetNS, host.Iface, dmac, smac, 200); err != nil {
+		t.Fatal(err)
+	}
+	sw := lab.Switches[0].Name
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && m.Counters().ResumeEvents == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c := m.Counters()
+	var paused, resumed *Event
+	for _, e := range m.Events() {
+		if e.Switch == sw && e.Port == int(def.Cond) {
+			if e.Paused && paused == nil {
+				paused = &e
+			} else if !e.Paused && paused != nil && resumed == nil {
+				resumed = &e
+			}
+		}
+	}
+	if paused == nil || resumed == nil || !paused.Flip || paused.Backlog <= uint64(limit)/2 {
+		t.Fatalf("port %d of %s: pause %+v resume %+v; counters %+v", def.Cond, sw, paused, resumed, c)
+	}
+	if m.Paused(sw, int(def.Cond)) || m.Mask(sw) != 0 {
+		t.Fatal("port still paused after the queue drained")
+	}
+	// Frames after the pause took the alternative.
+	flows, err := ovs.DumpFlows(context.Background(), lab.Switches[0].Mgmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var altPackets uint64
+	for _, f := range flows {
+		if f.Cookie == controller.KindAlternative.Cookie() && f.Match == fmt.Sprintf("in_port=%d", in) {
+			altPackets = f.Packets
+		}
+	}
+	if altPackets == 0 {
+		t.Fatalf("no frame took the alternative (port %d); counters %+v", alt.Out[0], c)
+	}
+	t.Logf("paused at backlog %d B (qlen %d), resumed after %v; %d frames diverted; %d polls, %v per namespace dump",
+		paused.Backlog, paused.QLen, resumed.Time.Sub(paused.Time), altPackets, c.Polls, c.PollTime/time.Duration(max(c.Polls, 1)))
+}
+
+// burst writes n full-size frames from a host namespace's interface.
+func burst(ns, ifname string, dst, src net.HardwareAddr, n int) error {
+	return kernel.InNamespace(ns, func() error {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
+		copy(sa.Addr[:], dst)
+		f := make([]byte, 1514)
+		copy(f, dst)
+		copy(f[6:], src)
+		binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
+		for i := 0; i < n; i++ {
+			if err := unix.Sendto(fd, f, 0, sa); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+		}
+		return nil
+	})
+}

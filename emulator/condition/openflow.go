@@ -1,0 +1,213 @@
+package condition
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/controller"
+)
+
+// OpenFlow 1.3 message types and constants this package speaks. The
+// messages are few and fixed, so they are encoded by hand: no library
+// round trip, no allocation per flip beyond one 88-byte buffer.
+const (
+	ofVersion      = 0x04
+	ofHello        = 0
+	ofError        = 1
+	ofEchoRequest  = 2
+	ofEchoReply    = 3
+	ofFlowMod      = 14
+	ofBarrierReq   = 20
+	ofBarrierReply = 21
+
+	ofModifyStrict = 2
+	ofNoBuffer     = 0xffffffff
+	ofAny          = 0xffffffff
+
+	ofInstGoto          = 1
+	ofInstWriteMetadata = 2
+)
+
+// ofConn is a persistent OpenFlow 1.3 connection to one bridge's
+// management socket. Writes are serialized; a reader goroutine answers
+// echo requests, wakes barrier waiters and counts errors.
+type ofConn struct {
+	c      net.Conn
+	wmu    sync.Mutex
+	xid    atomic.Uint32
+	mu     sync.Mutex
+	wait   map[uint32]chan struct{}
+	errs   atomic.Uint64
+	lastEr atomic.Value // string
+	done   chan struct{}
+}
+
+// dialOF connects to "unix:PATH" (fabric.Switch.Mgmt) and says hello.
+func dialOF(mgmt string) (*ofConn, error) {
+	path, ok := strings.CutPrefix(mgmt, "unix:")
+	if !ok {
+		return nil, fmt.Errorf("management socket %q: want unix:PATH", mgmt)
+	}
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("openflow connect: %w", err)
+	}
+	o := &ofConn{c: c, wait: map[uint32]chan struct{}{}, done: make(chan struct{})}
+	if err := o.write(header(ofHello, 8, 0)); err != nil {
+		c.Close()
+		return nil, err
+	}
+	// The switch's hello comes first; anything but OpenFlow 1.3 means the
+	// bridge does not speak it.
+	var h [8]byte
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(c, h[:]); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("openflow hello: %w", err)
+	}
+	if h[0] != ofVersion || h[1] != ofHello {
+		c.Close()
+		return nil, fmt.Errorf("openflow hello: version %d type %d, want OpenFlow 1.3 hello", h[0], h[1])
+	}
+	if n := int(binary.BigEndian.Uint16(h[2:])) - 8; n > 0 {
+		if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	c.SetReadDeadline(time.Time{})
+	go o.read()
+	return o, nil
+}
+
+func header(typ uint8, length int, xid uint32) []byte {
+	b := make([]byte, length)
+	b[0], b[1] = ofVersion, typ
+	binary.BigEndian.PutUint16(b[2:], uint16(length))
+	binary.BigEndian.PutUint32(b[4:], xid)
+	return b
+}
+
+func (o *ofConn) write(b []byte) error {
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	if _, err := o.c.Write(b); err != nil {
+		return fmt.Errorf("openflow write: %w", err)
+	}
+	return nil
+}
+
+func (o *ofConn) read() {
+	defer close(o.done)
+	var h [8]byte
+	for {
+		if _, err := io.ReadFull(o.c, h[:]); err != nil {
+			return
+		}
+		n := int(binary.BigEndian.Uint16(h[2:]))
+		body := make([]byte, max(n-8, 0))
+		if _, err := io.ReadFull(o.c, body); err != nil {
+			return
+		}
+		xid := binary.BigEndian.Uint32(h[4:])
+		switch h[1] {
+		case ofEchoRequest:
+			r := header(ofEchoReply, n, xid)
+			copy(r[8:], body)
+			o.write(r)
+		case ofError:
+			o.errs.Add(1)
+			if len(body) >= 4 {
+				o.lastEr.Store(fmt.Sprintf("OpenFlow error type %d code %d", binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:])))
+			}
+		case ofBarrierReply:
+			o.mu.Lock()
+			if ch, ok := o.wait[xid]; ok {
+				close(ch)
+				delete(o.wait, xid)
+			}
+			o.mu.Unlock()
+		}
+	}
+}
+
+// conditionFlowMod rewrites the table-0 rule that loads the condition
+// bitmask (controller: KindCondition, priority 0, no match): one
+// OFPFC_MODIFY_STRICT, so the switch swaps the value atomically and keeps
+// the rule's counters.
+func conditionFlowMod(xid uint32, mask uint64) []byte {
+	const n = 48 + 8 + 24 + 8
+	b := header(ofFlowMod, n, xid)
+	be := binary.BigEndian
+	cookie := controller.KindCondition.Cookie()
+	be.PutUint64(b[8:], cookie)
+	be.PutUint64(b[16:], ^uint64(0)) // cookie_mask: only ethfab's loader
+	b[24] = controller.TableCondition
+	b[25] = ofModifyStrict
+	// idle/hard timeout 0, priority 0 (controller.PrioMiss)
+	be.PutUint16(b[30:], controller.PrioMiss)
+	be.PutUint32(b[32:], ofNoBuffer)
+	be.PutUint32(b[36:], ofAny) // out_port
+	be.PutUint32(b[40:], ofAny) // out_group
+	// flags 0: keep the counters
+	// ofp_match: OXM, no fields, padded to 8.
+	be.PutUint16(b[48:], 1)
+	be.PutUint16(b[50:], 4)
+	i := b[56:]
+	be.PutUint16(i[0:], ofInstWriteMetadata)
+	be.PutUint16(i[2:], 24)
+	be.PutUint64(i[8:], mask)
+	be.PutUint64(i[16:], ^uint64(0))
+	be.PutUint16(i[24:], ofInstGoto)
+	be.PutUint16(i[26:], 8)
+	i[28] = controller.TableRouting
+	return b
+}
+
+// setMask sends the FlowMod; with sync it also waits for a barrier, so the
+// switch has applied it on return.
+func (o *ofConn) setMask(mask uint64, sync bool) error {
+	if err := o.write(conditionFlowMod(o.xid.Add(1), mask)); err != nil {
+		return err
+	}
+	if !sync {
+		return nil
+	}
+	return o.barrier(5 * time.Second)
+}
+
+func (o *ofConn) barrier(timeout time.Duration) error {
+	xid := o.xid.Add(1)
+	ch := make(chan struct{})
+	o.mu.Lock()
+	o.wait[xid] = ch
+	o.mu.Unlock()
+	errs := o.errs.Load()
+	if err := o.write(header(ofBarrierReq, 8, xid)); err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+	case <-o.done:
+		return errors.New("openflow connection closed")
+	case <-time.After(timeout):
+		return errors.New("openflow barrier timed out")
+	}
+	if o.errs.Load() != errs {
+		s, _ := o.lastEr.Load().(string)
+		return fmt.Errorf("switch rejected the condition FlowMod: %s", s)
+	}
+	return nil
+}
+
+func (o *ofConn) close() {
+	o.c.Close()
+	<-o.done
+}
