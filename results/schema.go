@@ -82,6 +82,10 @@ type Point struct {
 	RulePackets map[string]uint64 `json:"rule_packets,omitempty"`
 	Drops       Drops             `json:"drops"`
 
+	// Conditions is what the switches' condition logic did during the
+	// point (conditional routing only).
+	Conditions *Conditions `json:"conditions,omitempty"`
+
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	Backlog           []BacklogSeries  `json:"backlog,omitempty"`
 }
@@ -127,4 +131,15 @@ type BacklogSeries struct {
 	T      []float64 `json:"t_s"`
 	Bytes  []uint64  `json:"bytes"`
 	Frames []uint64  `json:"frames"`
+}
+
+// Conditions counts the pause emulation of conditional routing (seed 000
+// §V-B): a port pauses while its egress queue is above XOFF and resumes
+// below XON; each change of a port with conditional rules is one FlowMod
+// by the switch itself.
+type Conditions struct {
+	PauseEvents  uint64 `json:"pause_events"`
+	ResumeEvents uint64 `json:"resume_events"`
+	Flips        uint64 `json:"flips"`
+	FlowMods     uint64 `json:"flow_mods"`
 }

@@ -20,7 +20,7 @@ type Report struct {
 	// their injection switch: frames received on host ports, less those
 	// matched by DMP rules, by broadcast rules for host in_ports, and by
 	// the miss rule (frames no rule routes — stray IPv6 multicast and the
-	// like). NonminimalFrames are the frames valiant rules matched; those
+	// like). NonminimalFrames are the frames valiant (and, off a Clos, conditional alternative) rules matched; those
 	// rules match only host in_ports, so each counts one frame at its
 	// injection. NonminimalShare = NonminimalFrames / InjectedFrames.
 	InjectedFrames   uint64

@@ -525,6 +525,12 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 			r.RuleBytes[name] += sub(b.kindBytes[k], a.kindBytes[k])
 		}
 		nonmin += sub(b.kindPackets[controller.KindValiant], a.kindPackets[controller.KindValiant])
+		// Conditional routing's alternatives match at injection too: on a
+		// Dragonfly or Flattened Butterfly they are the non-minimal detour;
+		// on a Clos they are other uplinks, as minimal as the default.
+		if s.opt.Topology == nil || s.opt.Topology.Spec.Kind != topology.Clos {
+			nonmin += sub(b.kindPackets[controller.KindAlternative], a.kindPackets[controller.KindAlternative])
+		}
 		dmp += sub(b.kindPackets[controller.KindDMP], a.kindPackets[controller.KindDMP])
 		miss += sub(b.kindPackets[controller.KindMiss], a.kindPackets[controller.KindMiss])
 		bcast += sub(b.hostBcast, a.hostBcast)

@@ -221,6 +221,9 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if r.sampler != nil {
 		r.sampler.Close()
 	}
+	if r.cond != nil {
+		r.cond.mon.Close()
+	}
 	m.Run.End = time.Now()
 	m.Fidelity = results.EvaluateFidelity(r.fidelity)
 	m.Expectations = results.EvaluateScenario(sc, m.Phases)
@@ -244,6 +247,7 @@ type runner struct {
 
 	engine   *traffic.Engine
 	sampler  *measure.Sampler
+	cond     *conditions
 	fidelity []results.FidelityInput
 }
 
@@ -325,8 +329,19 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if err := r.sampler.Start(ctx); err != nil {
 			return fmt.Errorf("sampler: %w", err)
 		}
+		cond, err := r.startConditions(ctx)
+		if err != nil {
+			return err
+		}
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
 			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
+		var conds *results.Conditions
+		if cond != nil {
+			var cerr error
+			if conds, cerr = cond.stop(); cerr != nil && err == nil {
+				err = fmt.Errorf("condition logic: %w", cerr)
+			}
+		}
 		rep, serr := r.sampler.Stop(ctx)
 		if err != nil {
 			return fmt.Errorf("traffic at load %g: %w", load, err)
@@ -336,6 +351,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		}
 		pt := pointOf(ph, r.lab.Routing, load, res)
 		rep.Fill(&pt)
+		pt.Conditions = conds
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
 		r.fidelity = append(r.fidelity, rep.FidelityInput(ph.Name, load, res.Aggregate.Sent, pt.Drops.Socket))
