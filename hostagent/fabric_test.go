@@ -35,13 +35,15 @@ func upDMPLab(t *testing.T, name string, sets ...string) (*fabric.Lab, []Endpoin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Name = name
-	sc.Addressing.Assign = scenario.AssignMode("dmp")
+	// Set rebuilds the scenario from its YAML tree, dropping fields
+	// assigned directly, so the name and assign mode come after it.
 	for i := 0; i+1 < len(sets); i += 2 {
 		if err := sc.Set(sets[i], sets[i+1]); err != nil {
 			t.Fatal(err)
 		}
 	}
+	sc.Name = name
+	sc.Addressing.Assign = scenario.AssignMode("dmp")
 	t.Cleanup(func() { fabric.Down(name) })
 	start := time.Now()
 	lab, err := fabric.Up(context.Background(), sc, fabric.UpOptions{})

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -172,50 +174,79 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 			}
 		}(d)
 	}
-	gap := 200 * time.Microsecond
-	var sendFrom func(s int, dsts []int)
-	send := func(ps [][2]int) {
-		// Pace: each sender waits `gap` between probes (200 µs at first:
-		// a 100 Mbit/s host link carries under 3 Mbit/s of probes).
-		bySrc := make([][]int, n)
-		for _, p := range ps {
-			bySrc[p[0]] = append(bySrc[p[0]], p[1])
+	// Probes go out in rotations: step k carries every pair (s, s+k mod n)
+	// still to do, a partial permutation, so no host link gets more than
+	// one probe per step and no destination is a hotspot. Steps are paced
+	// to an overall probe rate the userspace datapath absorbs; rounds that
+	// retry lost probes go slower.
+	// The rate adapts (AIMD) to what arrives: every window it compares
+	// the probes heard with those sent one window earlier, so a datapath
+	// that falls behind slows the probing down instead of losing it.
+	rate := 50_000.0 // probes per second
+	const window = 200 * time.Millisecond
+	var sent int
+	lastCheck, sentPrev, sentPrev2, heardPrev := time.Now(), 0, 0, 0
+	adapt := func() {
+		if time.Since(lastCheck) < window {
+			return
 		}
-		// Senders mostly sleep: many of them keep the fabric busy.
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for w := 0; w < min(16, n); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for s := range next {
-					sendFrom(s, bySrc[s])
-				}
-			}()
-		}
-		for s := 0; s < n; s++ {
-			next <- s
-		}
-		close(next)
-		wg.Wait()
-	}
-	sendFrom = func(s int, dsts []int) {
-		{
-			frame := make([]byte, 64)
-			copy(frame[6:], socks[s].mac)
-			binary.BigEndian.PutUint16(frame[12:], EtherTypePing)
-			binary.BigEndian.PutUint32(frame[14:], uint32(s))
-			for _, d := range dsts {
-				if ctx.Err() != nil {
-					return
-				}
-				copy(frame[0:], dstMAC[d])
-				binary.BigEndian.PutUint32(frame[18:], uint32(d))
-				addr := &unix.SockaddrLinklayer{Ifindex: socks[s].ifindex, Halen: 6}
-				copy(addr.Addr[:], dstMAC[d])
-				unix.Sendto(socks[s].fd, frame, 0, addr)
-				time.Sleep(gap)
+		mu.Lock()
+		h := heard
+		mu.Unlock()
+		if expect := sentPrev - sentPrev2; expect > 0 {
+			if float64(h-heardPrev) < 0.9*float64(expect) {
+				rate = max(rate/2, 2000)
+			} else {
+				rate = min(rate*1.25, 400_000)
 			}
+		}
+		lastCheck, sentPrev2, sentPrev, heardPrev = time.Now(), sentPrev, sent, h
+	}
+	send := func(ps [][2]int) {
+		byRot := make([][][2]int, n)
+		for _, p := range ps {
+			k := (p[1] - p[0] + n) % n
+			byRot[k] = append(byRot[k], p)
+		}
+		workers := max(1, runtime.GOMAXPROCS(0))
+		frames := make([][]byte, workers)
+		for w := range frames {
+			frames[w] = make([]byte, 64)
+			binary.BigEndian.PutUint16(frames[w][12:], EtherTypePing)
+		}
+		for _, step := range byRot {
+			if len(step) == 0 {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			t0 := time.Now()
+			var wg sync.WaitGroup
+			chunk := (len(step) + workers - 1) / workers
+			for w := 0; w < workers && w*chunk < len(step); w++ {
+				wg.Add(1)
+				go func(w int, part [][2]int) {
+					defer wg.Done()
+					frame := frames[w]
+					for _, p := range part {
+						s, d := p[0], p[1]
+						copy(frame[0:], dstMAC[d])
+						copy(frame[6:], socks[s].mac)
+						binary.BigEndian.PutUint32(frame[14:], uint32(s))
+						binary.BigEndian.PutUint32(frame[18:], uint32(d))
+						addr := &unix.SockaddrLinklayer{Ifindex: socks[s].ifindex, Halen: 6}
+						copy(addr.Addr[:], dstMAC[d])
+						unix.Sendto(socks[s].fd, frame, 0, addr)
+					}
+				}(w, step[w*chunk:min((w+1)*chunk, len(step))])
+			}
+			wg.Wait()
+			sent += len(step)
+			if pause := time.Duration(float64(len(step))/rate*float64(time.Second)) - time.Since(t0); pause > 0 {
+				time.Sleep(pause)
+			}
+			adapt()
 		}
 	}
 	missing := func() [][2]int {
@@ -253,12 +284,15 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		progress := heard > before
 		mu.Unlock()
 		todo = missing()
+		if os.Getenv("ETHFAB_PING_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "round %d: %d missing after %s\n", round, len(todo), time.Since(start))
+		}
 		if progress {
 			idle = 0
 		} else if idle++; idle == 2 {
 			break
 		}
-		gap *= 2
+		rate = max(rate/4, 2000)
 	}
 	close(stop)
 	rwg.Wait()
