@@ -277,6 +277,10 @@ func Parse(name string, data []byte) (*Scenario, error) {
 // read as YAML ("valiant", "9", "[0.1,0.2]", "{value: 1ms, required:
 // false}"). Missing mappings on the way are created; list indices must
 // exist. The whole scenario is validated again; on error s is unchanged.
+//
+// Set rebuilds the scenario from its document: a field assigned directly on
+// the struct before the call (sc.Name = ...) is lost. Assign such fields
+// after the last Set, or Set them too.
 func (s *Scenario) Set(path, value string) error {
 	override := path + "=" + value
 	steps, err := parsePath(path)
