@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin/ethfab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test vet fuzz sweep clean
+.PHONY: all build test vet fuzz sweep clean quickstart
 
 all: build
 
@@ -38,6 +38,15 @@ fuzz:
 
 sweep: build
 	$(BIN) plan --sweep --out plan-sweep
+
+# The main job in one command (as root): install what is missing (a few
+# seconds when nothing is), build, then run scenarios/quickstart.yaml end to
+# end; it ends with the run directory and a summary. E.g.
+# make quickstart QUICKSTART_FLAGS="--set name=qs2" for a second lab.
+QUICKSTART_FLAGS ?=
+quickstart:
+	bash scripts/provision.sh --quiet
+	$(BIN) run scenarios/quickstart.yaml $(QUICKSTART_FLAGS)
 
 clean:
 	rm -rf bin plan-sweep

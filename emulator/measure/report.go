@@ -74,12 +74,21 @@ type LinkStats struct {
 	Qdisc       string // kind of the root qdisc; "tbf" when shaped
 	Bytes       uint64 // sent by the queue
 	Packets     uint64
-	AchievedBps float64
+	AchievedBps float64 // over the whole sampled window
+	// BusyBps is the rate while the queue never emptied (BusySecs of
+	// it): a saturated link must carry its configured rate then.
+	BusyBps     float64
+	BusySecs    float64
 	QueueDrops  uint64
 	Busy        float64 // fraction of samples with a non-empty queue
 	MeanBacklog float64 // bytes
 	MaxBacklog  uint64  // bytes
 }
+
+// minBusySecs is how long a queue must have stayed non-empty (summed over
+// the point) for its link's rate to be judged: long enough that tbf's
+// burst does not dominate the measurement.
+const minBusySecs = 0.25
 
 // Fill copies the fabric-side measurements into a result point: rule
 // counters, non-minimal share, drops (keeping p.Drops.Socket), CPU,
@@ -108,7 +117,12 @@ func (r *Report) FidelityInput(phase string, load float64, sent, socketDrops uin
 	in.Drops.Socket = socketDrops
 	in.Unshaped = r.Unshaped
 	for _, l := range r.Links {
-		in.Links = append(in.Links, results.LinkRate{Port: l.Port, Busy: l.Busy, AchievedBps: l.AchievedBps, RateBps: l.RateBps})
+		// A link counts as saturated for the rate check by the time its
+		// queue never emptied, and is judged by what it sent then.
+		if l.BusySecs < minBusySecs {
+			continue
+		}
+		in.Links = append(in.Links, results.LinkRate{Port: l.Port, Busy: l.Busy, AchievedBps: l.BusyBps, RateBps: l.RateBps})
 	}
 	return in
 }

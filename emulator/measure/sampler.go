@@ -88,6 +88,15 @@ type series struct {
 	busy          int    // samples with a non-empty queue
 	sum           uint64 // of backlog bytes, for the mean
 	max           uint64
+	// Between two samples that both found the queue non-empty the link
+	// never idled: what it sent then, over that time, is its achieved
+	// rate as a saturated link (the fidelity check), whatever it did
+	// during warm-up, drain or lulls.
+	busyBytes          uint64
+	busySecs           float64
+	lastTS             float64
+	lastSent, lastBack uint64
+	seen               bool
 }
 
 // Sampler measures one traffic phase (or one load of it): Start before
@@ -386,6 +395,11 @@ func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
 	for i := range q {
 		b := q[i].Backlog
 		sr := &s.ser[i]
+		if sr.seen && sr.lastBack > 0 && b > 0 && q[i].Bytes >= sr.lastSent {
+			sr.busyBytes += q[i].Bytes - sr.lastSent
+			sr.busySecs += ts - sr.lastTS
+		}
+		sr.seen, sr.lastTS, sr.lastSent, sr.lastBack = true, ts, q[i].Bytes, b
 		if b > 0 {
 			sr.busy++
 			sr.sum += b
@@ -514,6 +528,10 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		}
 		if secs > 0 {
 			ls.AchievedBps = 8 * float64(ls.Bytes) / secs
+		}
+		if sr := &s.ser[i]; sr.busySecs > 0 {
+			ls.BusySecs = sr.busySecs
+			ls.BusyBps = 8 * float64(sr.busyBytes) / sr.busySecs
 		}
 		r.Links = append(r.Links, ls)
 	}
