@@ -266,3 +266,17 @@ func TestCompare(t *testing.T) {
 		t.Errorf("series names clash: %v", c.Series)
 	}
 }
+
+func TestNewDistributionNearestRank(t *testing.T) {
+	xs := make([]float64, 100)
+	for i := range xs {
+		xs[i] = float64(100 - i) // unsorted on purpose
+	}
+	d := NewDistribution(xs)
+	if d.N != 100 || d.P50 != 50 || d.P90 != 90 || d.Max != 100 {
+		t.Errorf("distribution of 1..100: %+v, want n 100, p50 50, p90 90, max 100", d)
+	}
+	if e := NewDistribution(nil); e.N != 0 || e.Max != 0 {
+		t.Errorf("empty sample: %+v", e)
+	}
+}

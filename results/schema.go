@@ -9,6 +9,8 @@
 package results
 
 import (
+	"math"
+	"slices"
 	"time"
 )
 
@@ -27,6 +29,10 @@ type Metrics struct {
 	Agents       []AgentPhase        `json:"agents,omitempty"`
 	Expectations []ExpectationResult `json:"expectations"`
 	Fidelity     Fidelity            `json:"fidelity"`
+	// Conditions aggregates the points' Conditions over the whole run
+	// (conditional routing only); its distributions are over every
+	// measured flip, not merged percentiles.
+	Conditions *Conditions `json:"conditions,omitempty"`
 }
 
 // Run says what was run, where and when.
@@ -142,4 +148,53 @@ type Conditions struct {
 	ResumeEvents uint64 `json:"resume_events"`
 	Flips        uint64 `json:"flips"`
 	FlowMods     uint64 `json:"flow_mods"`
+
+	// ReactionMS: from the queue poll that saw a port above XOFF to the
+	// first frame the switch counted on its alternative rules, per pause
+	// flip. RecoveryMS: from the poll that saw it below XON to the first
+	// frame counted on the port's default rules again.
+	ReactionMS Distribution `json:"reaction_ms"`
+	RecoveryMS Distribution `json:"recovery_ms"`
+	// FlipMS is the reacted pause flips' share spent before the switch
+	// got the FlowMod: onset poll to FlowMod written (the rest is the
+	// switch applying it and the datapath moving).
+	FlipMS Distribution `json:"flip_ms"`
+	// Undiverted pause flips saw no frame take the alternative within
+	// ReactLimitMS (or before the port resumed): nothing needed the port.
+	// Unrecovered is the same for resume flips. Unmeasured flips could
+	// not be told apart (another port of the switch already paused, a
+	// later flip first, the point ended).
+	Undiverted  uint64 `json:"undiverted"`
+	Unrecovered uint64 `json:"unrecovered"`
+	Unmeasured  uint64 `json:"unmeasured"`
+	// Resolution: the onset lies up to OnsetResolutionMS (the mean queue
+	// poll cycle) after the true crossing; the first frame is seen up to
+	// StatsPollMS plus a flow-stats round trip after the switch counted it.
+	OnsetResolutionMS float64 `json:"onset_resolution_ms"`
+	StatsPollMS       float64 `json:"stats_poll_ms"`
+	ReactLimitMS      float64 `json:"react_limit_ms,omitempty"`
+}
+
+// Distribution summarizes samples: their number, median, 90th percentile
+// and maximum (all zero without samples).
+type Distribution struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	Max float64 `json:"max"`
+}
+
+// NewDistribution summarizes samples (nearest-rank percentiles); it
+// sorts a copy.
+func NewDistribution(samples []float64) Distribution {
+	if len(samples) == 0 {
+		return Distribution{}
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	rank := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	return Distribution{N: len(s), P50: rank(0.5), P90: rank(0.9), Max: s[len(s)-1]}
 }

@@ -105,6 +105,8 @@ func Summary(m *Metrics, files []string) string {
 		b.WriteString("\n")
 	}
 
+	conditionsSummary(&b, m)
+
 	b.WriteString("## Expectations\n\n")
 	if len(m.Expectations) == 0 {
 		b.WriteString("The scenario states none.\n\n")
@@ -181,4 +183,42 @@ func joinFloats(v []float64) string {
 		s[i] = fmt.Sprintf("%g", x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// conditionsSummary renders the conditional-routing section: the switches'
+// pause emulation and its measured reaction times, per point and overall.
+func conditionsSummary(b *strings.Builder, m *Metrics) {
+	var pts []Point
+	for _, p := range m.Phases {
+		if p.Conditions != nil {
+			pts = append(pts, p)
+		}
+	}
+	if m.Conditions == nil && len(pts) == 0 {
+		return
+	}
+	b.WriteString("## Conditional routing\n\n")
+	dist := func(d Distribution) string {
+		if d.N == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f / %.2f / %.2f (%d)", d.P50, d.P90, d.Max, d.N)
+	}
+	b.WriteString("| phase | load | pauses | resumes | flips | reaction ms p50 / p90 / max (n) | recovery ms p50 / p90 / max (n) | undiverted | unrecovered | unmeasured |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	row := func(name, load string, c *Conditions) {
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %s | %s | %d | %d | %d |\n", name, load, c.PauseEvents, c.ResumeEvents, c.Flips,
+			dist(c.ReactionMS), dist(c.RecoveryMS), c.Undiverted, c.Unrecovered, c.Unmeasured)
+	}
+	for _, p := range pts {
+		row(p.Name, fmt.Sprintf("%g", p.Load), p.Conditions)
+	}
+	c := m.Conditions
+	if c != nil {
+		row("**run**", "", c)
+	} else {
+		c = pts[len(pts)-1].Conditions
+	}
+	fmt.Fprintf(b, "\nReaction: queue poll that saw XOFF → first frame counted on the switch's alternative rules; recovery: poll that saw XON → first frame counted on the port's default rules. Resolution: onset up to %.2f ms after the true crossing (queue poll cycle), first frame seen up to %.2f ms plus a flow-stats round trip after the switch counted it.\n\n",
+		c.OnsetResolutionMS, c.StatsPollMS)
 }

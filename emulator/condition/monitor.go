@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/controller"
@@ -31,7 +32,15 @@ var (
 type Options struct {
 	XOff, XOn scenario.Threshold // zero: the defaults; one unit for both
 	Interval  time.Duration      // queue polling period (0: 1 ms)
-	LogSize   int                // events kept, oldest dropped first (0: 65536)
+	LogSize   int                // events and reactions kept, oldest dropped first (0: 65536)
+
+	// Reaction probing (see reaction.go): after each flip the switch's
+	// rule counters are read every StatsPoll (0: 500 µs) until a frame
+	// takes the new path or ReactLimit (0: 200 ms) passes. NoReaction
+	// turns it off.
+	StatsPoll  time.Duration
+	ReactLimit time.Duration
+	NoReaction bool
 }
 
 // Event is one pause or resume of a port, or a manual condition change.
@@ -56,6 +65,17 @@ type Counters struct {
 	Polls        uint64        `json:"polls"`
 	PollTime     time.Duration `json:"poll_time_ns"` // total, every namespace
 	Dropped      uint64        `json:"events_dropped"`
+	// Cycles and CycleTime: Run's polls of every namespace and the time
+	// from the start of one to the start of the next, summed — the real
+	// onset resolution, which a slow dump stretches beyond Interval.
+	Cycles    uint64        `json:"cycles"`
+	CycleTime time.Duration `json:"cycle_time_ns"`
+	// Reactions by outcome (reaction.go).
+	Reacted     uint64 `json:"reacted"`     // pause flips with a diverted frame
+	Undiverted  uint64 `json:"undiverted"`  // pause flips without one within ReactLimit
+	Recovered   uint64 `json:"recovered"`   // resume flips with a frame back on the default
+	Unrecovered uint64 `json:"unrecovered"` // resume flips without one within ReactLimit
+	Unmeasured  uint64 `json:"unmeasured"`  // flips whose reaction could not be told (see Reaction.Why)
 }
 
 type port struct {
@@ -64,6 +84,7 @@ type port struct {
 	bit     int // -1: no condition names this port
 	ifindex int
 	paused  bool
+	flips   atomic.Uint64 // pause/resume changes, for probers
 }
 
 type sw struct {
@@ -71,6 +92,9 @@ type sw struct {
 	of    *ofConn
 	mask  uint64
 	ports map[int]*port
+	// gen counts mask changes; probers read it to see their flip is
+	// still the switch's latest.
+	gen atomic.Uint64
 }
 
 type nsPoll struct {
@@ -92,6 +116,13 @@ type Monitor struct {
 	events []Event
 	head   int // ring start once full
 	c      Counters
+	reacts []Reaction
+	rhead  int
+	rtotal uint64 // reactions ever recorded
+
+	pctx   context.Context // probers' lifetime: Run's
+	probes sync.WaitGroup
+	active atomic.Int32 // probers running
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -128,7 +159,13 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	for i := range top.Switches {
 		byName[top.Switches[i].Name] = &top.Switches[i]
 	}
-	m := &Monitor{o: o, bytes: o.XOff.Unit == scenario.Bytes, xoff: uint64(o.XOff.Value), xon: uint64(o.XOn.Value), switches: map[string]*sw{}}
+	if o.StatsPoll <= 0 {
+		o.StatsPoll = 500 * time.Microsecond
+	}
+	if o.ReactLimit <= 0 {
+		o.ReactLimit = 200 * time.Millisecond
+	}
+	m := &Monitor{pctx: context.Background(), o: o, bytes: o.XOff.Unit == scenario.Bytes, xoff: uint64(o.XOff.Value), xon: uint64(o.XOn.Value), switches: map[string]*sw{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -191,11 +228,32 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	return m, nil
 }
 
-// Run polls the queues every Interval until ctx ends.
+// Run polls the queues every Interval until ctx ends, then waits for the
+// reaction probers (those still waiting count as unmeasured).
 func (m *Monitor) Run(ctx context.Context) error {
 	t := time.NewTicker(m.o.Interval)
 	defer t.Stop()
+	pctx, cancel := context.WithCancel(ctx)
+	m.smu.Lock()
+	m.pctx = pctx
+	m.smu.Unlock()
+	defer func() {
+		cancel()
+		m.probes.Wait()
+		m.smu.Lock()
+		m.pctx = context.Background()
+		m.smu.Unlock()
+	}()
+	var last time.Time
 	for {
+		start := time.Now()
+		if !last.IsZero() {
+			m.mu.Lock()
+			m.c.Cycles++
+			m.c.CycleTime += start.Sub(last)
+			m.mu.Unlock()
+		}
+		last = start
 		if err := m.Poll(); err != nil {
 			return err
 		}
@@ -213,7 +271,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 func (m *Monitor) Poll() error {
 	m.smu.Lock()
 	defer m.smu.Unlock()
-	changed := map[*sw]bool{}
+	changed := map[*sw]*flip{}
 	for _, np := range m.ns {
 		t0 := time.Now()
 		all, err := np.r.All()
@@ -244,19 +302,30 @@ func (m *Monitor) Poll() error {
 				continue
 			}
 			if p.bit >= 0 {
+				f := changed[p.sw]
+				if f == nil {
+					f = &flip{onset: now, before: p.sw.mask}
+					changed[p.sw] = f
+				}
+				if p.paused {
+					f.paused = append(f.paused, p)
+				} else {
+					f.resumed = append(f.resumed, p)
+				}
 				p.sw.mask ^= 1 << p.bit
-				changed[p.sw] = true
+				p.flips.Add(1)
 			}
 			m.record(Event{Time: now, Switch: p.sw.name, Port: p.num, Paused: p.paused, Backlog: q.Backlog, QLen: q.QLen, Flip: p.bit >= 0})
 		}
 	}
-	for s := range changed {
-		m.flowMod(s, false)
+	for s, f := range changed {
+		m.flip(s, f)
 	}
 	return nil
 }
 
 func (m *Monitor) flowMod(s *sw, sync bool) error {
+	s.gen.Add(1)
 	err := s.of.setMask(s.mask, sync)
 	m.mu.Lock()
 	m.c.FlowMods++
@@ -284,6 +353,7 @@ func (m *Monitor) SetPaused(switchName string, portNum int, paused bool) error {
 		return nil
 	}
 	p.paused = paused
+	p.flips.Add(1)
 	m.record(Event{Time: time.Now(), Switch: s.name, Port: portNum, Paused: paused, Flip: p.bit >= 0, Manual: true})
 	if p.bit < 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/ethfab/ethfab/emulator/condition"
 	"github.com/ethfab/ethfab/emulator/kernel"
@@ -21,6 +22,15 @@ type conditions struct {
 	err    error
 	before condition.Counters
 	seen   int
+	rseen  uint64 // reactions recorded before the point
+
+	// The run's totals: metrics.json's top-level conditions, kept as
+	// samples so its percentiles are over every flip of the run.
+	m        *results.Metrics
+	run      results.Conditions
+	reaction []float64
+	recovery []float64
+	flip     []float64
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
@@ -51,11 +61,12 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 		if err != nil {
 			return nil, fmt.Errorf("condition logic: %w", err)
 		}
-		r.cond = &conditions{mon: mon}
+		r.cond = &conditions{mon: mon, m: r.m}
 	}
 	c := r.cond
 	c.before = c.mon.Counters()
 	c.seen = len(c.mon.Events())
+	_, c.rseen = c.mon.Reactions(^uint64(0))
 	cctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -88,6 +99,52 @@ func (c *conditions) stop() (*results.Conditions, error) {
 				out.Flips++
 			}
 		}
+	}
+	rs, _ := c.mon.Reactions(c.rseen)
+	var react, recov, flip []float64
+	for _, r := range rs {
+		if r.Outcome != condition.Reacted {
+			continue
+		}
+		ms := float64(r.Delay()) / float64(time.Millisecond)
+		if r.Resume {
+			recov = append(recov, ms)
+		} else {
+			react = append(react, ms)
+			flip = append(flip, float64(r.Sent.Sub(r.Onset))/float64(time.Millisecond))
+		}
+	}
+	out.FlipMS = results.NewDistribution(flip)
+	out.ReactionMS = results.NewDistribution(react)
+	out.RecoveryMS = results.NewDistribution(recov)
+	out.Undiverted = after.Undiverted - c.before.Undiverted
+	out.Unrecovered = after.Unrecovered - c.before.Unrecovered
+	out.Unmeasured = after.Unmeasured - c.before.Unmeasured
+	onset, stats := c.mon.ProbeResolution()
+	// The counters since the monitor started, not this point's: the
+	// resolution is a property of the machine's poll loop.
+	out.OnsetResolutionMS = float64(onset) / float64(time.Millisecond)
+	out.StatsPollMS = float64(stats) / float64(time.Millisecond)
+	out.ReactLimitMS = float64(c.mon.ReactLimit()) / float64(time.Millisecond)
+
+	c.reaction = append(c.reaction, react...)
+	c.recovery = append(c.recovery, recov...)
+	c.flip = append(c.flip, flip...)
+	t := &c.run
+	t.PauseEvents += out.PauseEvents
+	t.ResumeEvents += out.ResumeEvents
+	t.Flips += out.Flips
+	t.FlowMods += out.FlowMods
+	t.Undiverted += out.Undiverted
+	t.Unrecovered += out.Unrecovered
+	t.Unmeasured += out.Unmeasured
+	t.ReactionMS = results.NewDistribution(c.reaction)
+	t.RecoveryMS = results.NewDistribution(c.recovery)
+	t.FlipMS = results.NewDistribution(c.flip)
+	t.OnsetResolutionMS, t.StatsPollMS, t.ReactLimitMS = out.OnsetResolutionMS, out.StatsPollMS, out.ReactLimitMS
+	if c.m != nil {
+		run := *t
+		c.m.Conditions = &run
 	}
 	return out, nil
 }

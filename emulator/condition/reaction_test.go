@@ -1,0 +1,143 @@
+package condition
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/ovs"
+)
+
+// Real overload: a host sends twice what its default inter-switch port
+// (2 Mbit/s) carries, so the port's queue oscillates across XOFF/XON; the
+// monitor flips it by itself and measures, from the switch's own rule
+// counters, when frames took the alternative and came back.
+func TestReactionTimeMeasured(t *testing.T) {
+	needRoot(t)
+	lab, comp := up(t, "hrx-react")
+	in, dst, def, _ := divertable(t, comp)
+	_, limit := kernel.TBFParams(2_000_000)
+	m, err := New(lab, Options{
+		XOff: scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
+		XOn:  scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	sw0 := lab.Switches[0]
+	altBefore, err := m.switches[sw0.Name].of.flowPackets(controller.KindAlternative.Cookie(), ofAny, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	var host fabric.Host
+	for _, h := range lab.Hosts {
+		if h.Switch == sw0.Name && h.Port == in {
+			host = h
+		}
+	}
+	dmac, _ := net.ParseMAC(comp.Plan.HostMAC(dst).String())
+	smac, _ := net.ParseMAC(host.MAC)
+	// 1514-byte frames every 3 ms: 4 Mbit/s into a 2 Mbit/s port.
+	if err := stream(host.NetNS, host.Iface, dmac, smac, 3*time.Millisecond, 1500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // drain, let the last probers finish
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c := m.Counters()
+	rs, n := m.Reactions(0)
+	if n != uint64(len(rs)) {
+		t.Fatalf("%d reactions recorded, %d returned", n, len(rs))
+	}
+	var pause, resume []time.Duration
+	for _, r := range rs {
+		if r.Switch != sw0.Name || r.Port != int(def.Cond) || r.Outcome != Reacted {
+			continue
+		}
+		if !r.Seen.After(r.Sent) || r.Sent.Before(r.Onset) {
+			t.Fatalf("reaction out of order: onset %v sent %v seen %v", r.Onset, r.Sent, r.Seen)
+		}
+		if r.Resume {
+			resume = append(resume, r.Delay())
+		} else {
+			pause = append(pause, r.Delay())
+		}
+	}
+	if len(pause) == 0 {
+		t.Fatalf("no reaction measured on %s port %d; counters %+v; reactions %+v", sw0.Name, def.Cond, c, rs)
+	}
+	if c.Reacted+c.Undiverted+c.Recovered+c.Unrecovered+c.Unmeasured != n {
+		t.Fatalf("outcome counters %+v do not add up to %d reactions", c, n)
+	}
+	if c.Reacted+c.Undiverted+c.Unmeasured != c.PauseEvents {
+		t.Fatalf("pause flips %d, pause reactions %d", c.PauseEvents, c.Reacted+c.Undiverted+c.Unmeasured)
+	}
+	// The switch's counters, read independently, agree frames were diverted.
+	altAfter, err := m.switches[sw0.Name].of.flowPackets(controller.KindAlternative.Cookie(), ofAny, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows, err := ovs.DumpFlows(context.Background(), sw0.Mgmt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumped uint64
+	for _, f := range flows {
+		if f.Cookie == controller.KindAlternative.Cookie() {
+			dumped += f.Packets
+		}
+	}
+	// Revalidators may credit more between the two reads, never less.
+	if altAfter <= altBefore || dumped < altAfter {
+		t.Fatalf("alternative rules: %d packets before, %d after over flow stats, %d by ovs-ofctl", altBefore, altAfter, dumped)
+	}
+	onset, stats := m.ProbeResolution()
+	t.Logf("%s port %d: %d pause flips, reaction %v; %d resumes, recovery %v; undiverted %d unrecovered %d unmeasured %d; %d alt frames; resolution onset %v, stats %v",
+		sw0.Name, def.Cond, c.PauseEvents, pause, c.ResumeEvents, resume, c.Undiverted, c.Unrecovered, c.Unmeasured, altAfter-altBefore, onset, stats)
+}
+
+// stream sends full-size frames from a host namespace's interface, one
+// every gap, for d.
+func stream(ns, ifname string, dst, src net.HardwareAddr, gap, d time.Duration) error {
+	return kernel.InNamespace(ns, func() error {
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
+		copy(sa.Addr[:], dst)
+		f := make([]byte, 1514)
+		copy(f, dst)
+		copy(f[6:], src)
+		binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
+		start := time.Now()
+		for i := 0; time.Since(start) < d; i++ {
+			if err := unix.Sendto(fd, f, 0, sa); err != nil {
+				return fmt.Errorf("send: %w", err)
+			}
+			time.Sleep(time.Until(start.Add(time.Duration(i+1) * gap)))
+		}
+		return nil
+	})
+}
