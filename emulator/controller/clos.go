@@ -97,7 +97,7 @@ func (c *Controller) closRules(s *topology.Switch, t *Table) error {
 		}
 		return rs
 	}
-	rules, err := c.routingRules(es, def, PrioRouting, scale, c.opts.Compact, upRules)
+	rules, err := c.routingRules(es, def, PrioRouting, scale, c.opts.Compact, false, upRules)
 	if err != nil {
 		return err
 	}

@@ -220,14 +220,25 @@ func (c *Controller) broadcastRules(s *topology.Switch) []Rule {
 			}
 		}
 		rules = append(rules, Rule{Kind: KindBroadcast, Priority: PrioBroadcast,
-			Match: Match{InPort: int(in), Dst: Broadcast, DstMask: Broadcast}, Out: out})
+			Match: Match{InPort: int(in), Dst: GroupAddressBit, DstMask: GroupAddressBit}, Out: out})
 	}
 	return rules
 }
 
 // routingRules turns destination entries into rules, compacting them when
 // asked. def is the action for every address the entries do not cover.
-func (c *Controller) routingRules(es []entry, def int32, base, scale int, compact bool, upRule func(pre addressing.Prefix) []Rule) ([]Rule, error) {
+//
+// shortFirst gives shorter prefixes the higher priority, which only
+// uncompacted tables allow (their prefixes are disjoint, so the order does
+// not change what matches). It matters to Open vSwitch: a lookup stops at
+// the first matching priority, and the datapath flow it installs keeps
+// only the destination bits the rules it examined looked at. Longest
+// first, every frame is tried against the exact host rules and every
+// datapath flow pins a whole destination MAC: one flow per destination
+// host per ingress port, an upcall for each, and at a thousand hosts more
+// flows than the datapath holds. Shortest first, a frame for another group
+// stops at its group prefix and shares one datapath flow with its group.
+func (c *Controller) routingRules(es []entry, def int32, base, scale int, compact, shortFirst bool, upRule func(pre addressing.Prefix) []Rule) ([]Rule, error) {
 	if compact {
 		// Compaction works on dense action IDs; Drop stays Drop.
 		ids := map[int32]int32{}
@@ -273,7 +284,11 @@ func (c *Controller) routingRules(es []entry, def int32, base, scale int, compac
 			continue
 		}
 		v, m := e.pre.Match()
-		r := Rule{Kind: KindRouting, Priority: uint16(base + scale*e.pre.Len), Match: Match{Dst: v, DstMask: m}}
+		prio := base + scale*e.pre.Len
+		if shortFirst && !compact {
+			prio = base + scale*(addressing.AddressBits-e.pre.Len)
+		}
+		r := Rule{Kind: KindRouting, Priority: uint16(prio), Match: Match{Dst: v, DstMask: m}}
 		if e.out != compaction.Drop {
 			r.Out = []int32{e.out}
 		}

@@ -113,7 +113,7 @@ func (c *Controller) conditionalDirect(s *topology.Switch, t *Table, own, remote
 		own = hosts
 		t.Rules = append(t.Rules, c.indexRules(s)...)
 	}
-	rules, err := c.routingRules(own, compaction.Drop, PrioOwnBand, 1, false, nil)
+	rules, err := c.routingRules(own, compaction.Drop, PrioOwnBand, 1, false, false, nil)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (c *Controller) conditionalDirect(s *topology.Switch, t *Table, own, remote
 	// The conditional band stays uncompacted: compaction is only correct
 	// under longest-prefix match, and disabling a longer rule would expose
 	// a merged shorter one that routes its addresses elsewhere.
-	rules, err = c.routingRules(remote, compaction.Drop, PrioRouting, 2, false, nil)
+	rules, err = c.routingRules(remote, compaction.Drop, PrioRouting, 2, false, false, nil)
 	if err != nil {
 		return err
 	}

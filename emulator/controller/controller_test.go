@@ -169,7 +169,7 @@ func TestOpenFlowText(t *testing.T) {
 	txt := tab.OpenFlow()
 	for _, want := range []string{
 		"cookie=0x4,priority=40000,in_port=1,dl_type=0x88b5,actions=set_field:02:00:00:01:00:01->eth_src,IN_PORT",
-		"dl_dst=ff:ff:ff:ff:ff:ff",
+		"dl_dst=01:00:00:00:00:00/01:00:00:00:00:00",
 		"cookie=0x6,priority=0,actions=drop",
 	} {
 		if !contains(txt, want) {

@@ -54,7 +54,7 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 		return c.conditionalDirect(s, t, own, remote)
 	}
 	if c.opts.Mode == Minimal {
-		rules, err := c.routingRules(append(own, remote...), compaction.Drop, PrioRouting, 2, c.opts.Compact, nil)
+		rules, err := c.routingRules(append(own, remote...), compaction.Drop, PrioRouting, 2, c.opts.Compact, true, nil)
 		t.Rules = append(t.Rules, rules...)
 		return err
 	}
@@ -62,13 +62,13 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 	// per-injection-port detours; the remote routes below them carry transit
 	// traffic. The own band stays uncompacted: a merged prefix there could
 	// reach beyond the group and capture traffic the detour should take.
-	rules, err := c.routingRules(own, compaction.Drop, PrioOwnBand, 1, false, nil)
+	rules, err := c.routingRules(own, compaction.Drop, PrioOwnBand, 1, false, false, nil)
 	if err != nil {
 		return err
 	}
 	t.Rules = append(t.Rules, rules...)
 	t.Rules = append(t.Rules, c.valiantRules(s)...)
-	rules, err = c.routingRules(remote, compaction.Drop, PrioRouting, 2, c.opts.Compact, nil)
+	rules, err = c.routingRules(remote, compaction.Drop, PrioRouting, 2, c.opts.Compact, true, nil)
 	t.Rules = append(t.Rules, rules...)
 	return err
 }

@@ -52,6 +52,13 @@ const (
 // Broadcast is the all-ones destination.
 const Broadcast addressing.MAC = 0xffffffffffff
 
+// GroupAddressBit is the I/G bit of a destination MAC: set for broadcast
+// and multicast, clear for every pseudo-MAC and original MAC. Broadcast
+// rules match this one bit rather than ff:ff:ff:ff:ff:ff: Open vSwitch then
+// needs only that bit of a unicast frame's destination to rule them out,
+// instead of pinning the whole address in the datapath flow.
+const GroupAddressBit addressing.MAC = 0x010000000000
+
 // Rule priorities. Routing priorities grow with prefix length, which makes
 // the ternary table behave as longest-prefix match.
 const (

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -182,25 +183,35 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	// The rate adapts (AIMD) to what arrives: every window it compares
 	// the probes heard with those sent one window earlier, so a datapath
 	// that falls behind slows the probing down instead of losing it.
-	rate := 50_000.0 // probes per second
-	const window = 200 * time.Millisecond
+	rate := 40_000.0 // probes per second
+	if v, err := strconv.ParseFloat(os.Getenv("ETHFAB_PING_RATE"), 64); err == nil && v > 0 {
+		rate = v
+	}
+	fixed := os.Getenv("ETHFAB_PING_FIXED") != ""
+	const window = 250 * time.Millisecond
 	var sent int
-	lastCheck, sentPrev, sentPrev2, heardPrev := time.Now(), 0, 0, 0
+	lastCheck := time.Now()
+	var sentHist [3]int // sent at the last three checks, newest first
+	heardPrev := 0
 	adapt := func() {
-		if time.Since(lastCheck) < window {
+		if fixed || time.Since(lastCheck) < window {
 			return
 		}
 		mu.Lock()
 		h := heard
 		mu.Unlock()
-		if expect := sentPrev - sentPrev2; expect > 0 {
-			if float64(h-heardPrev) < 0.9*float64(expect) {
-				rate = max(rate/2, 2000)
+		// Probes take up to a window or two through a busy datapath:
+		// compare what arrived in this window with what was sent two
+		// windows before.
+		if expect := sentHist[1] - sentHist[2]; expect > 0 {
+			if float64(h-heardPrev) < 0.8*float64(expect) {
+				rate = max(rate*0.7, 2000)
 			} else {
-				rate = min(rate*1.25, 400_000)
+				rate = min(rate*1.2, 400_000)
 			}
 		}
-		lastCheck, sentPrev2, sentPrev, heardPrev = time.Now(), sentPrev, sent, h
+		lastCheck, heardPrev = time.Now(), h
+		sentHist = [3]int{sent, sentHist[0], sentHist[1]}
 	}
 	send := func(ps [][2]int) {
 		byRot := make([][][2]int, n)
