@@ -206,7 +206,9 @@ func TestBacklogPausesAndResumes(t *testing.T) {
 	}
 	sw := lab.Switches[0].Name
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) && m.Counters().ResumeEvents == 0 {
+	// The queue may refill after the first resume while the burst lasts:
+	// wait until it has drained for good.
+	for time.Now().Before(deadline) && (m.Counters().ResumeEvents == 0 || m.Mask(sw) != 0) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
