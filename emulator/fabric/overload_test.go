@@ -3,6 +3,10 @@ package fabric
 import (
 	"context"
 	"math/rand/v2"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +40,7 @@ func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
 	needRoot(t)
 	const name = "eft-hot"
 	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 3, a: 2, h: 1}\n"+
-		"links: {host: {rate: 50mbit}, local: {rate: 50mbit}, global: {rate: 50mbit}}\n"))
+		"links: {host: {rate: 20mbit}, local: {rate: 20mbit}, global: {rate: 20mbit}}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +53,13 @@ func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
 	for i, h := range l.Hosts {
 		hosts[i] = traffic.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface}
 	}
-	res, err := traffic.Run(context.Background(), hosts, traffic.Config{Pattern: hotspot{len(hosts)}, Load: 0.4,
-		RateBps: 50e6, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second, Drain: 500 * time.Millisecond, Seed: 1})
+	res, err := traffic.Run(context.Background(), hosts, traffic.Config{Pattern: hotspot{len(hosts)}, Load: 0.6,
+		RateBps: 20e6, Warmup: 300 * time.Millisecond, Duration: 2 * time.Second, Drain: 500 * time.Millisecond, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Host 0 receives 3 x 0.4 of its rate: its switch port drops. Host 5
-	// receives 0.4 from host 4 alone and must get all of it.
+	// Host 0 receives 3 x 0.6 of its rate: its switch port drops. Host 5
+	// receives 0.6 from host 4 alone and must get all of it.
 	h0, h5 := res.Hosts[0].Stats, res.Hosts[5].Stats
 	t.Logf("hotspot host 0 accepted %.3f; bystander host 5 accepted %.3f (host 4 sent %d, lost %d)",
 		h0.AcceptedLoad, h5.AcceptedLoad, res.Hosts[4].Stats.Sent, res.Hosts[4].Stats.Lost)
@@ -64,5 +68,25 @@ func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
 	}
 	if lost := res.Hosts[4].Stats.Lost; lost > 0 {
 		t.Errorf("bystander flow lost %d of %d frames to another port's full queue", lost, res.Hosts[4].Stats.Sent)
+	}
+	// The mechanism itself: vswitchd's transmit socket got the raised send
+	// buffer (a 100 Mbit/s tbf queue alone holds more than the default).
+	out, err := exec.Command("ip", "netns", "exec", l.OVS.Instances[0].NetNS, "ss", "-0", "-m", "-p").Output()
+	if err != nil {
+		t.Fatalf("ss: %v", err)
+	}
+	found := false
+	lines := strings.Split(string(out), "\n")
+	for i, line := range lines {
+		if strings.Contains(line, "ovs-vswitchd") && i+1 < len(lines) {
+			if m := regexp.MustCompile(`tb(\d+)`).FindStringSubmatch(lines[i+1]); m != nil {
+				if tb, _ := strconv.Atoi(m[1]); tb >= wmemWanted {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no ovs-vswitchd packet socket with a send buffer of %d bytes or more:\n%s", wmemWanted, out)
 	}
 }
