@@ -13,12 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -252,27 +251,29 @@ func TestBacklogPausesAndResumes(t *testing.T) {
 
 // burst writes n full-size frames from a host namespace's interface.
 func burst(ns, ifname string, dst, src net.HardwareAddr, n int) error {
-	return kernel.InNamespace(ns, func() error {
-		ifi, err := net.InterfaceByName(ifname)
-		if err != nil {
-			return err
+	return sendFrames(ns, ifname, dst, src, n, 0)
+}
+
+// sendFrames writes n full-size probe frames from dst to src on a host's
+// interface, gap apart (0: back to back).
+func sendFrames(ns, ifname string, dst, src net.HardwareAddr, n int, gap time.Duration) error {
+	s, err := ether.Open(ns, ifname, 0, controller.EtherTypeProbe)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	f := make([]byte, 1514)
+	copy(f, dst)
+	copy(f[6:], src)
+	binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if err := s.Send(f); err != nil {
+			return fmt.Errorf("send: %w", err)
 		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
+		if gap > 0 {
+			time.Sleep(time.Until(start.Add(time.Duration(i+1) * gap)))
 		}
-		defer unix.Close(fd)
-		sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
-		copy(sa.Addr[:], dst)
-		f := make([]byte, 1514)
-		copy(f, dst)
-		copy(f[6:], src)
-		binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
-		for i := 0; i < n; i++ {
-			if err := unix.Sendto(fd, f, 0, sa); err != nil {
-				return fmt.Errorf("send: %w", err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }

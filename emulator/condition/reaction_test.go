@@ -2,13 +2,9 @@ package condition
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
 	"net"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
@@ -115,29 +111,5 @@ func TestReactionTimeMeasured(t *testing.T) {
 // stream sends full-size frames from a host namespace's interface, one
 // every gap, for d.
 func stream(ns, ifname string, dst, src net.HardwareAddr, gap, d time.Duration) error {
-	return kernel.InNamespace(ns, func() error {
-		ifi, err := net.InterfaceByName(ifname)
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		sa := &unix.SockaddrLinklayer{Ifindex: ifi.Index, Halen: 6}
-		copy(sa.Addr[:], dst)
-		f := make([]byte, 1514)
-		copy(f, dst)
-		copy(f[6:], src)
-		binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
-		start := time.Now()
-		for i := 0; time.Since(start) < d; i++ {
-			if err := unix.Sendto(fd, f, 0, sa); err != nil {
-				return fmt.Errorf("send: %w", err)
-			}
-			time.Sleep(time.Until(start.Add(time.Duration(i+1) * gap)))
-		}
-		return nil
-	})
+	return sendFrames(ns, ifname, dst, src, int(d/gap), gap)
 }

@@ -13,10 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/hostagent/ether"
 )
 
 // EtherTypePing is what `ethfab ping` sends: IEEE local experimental 2,
@@ -37,36 +35,6 @@ type PingReport struct {
 	Seconds     float64       `json:"seconds"`
 }
 
-type pingSock struct {
-	fd, ifindex int
-	mac         net.HardwareAddr
-}
-
-func openPingSock(ns string) (pingSock, error) {
-	var s pingSock
-	err := kernel.InNamespace(ns, func() error {
-		ifi, err := net.InterfaceByName(HostIface)
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(EtherTypePing)))
-		if err != nil {
-			return err
-		}
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(EtherTypePing), Ifindex: ifi.Index}); err != nil {
-			unix.Close(fd)
-			return err
-		}
-		tv := unix.NsecToTimeval(int64(100 * time.Millisecond))
-		unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
-		s = pingSock{fd, ifi.Index, ifi.HardwareAddr}
-		return nil
-	})
-	return s, err
-}
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
-
 // Ping sends one raw Ethernet frame from every source host to every
 // destination host (all pairs, or `sample` random pairs) through the
 // fabric, from the hosts' own interfaces, addressed to the MAC each
@@ -77,27 +45,31 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, error) {
 	start := time.Now()
 	n := len(l.Hosts)
-	socks := make([]pingSock, n)
+	socks := make([]*ether.Socket, n)
+	macs := make([]net.HardwareAddr, n)
 	err := parallel(n, func(i int) error {
-		s, err := openPingSock(l.Hosts[i].NetNS)
+		s, err := ether.Open(l.Hosts[i].NetNS, HostIface, 0, EtherTypePing)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.Hosts[i].Name, err)
 		}
 		socks[i] = s
-		return nil
+		m, err := s.MAC()
+		macs[i] = m[:]
+		return err
 	})
 	// Closing a packet socket waits for an RCU grace period (~10 ms):
 	// closing a thousand one by one would take longer than the probing.
-	defer func() {
+	closeAll := func() {
 		var wg sync.WaitGroup
 		for _, s := range socks {
-			if s.fd > 0 {
+			if s != nil {
 				wg.Add(1)
-				go func(fd int) { defer wg.Done(); unix.Close(fd) }(s.fd)
+				go func(s *ether.Socket) { defer wg.Done(); s.Close() }(s)
 			}
 		}
 		wg.Wait()
-	}()
+	}
+	defer closeAll()
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +78,7 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	// access switch translates their pseudo-MACs.
 	dstMAC := make([]net.HardwareAddr, n)
 	for i := range dstMAC {
-		dstMAC[i] = socks[i].mac
+		dstMAC[i] = macs[i]
 		if l.Assign == string(scenario.AssignRewrite) {
 			m, err := net.ParseMAC(l.Hosts[i].PseudoMAC)
 			if err != nil {
@@ -140,7 +112,6 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	}
 	var mu sync.Mutex
 	heard := 0 // distinct pairs received
-	stop := make(chan struct{})
 	var rwg sync.WaitGroup
 	for d := 0; d < n; d++ {
 		rwg.Add(1)
@@ -148,18 +119,19 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 			defer rwg.Done()
 			buf := make([]byte, 128)
 			for {
-				select {
-				case <-stop:
-					return
-				default:
+				k, err := socks[d].Recv(buf)
+				if err != nil {
+					if socks[d].Closed() {
+						return
+					}
+					continue
 				}
-				k, _, err := unix.Recvfrom(socks[d].fd, buf, 0)
-				if err != nil || k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != EtherTypePing {
+				if k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != EtherTypePing {
 					continue
 				}
 				// A packet socket also sees frames for other MACs; a
 				// host's NIC would not take them.
-				if !bytes.Equal(buf[:6], socks[d].mac) {
+				if !bytes.Equal(buf[:6], macs[d]) {
 					continue
 				}
 				src := int(binary.BigEndian.Uint32(buf[14:]))
@@ -243,12 +215,10 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 					for _, p := range part {
 						s, d := p[0], p[1]
 						copy(frame[0:], dstMAC[d])
-						copy(frame[6:], socks[s].mac)
+						copy(frame[6:], macs[s])
 						binary.BigEndian.PutUint32(frame[14:], uint32(s))
 						binary.BigEndian.PutUint32(frame[18:], uint32(d))
-						addr := &unix.SockaddrLinklayer{Ifindex: socks[s].ifindex, Halen: 6}
-						copy(addr.Addr[:], dstMAC[d])
-						unix.Sendto(socks[s].fd, frame, 0, addr)
+						socks[s].Send(frame) // a lost probe is found missing and sent again
 					}
 				}(w, step[w*chunk:min((w+1)*chunk, len(step))])
 			}
@@ -305,7 +275,7 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		}
 		rate = max(rate/4, 2000)
 	}
-	close(stop)
+	closeAll()
 	rwg.Wait()
 	r := &PingReport{Pairs: len(pairs)}
 	for _, p := range missing() {
