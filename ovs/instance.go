@@ -50,7 +50,19 @@ type Config struct {
 	// ovs-vswitchd starts (e.g. "n-handler-threads": "1"). Nil means
 	// DefaultOtherConfig.
 	OtherConfig map[string]string `json:",omitempty"`
+	// Nice, if not zero, is ovs-vswitchd's nice value; its threads
+	// inherit it. The switches are the fabric under test, sharing the
+	// machine with the hosts' traffic: a negative value lets them forward
+	// frames and apply FlowMods ahead of it, as dedicated switch silicon
+	// would (see DefaultNice).
+	Nice int `json:",omitempty"`
 }
+
+// DefaultNice is the nice value ethfab gives its switches. On the 2-core
+// test machine, under adversarial traffic with conditional routing at
+// ~2,000 FlowMods/s, it cut the FlowMod-to-barrier time from 3.2 to
+// 1.2 ms and the median frame latency from 14.5 to 7 ms.
+const DefaultNice = -15
 
 // DefaultOtherConfig holds the Open_vSwitch.other_config used when
 // Config.OtherConfig is nil. Fewer upcall threads suit a small machine and
@@ -252,6 +264,9 @@ func Start(ctx context.Context, cfg Config) (_ *Instance, err error) {
 		// ip netns exec also mounts a /sys for the namespace, which
 		// netdev-linux reads.
 		args = append([]string{"ip", "netns", "exec", cfg.NetNS}, args...)
+	}
+	if cfg.Nice != 0 {
+		args = append([]string{"nice", "-n", strconv.Itoa(cfg.Nice)}, args...)
 	}
 	if err := run(ctx, cfg.env(), args[0], args[1:]...); err != nil {
 		return nil, err

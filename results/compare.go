@@ -21,6 +21,15 @@ type Comparison struct {
 // by run name, and when those clash too, by directory. A run with several
 // traffic phases gives one series per phase ("valiant adv").
 func Compare(dirs []string, out string) (*Comparison, error) {
+	return CompareNamed(dirs, nil, out)
+}
+
+// CompareNamed is Compare with the runs' names given (e.g. the cases of
+// one scenario), one per directory; nil names them as Compare does.
+func CompareNamed(dirs, names []string, out string) (*Comparison, error) {
+	if names != nil && len(names) != len(dirs) {
+		return nil, fmt.Errorf("compare: %d names for %d runs", len(names), len(dirs))
+	}
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("compare: no run directories")
 	}
@@ -32,7 +41,10 @@ func Compare(dirs []string, out string) (*Comparison, error) {
 		}
 		runs[i] = m
 	}
-	labels := runLabels(dirs, runs)
+	labels := names
+	if labels == nil {
+		labels = runLabels(dirs, runs)
+	}
 	var ss []loadSeries
 	for i, m := range runs {
 		names := phaseNames(m.Phases)

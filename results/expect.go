@@ -111,3 +111,68 @@ func (m *Metrics) Failed() []ExpectationResult {
 	}
 	return out
 }
+
+// VersusResult is one expectation of one case against another at one
+// load.
+type VersusResult struct {
+	Case  string `json:"case"`
+	Other string `json:"versus"`
+	ExpectationResult
+}
+
+// EvaluateVersus checks v, a versus of case self, at every load of its
+// phase that both runs measured (or v.Loads): the left-hand metric is
+// self's point, the right-hand one other's at the same load. A load one
+// of them lacks fails, noted.
+func EvaluateVersus(self string, v scenario.Versus, mine, theirs []Point) []VersusResult {
+	find := func(ps []Point, load float64) *Point {
+		for i := range ps {
+			if ps[i].Name == v.Phase && ps[i].Load == load {
+				return &ps[i]
+			}
+		}
+		return nil
+	}
+	loads := v.Loads
+	if len(loads) == 0 {
+		for _, p := range mine {
+			if p.Name == v.Phase {
+				loads = append(loads, p.Load)
+			}
+		}
+	}
+	var out []VersusResult
+	for _, e := range v.Expect {
+		for _, l := range loads {
+			r := VersusResult{Case: self, Other: v.Case, ExpectationResult: ExpectationResult{Phase: v.Phase, Expect: e.String(), Load: l}}
+			a, b := find(mine, l), find(theirs, l)
+			if a == nil || b == nil {
+				r.Note = fmt.Sprintf("load %g of phase %s not measured in both cases", l, v.Phase)
+				out = append(out, r)
+				continue
+			}
+			lhs, ok := MetricValue(a, e.Metric)
+			of := 1.0
+			if e.Of != "" {
+				var ok2 bool
+				of, ok2 = MetricValue(b, e.Of)
+				ok = ok && ok2
+			}
+			scale := 1.0
+			if e.Metric.IsLatency() {
+				scale = 1e6
+			}
+			r.Value, r.Bound = lhs*scale, e.Value*of*scale
+			switch {
+			case !ok:
+				r.Note = "not measured (no frames received)"
+			case math.IsNaN(lhs) || math.IsNaN(of):
+				r.Note = "not a number"
+			default:
+				r.Pass = e.Holds(lhs, of)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -141,18 +141,24 @@ type BacklogSeries struct {
 
 // Conditions counts the pause emulation of conditional routing (seed 000
 // §V-B): a port pauses while its egress queue is above XOFF and resumes
-// below XON; each change of a port with conditional rules is one FlowMod
-// by the switch itself.
+// below XON, and (pause: upstream) pauses the links feeding it at their
+// far end; each change of a port with conditional rules is one FlowMod by
+// the switch itself.
 type Conditions struct {
 	PauseEvents  uint64 `json:"pause_events"`
 	ResumeEvents uint64 `json:"resume_events"`
-	Flips        uint64 `json:"flips"`
-	FlowMods     uint64 `json:"flow_mods"`
+	// UpstreamPauses: pause events a port received from the downstream
+	// switch it feeds (included in PauseEvents).
+	UpstreamPauses uint64 `json:"upstream_pauses"`
+	Flips          uint64 `json:"flips"`
+	FlowMods       uint64 `json:"flow_mods"`
 
-	// ReactionMS: from the queue poll that saw a port above XOFF to the
-	// first frame the switch counted on its alternative rules, per pause
-	// flip. RecoveryMS: from the poll that saw it below XON to the first
-	// frame counted on the port's default rules again.
+	// ReactionMS: from the queue poll that saw a port above XOFF (its
+	// own, or the downstream one that paused it) to the first frame of a
+	// source the flip concerns leaving the switch on another port, per
+	// pause flip, timed by the kernel at the port. RecoveryMS: from the
+	// poll that saw it below XON to the first such frame leaving on the
+	// port again.
 	ReactionMS Distribution `json:"reaction_ms"`
 	RecoveryMS Distribution `json:"recovery_ms"`
 	// FlipMS is the reacted pause flips' share spent before the switch
@@ -160,18 +166,16 @@ type Conditions struct {
 	// switch applying it and the datapath moving).
 	FlipMS Distribution `json:"flip_ms"`
 	// Undiverted pause flips saw no frame take the alternative within
-	// ReactLimitMS (or before the port resumed): nothing needed the port.
-	// Unrecovered is the same for resume flips. Unmeasured flips could
-	// not be told apart (another port of the switch already paused, a
-	// later flip first, the point ended).
+	// ReactLimitMS (or before the port flipped again): nothing needed the
+	// port. Unrecovered is the same for resume flips. Unmeasured flips
+	// were still waiting when the point ended.
 	Undiverted  uint64 `json:"undiverted"`
 	Unrecovered uint64 `json:"unrecovered"`
 	Unmeasured  uint64 `json:"unmeasured"`
 	// Resolution: the onset lies up to OnsetResolutionMS (the mean queue
-	// poll cycle) after the true crossing; the first frame is seen up to
-	// StatsPollMS plus a flow-stats round trip after the switch counted it.
+	// poll cycle) after the true crossing; the frame's time is the
+	// kernel's as the port transmitted it.
 	OnsetResolutionMS float64 `json:"onset_resolution_ms"`
-	StatsPollMS       float64 `json:"stats_poll_ms"`
 	ReactLimitMS      float64 `json:"react_limit_ms,omitempty"`
 }
 

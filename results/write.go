@@ -35,6 +35,9 @@ type Artifacts struct {
 // PhaseCSV names the CSV file of a phase.
 func PhaseCSV(phase string) string { return "phase-" + safeName(phase) + ".csv" }
 
+// ConditionsCSV names the per-flip CSV of a conditional phase.
+func ConditionsCSV(phase string) string { return "conditions-" + safeName(phase) + ".csv" }
+
 // safeName keeps a phase name usable as part of a file name.
 func safeName(s string) string {
 	var b strings.Builder

@@ -18,6 +18,9 @@ func main() {
 		Name:    "ethfab",
 		Usage:   "emulate commodity-Ethernet HPC fabrics (Dragonfly, Flattened Butterfly, folded-Clos) on Open vSwitch",
 		Version: version,
+		// --set values are YAML: "loads=[0.1, 0.2]" must reach the
+		// scenario whole, not split at its commas.
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			planCommand(),
 			doctorCommand(),

@@ -2,7 +2,6 @@ package condition
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/ovs"
 )
@@ -262,12 +262,18 @@ func sendFrames(ns, ifname string, dst, src net.HardwareAddr, n int, gap time.Du
 		return err
 	}
 	defer s.Close()
+	// Traffic frames (EFTR), as the engine sends them: the reaction taps
+	// read their send time.
 	f := make([]byte, 1514)
-	copy(f, dst)
-	copy(f[6:], src)
-	binary.BigEndian.PutUint16(f[12:], controller.EtherTypeProbe)
+	h := traffic.Header{Seq: 0}
+	copy(h.Dst[:], dst)
+	copy(h.Src[:], src)
 	start := time.Now()
 	for i := 0; i < n; i++ {
+		h.Seq, h.SendNs = uint64(i), uint64(monoNow())
+		if err := traffic.Encode(f, &h); err != nil {
+			return err
+		}
 		if err := s.Send(f); err != nil {
 			return fmt.Errorf("send: %w", err)
 		}

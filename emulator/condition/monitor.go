@@ -5,6 +5,19 @@
 // condition bitmask with one OpenFlow FlowMod — no controller round trip.
 // The bitmask is what the controller's conditional rules test (see
 // controller/conditional.go).
+//
+// PAUSE goes upstream. In lossless Ethernet a congested egress port is not
+// what gets paused: its switch runs out of buffer for the links bringing
+// the frames and pauses those (seed 004 Fig. 1: the global link out of
+// S_out never pauses, the local links into S_out do). The emulated links
+// are lossy tbf queues that never fill upstream, so each switch sends the
+// PAUSE itself: while a port is above XOFF, every link that can feed it
+// (controller.PauseFeeders) is paused at its far end too, which disables
+// the conditional rules of the upstream switch. The paused link keeps
+// transmitting (frames already on their way are dropped at the congested
+// queue rather than held), so the pause goes one hop, and hosts are never
+// paused. Options.PortOnly turns this off: a port pauses on its own queue
+// only.
 package condition
 
 import (
@@ -14,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/kernel"
@@ -34,13 +48,16 @@ type Options struct {
 	Interval  time.Duration      // queue polling period (0: 1 ms)
 	LogSize   int                // events and reactions kept, oldest dropped first (0: 65536)
 
-	// Reaction probing (see reaction.go): after each flip the switch's
-	// rule counters are read every StatsPoll (0: 500 µs) until a frame
-	// takes the new path or ReactLimit (0: 200 ms) passes. NoReaction
-	// turns it off.
-	StatsPoll  time.Duration
+	// Reaction measurement (see reaction.go): after each flip the
+	// switch's taps wait for a frame on the new path until ReactLimit (0:
+	// 200 ms) after the onset. NoReaction opens no taps and measures
+	// nothing.
 	ReactLimit time.Duration
 	NoReaction bool
+
+	// PortOnly: a port pauses on its own egress queue only; no PAUSE goes
+	// to the links that feed it.
+	PortOnly bool
 }
 
 // Event is one pause or resume of a port, or a manual condition change.
@@ -54,17 +71,23 @@ type Event struct {
 	// Flip says the port has a condition bit: the switch sent a FlowMod.
 	Flip   bool `json:"flip"`
 	Manual bool `json:"manual,omitempty"`
+	// From names the downstream port whose PAUSE (or its end) this is;
+	// empty when the port's own queue crossed XOFF or XON.
+	From string `json:"from,omitempty"`
 }
 
 // Counters summarize a Monitor's work.
 type Counters struct {
-	PauseEvents  uint64        `json:"pause_events"`
-	ResumeEvents uint64        `json:"resume_events"`
-	FlowMods     uint64        `json:"flow_mods"`
-	FlowModErrs  uint64        `json:"flow_mod_errors"`
-	Polls        uint64        `json:"polls"`
-	PollTime     time.Duration `json:"poll_time_ns"` // total, every namespace
-	Dropped      uint64        `json:"events_dropped"`
+	PauseEvents  uint64 `json:"pause_events"`
+	ResumeEvents uint64 `json:"resume_events"`
+	// Upstream: pause events a port received from the switch it feeds
+	// (also in PauseEvents).
+	Upstream    uint64        `json:"upstream_pauses"`
+	FlowMods    uint64        `json:"flow_mods"`
+	FlowModErrs uint64        `json:"flow_mod_errors"`
+	Polls       uint64        `json:"polls"`
+	PollTime    time.Duration `json:"poll_time_ns"` // total, every namespace
+	Dropped     uint64        `json:"events_dropped"`
 	// Cycles and CycleTime: Run's polls of every namespace and the time
 	// from the start of one to the start of the next, summed — the real
 	// onset resolution, which a slow dump stretches beyond Interval.
@@ -76,6 +99,7 @@ type Counters struct {
 	Recovered   uint64 `json:"recovered"`   // resume flips with a frame back on the default
 	Unrecovered uint64 `json:"unrecovered"` // resume flips without one within ReactLimit
 	Unmeasured  uint64 `json:"unmeasured"`  // flips whose reaction could not be told (see Reaction.Why)
+	TapErrs     uint64 `json:"tap_errors"`  // taps that could not be switched on or off
 }
 
 type port struct {
@@ -83,18 +107,30 @@ type port struct {
 	num     int
 	bit     int // -1: no condition names this port
 	ifindex int
-	paused  bool
-	flips   atomic.Uint64 // pause/resume changes, for probers
+	// own: the port's queue is above XOFF (until XON); held: how many
+	// congested downstream ports are pausing it; paused: either.
+	own    bool
+	held   int
+	paused bool
+	feeds  []*port       // the upstream ends this port's congestion pauses
+	flips  atomic.Uint64 // pause/resume changes, for probers
 }
+
+func (p *port) String() string { return fmt.Sprintf("%s:%d", p.sw.name, p.num) }
 
 type sw struct {
 	name  string
 	of    *ofConn
 	mask  uint64
 	ports map[int]*port
-	// gen counts mask changes; probers read it to see their flip is
-	// still the switch's latest.
-	gen atomic.Uint64
+	// For the reaction measurement: the switch's table, the ingress port
+	// of every source whose frames its conditions decide, its taps and
+	// the flips being measured.
+	table   *controller.Table
+	ingress map[[6]byte]int
+	taps    []*tap
+	pmu     sync.Mutex
+	probes  []*probe
 }
 
 type nsPoll struct {
@@ -120,9 +156,9 @@ type Monitor struct {
 	rhead  int
 	rtotal uint64 // reactions ever recorded
 
-	pctx   context.Context // probers' lifetime: Run's
-	probes sync.WaitGroup
-	active atomic.Int32 // probers running
+	pctx    context.Context // probers' lifetime: Run's
+	probes  sync.WaitGroup
+	readers sync.WaitGroup // tap readers
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -158,9 +194,6 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	byName := map[string]*topology.Switch{}
 	for i := range top.Switches {
 		byName[top.Switches[i].Name] = &top.Switches[i]
-	}
-	if o.StatsPoll <= 0 {
-		o.StatsPoll = 500 * time.Microsecond
 	}
 	if o.ReactLimit <= 0 {
 		o.ReactLimit = 200 * time.Millisecond
@@ -222,10 +255,111 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			p := st.ports[e.Port]
 			p.ifindex = idx
 			np.ports[idx] = p
+			if !o.NoReaction {
+				t, err := openTap(e.NetNS, e.Iface, p)
+				if err != nil {
+					return nil, fmt.Errorf("switch %s port %d: %w", e.Node, e.Port, err)
+				}
+				st.taps = append(st.taps, t)
+			}
+		}
+	}
+	if err := m.wire(lab, top, !o.PortOnly); err != nil {
+		return nil, err
+	}
+	for _, st := range m.switches {
+		for _, t := range st.taps {
+			m.readers.Add(1)
+			go m.listen(t)
 		}
 	}
 	ok = true
 	return m, nil
+}
+
+// wire recompiles the lab's tables (conditional mode never rewrites
+// addresses, so hosts carry their pseudo-MACs) for the reaction taps and,
+// with feeders, gives every inter-switch port the upstream ends its
+// congestion pauses.
+func (m *Monitor) wire(lab *fabric.Lab, top *topology.Topology, feeders bool) error {
+	ap, err := addressing.New(top, addressing.Scheme(lab.Addressing), false)
+	if err != nil {
+		return fmt.Errorf("lab addressing: %w", err)
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: controller.Conditional})
+	if err != nil {
+		return err
+	}
+	ts := controller.NewTables(ctl)
+	for i := range top.Switches {
+		st := m.switches[top.Switches[i].Name]
+		if st == nil {
+			continue
+		}
+		if st.table, err = ts.Get(i); err != nil {
+			return err
+		}
+		if top.Spec.Kind != topology.Clos && ap.HasSwitchPrefix(i) {
+			v, msk := ap.SwitchPrefix(i).Match()
+			for _, t := range st.taps {
+				t.srcVal, t.srcMask = uint64(v), uint64(msk)
+			}
+		}
+		st.ingress = map[[6]byte]int{}
+		for h, port := range climbIngress(top, i) {
+			var b [6]byte
+			copy(b[:], ap.HostMAC(h).Bytes())
+			st.ingress[b] = port
+		}
+	}
+	if !feeders {
+		return nil
+	}
+	feed, err := controller.PauseFeeders(ts)
+	if err != nil {
+		return fmt.Errorf("pause feeders: %w", err)
+	}
+	for k, fs := range feed {
+		d := m.switches[top.Switches[k.Switch].Name]
+		if d == nil || d.ports[k.Port] == nil {
+			continue // a switch the lab does not run
+		}
+		for _, f := range fs {
+			u := m.switches[top.Switches[f.Switch].Name]
+			if u == nil || u.ports[f.Port] == nil {
+				continue
+			}
+			d.ports[k.Port].feeds = append(d.ports[k.Port].feeds, u.ports[f.Port])
+		}
+	}
+	return nil
+}
+
+// climbIngress maps each host whose frames switch i's conditions decide to
+// the port they enter on: its own hosts, and on a Clos every host below
+// (frames climb from their source only).
+func climbIngress(top *topology.Topology, i int) map[int]int {
+	out := map[int]int{}
+	var below func(sw int, port int)
+	below = func(sw int, port int) {
+		for _, p := range top.Switches[sw].Ports {
+			switch {
+			case p.Class == topology.ClassHost:
+				out[p.Host] = port
+			case top.Spec.Kind == topology.Clos && !p.Up && top.Switches[p.Peer.Switch].Level < top.Switches[sw].Level:
+				below(p.Peer.Switch, port)
+			}
+		}
+	}
+	for _, p := range top.Switches[i].Ports {
+		switch {
+		case p.Class == topology.ClassHost:
+			out[p.Host] = p.Num
+		case top.Spec.Kind == topology.Clos && !p.Up && top.Switches[p.Peer.Switch].Level < top.Switches[i].Level:
+			below(p.Peer.Switch, p.Num)
+		}
+	}
+	return out
 }
 
 // Run polls the queues every Interval until ctx ends, then waits for the
@@ -294,28 +428,22 @@ func (m *Monitor) Poll() error {
 				occ = q.Backlog
 			}
 			switch {
-			case !p.paused && occ > m.xoff:
-				p.paused = true
-			case p.paused && occ < m.xon:
-				p.paused = false
+			case !p.own && occ > m.xoff:
+				p.own = true
+			case p.own && occ < m.xon:
+				p.own = false
 			default:
 				continue
 			}
-			if p.bit >= 0 {
-				f := changed[p.sw]
-				if f == nil {
-					f = &flip{onset: now, before: p.sw.mask}
-					changed[p.sw] = f
-				}
-				if p.paused {
-					f.paused = append(f.paused, p)
+			m.settle(p, changed, Event{Time: now, Backlog: q.Backlog, QLen: q.QLen})
+			for _, u := range p.feeds {
+				if p.own {
+					u.held++
 				} else {
-					f.resumed = append(f.resumed, p)
+					u.held--
 				}
-				p.sw.mask ^= 1 << p.bit
-				p.flips.Add(1)
+				m.settle(u, changed, Event{Time: now, From: p.String()})
 			}
-			m.record(Event{Time: now, Switch: p.sw.name, Port: p.num, Paused: p.paused, Backlog: q.Backlog, QLen: q.QLen, Flip: p.bit >= 0})
 		}
 	}
 	for s, f := range changed {
@@ -324,20 +452,53 @@ func (m *Monitor) Poll() error {
 	return nil
 }
 
+// settle brings a port's pause state in line with its own queue and the
+// pauses it holds from downstream, and, if that changed it, books the flip
+// of its switch's bitmask (sent once per switch at the end of the poll)
+// and the event e describes.
+func (m *Monitor) settle(p *port, changed map[*sw]*flip, e Event) {
+	want := p.own || p.held > 0
+	if want == p.paused {
+		return
+	}
+	p.paused = want
+	if p.bit >= 0 {
+		f := changed[p.sw]
+		if f == nil {
+			f = &flip{onset: e.Time, before: p.sw.mask, upstream: map[*port]bool{}}
+			changed[p.sw] = f
+		}
+		f.upstream[p] = e.From != ""
+		if p.paused {
+			f.paused = append(f.paused, p)
+		} else {
+			f.resumed = append(f.resumed, p)
+		}
+		p.sw.mask ^= 1 << p.bit
+		p.flips.Add(1)
+	}
+	e.Switch, e.Port, e.Paused, e.Flip = p.sw.name, p.num, p.paused, p.bit >= 0
+	m.record(e)
+}
+
 func (m *Monitor) flowMod(s *sw, sync bool) error {
-	s.gen.Add(1)
 	err := s.of.setMask(s.mask, sync)
+	m.countFlowMod(err)
+	return err
+}
+
+func (m *Monitor) countFlowMod(err error) {
 	m.mu.Lock()
 	m.c.FlowMods++
 	if err != nil {
 		m.c.FlowModErrs++
 	}
 	m.mu.Unlock()
-	return err
 }
 
 // SetPaused pauses or resumes one port by hand, as if its queue had
-// crossed XOFF or XON, and returns once the switch has applied it.
+// crossed XOFF or XON, and returns once the switch has applied it. A
+// manual pause stays on its port: it sends no PAUSE upstream.
 func (m *Monitor) SetPaused(switchName string, portNum int, paused bool) error {
 	s := m.switches[switchName]
 	if s == nil {
@@ -349,7 +510,8 @@ func (m *Monitor) SetPaused(switchName string, portNum int, paused bool) error {
 	}
 	m.smu.Lock()
 	defer m.smu.Unlock()
-	if p.paused == paused {
+	p.own = paused
+	if p.paused == (p.own || p.held > 0) {
 		return nil
 	}
 	p.paused = paused
@@ -400,6 +562,9 @@ func (m *Monitor) record(e Event) {
 	defer m.mu.Unlock()
 	if e.Paused {
 		m.c.PauseEvents++
+		if e.From != "" {
+			m.c.Upstream++
+		}
 	} else {
 		m.c.ResumeEvents++
 	}
@@ -441,4 +606,10 @@ func (m *Monitor) Close() {
 	for _, np := range m.ns {
 		np.r.Close()
 	}
+	for _, s := range m.switches {
+		for _, t := range s.taps {
+			t.close()
+		}
+	}
+	m.readers.Wait()
 }

@@ -201,6 +201,25 @@ func (o *ofConn) setMask(mask uint64, sync bool) error {
 	return o.barrier(5 * time.Second)
 }
 
+// setMaskAcked sends the FlowMod followed by a barrier in one write and
+// returns the channel the barrier reply closes: the switch has applied
+// the change to its flow table (its datapath follows when revalidated).
+func (o *ofConn) setMaskAcked(mask uint64) (<-chan struct{}, error) {
+	xid := o.xid.Add(1)
+	ch := make(chan struct{})
+	o.mu.Lock()
+	o.wait[xid] = ch
+	o.mu.Unlock()
+	msg := append(conditionFlowMod(o.xid.Add(1), mask), header(ofBarrierReq, 8, xid)...)
+	if err := o.write(msg); err != nil {
+		o.mu.Lock()
+		delete(o.wait, xid)
+		o.mu.Unlock()
+		return nil, err
+	}
+	return ch, nil
+}
+
 func (o *ofConn) barrier(timeout time.Duration) error {
 	xid := o.xid.Add(1)
 	ch := make(chan struct{})
@@ -356,4 +375,8 @@ func (o *ofConn) finishStats(xid uint32, add uint64, err error) bool {
 		w.ch <- statsResult{packets: w.sum + add, err: err}
 	}
 	return ok
+}
+
+func xidOf(msg []byte) uint32 {
+	return uint32(msg[4])<<24 | uint32(msg[5])<<16 | uint32(msg[6])<<8 | uint32(msg[7])
 }

@@ -5,38 +5,42 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/traffic"
 )
 
 // Reaction time (issue 6.3): from the poll that first sees a queue above
-// XOFF to the first frame the switch sends on the alternative path, and
-// from the poll that sees it below XON to the first frame back on the
-// default. The observable is the switch's own rule counters, read with
-// OpenFlow flow stats on the connection that sends the flips:
+// XOFF to the first frame that leaves the switch on the alternative path,
+// and from the poll that sees it below XON to the first frame that leaves
+// on the default port again.
 //
-//   - pause: the packet count of the switch's alternative rules (cookie
-//     of KindAlternative). They are per injection port, not per paused
-//     port, so a pause is only measured when no other port of the switch
-//     was paused (otherwise the alternatives were already counting);
-//   - resume: the packet count of the conditional defaults that output to
-//     the resumed port (cookie of KindConditional, out_port filter), which
-//     only frames back on that port can raise.
+// The observable is the wire: a tap (tap.go) on every inter-switch port of
+// the switch, enabled while one of its flips is measured, sees each
+// traffic frame as the port's shaper releases it, with the kernel's
+// timestamp. A frame belongs to a flip of port P when the switch's
+// conditions decide it (its source enters the switch on a port whose
+// frames load the condition bitmask) and its default rule is conditional
+// on P; it reacted when it leaves on another port after P paused, or on P
+// after P resumed.
 //
-// The baseline is read by a stats request written just before the FlowMod
-// on the same connection, so the switch reads it before applying the
-// flip. Then the prober asks every StatsPoll until the count rises.
+// A frame forwarded before the flip must never be taken for a reaction:
+// one diverted in an earlier pause may still sit in the alternative
+// port's queue, and the datapath may have sent one the old way after the
+// FlowMod, until it revalidated that source's flow. So a frame only counts
+// if its host sent it (the EFTR send time) after the FlowMod was written:
+// it cannot have been forwarded before. This makes the figure an upper
+// bound: it includes waiting for the next frame of a source the flip
+// concerns, and frames already on their way at the flip are not credited.
 //
 // Resolution and bias. The onset lies up to one poll cycle after the true
-// crossing (Counters.CycleTime/Cycles); the increase is timed when the
-// reply arrives, up to one StatsPoll plus a round trip after the switch
-// counted it. OVS (userspace datapath) credits a rule with the first frame
-// of a new datapath flow at once but with later hits of an existing
-// datapath flow only when a revalidator dumps it; a flow-table change — the
-// flip itself — starts a revalidation at once, which credits the frames
-// the affected datapath flows carried since the last dump to the rules of
-// their new translation. So "first increase" is when the switch's datapath
-// runs the new path with traffic on it; in the rare case a datapath flow
-// carried frames before the flip and none after, it is credited early.
+// crossing (Counters.CycleTime/Cycles), which biases the delay low by at
+// most that; the frame's time is exact, but includes waiting for the next
+// frame of a source the flip concerns and that frame's time in the new
+// port's queue, which bias it high: at 2 Mbit/s a 1000-byte frame takes
+// 4 ms to send.
 
 // Outcome is how a flip's reaction measurement ended.
 type Outcome string
@@ -52,10 +56,19 @@ type Reaction struct {
 	Switch string `json:"switch"`
 	Port   int    `json:"port"`
 	// Resume: the flip re-enabled the port (back after XON).
-	Resume bool      `json:"resume"`
-	Onset  time.Time `json:"onset"` // the poll that saw the queue cross
-	Sent   time.Time `json:"sent"`  // the FlowMod was written
-	Seen   time.Time `json:"seen"`  // the raised count arrived (Reacted only)
+	Resume bool `json:"resume"`
+	// Upstream: the port was paused (or released) by the switch it
+	// feeds, not by its own queue.
+	Upstream bool      `json:"upstream,omitempty"`
+	Onset    time.Time `json:"onset"` // the poll that saw the queue cross
+	Sent     time.Time `json:"sent"`  // the FlowMod was written
+	// Applied: the switch's barrier reply arrived, its flow table changed
+	// (zero if that came after the frame, or never).
+	Applied time.Time `json:"applied"`
+	// Seen: the first frame on the new path left the port (kernel time);
+	// FrameSent: its host sent it. Reacted only.
+	Seen      time.Time `json:"seen"`
+	FrameSent time.Time `json:"frame_sent"`
 	// Outcome and, unless Reacted, why.
 	Outcome Outcome `json:"outcome"`
 	Why     string  `json:"why,omitempty"`
@@ -74,152 +87,175 @@ type flip struct {
 	onset           time.Time
 	before          uint64 // the mask before
 	paused, resumed []*port
+	upstream        map[*port]bool // changed by the switch downstream
 }
-
-// maxProbes bounds the probers running at once: each costs one stats
-// round trip per StatsPoll to its switch.
-const maxProbes = 16
 
 type probe struct {
-	r      Reaction
-	msg    []byte // the baseline request
-	ch     <-chan statsResult
-	cookie uint64
-	out    uint32
-	valid  func() (ok bool, flipped bool)
+	r     Reaction
+	p     *port
+	flips uint64 // p.flips right after the flip measured
+	// minSend: the EFTR send time (CLOCK_MONOTONIC ns) a frame must have:
+	// just before the FlowMod.
+	minSend int64
+	// Set under the switch's pmu, then done is closed: by the tap that saw
+	// the frame, or by a later flip of the same port (superseded).
+	fired      bool
+	superseded bool
+	seen       time.Time
+	firstSend  int64
+	done       chan struct{}
+	// A CLOCK_MONOTONIC reading and the wall time taken with it, to put
+	// the frame's send time on the wall clock.
+	mono int64
+	wall time.Time
 }
 
-// flip sends the switch's new mask, preceded by the baseline stats
-// requests of the flips it will measure, and starts their probers. Called
-// with smu held.
+// flip sends the switch's new mask and starts measuring each port's
+// reaction. Called with smu held.
 func (m *Monitor) flip(s *sw, f *flip) {
-	if m.o.NoReaction {
+	if m.o.NoReaction || len(s.taps) == 0 {
 		m.flowMod(s, false)
 		return
 	}
-	gen := s.gen.Load() + 1 // the generation flowMod is about to make
+	now, wall := monoNow(), time.Now()
 	var probes []*probe
-	var skipped []Reaction
-	measure := func(r Reaction, why string, mk func() *probe) {
-		if why == "" && m.active.Load()+int32(len(probes)) >= maxProbes {
-			why = fmt.Sprintf("%d probers already running", maxProbes)
+	s.pmu.Lock()
+	add := func(p *port, resume bool) {
+		// The port's earlier flip is over: what its frames do now is this
+		// flip's doing.
+		for _, old := range s.probes {
+			if old.p == p && !old.fired {
+				old.fired, old.superseded = true, true
+				close(old.done)
+			}
 		}
-		if why != "" {
-			r.Outcome, r.Why = Unmeasured, why
-			skipped = append(skipped, r)
-			return
-		}
-		pr := mk()
-		pr.r = r
+		pr := &probe{r: Reaction{Switch: s.name, Port: p.num, Resume: resume, Upstream: f.upstream[p], Onset: f.onset},
+			p: p, flips: p.flips.Load(), done: make(chan struct{}), mono: now, wall: wall, minSend: now}
 		probes = append(probes, pr)
+		s.probes = append(s.probes, pr)
 	}
-	for i, p := range f.paused {
-		why := ""
-		switch {
-		case f.before != 0:
-			why = "another port of the switch was already paused: its alternatives were in use"
-		case i > 0:
-			why = fmt.Sprintf("paused in the same poll as port %d", f.paused[0].num)
-		}
-		flips := p.flips.Load()
-		measure(Reaction{Switch: s.name, Port: p.num, Onset: f.onset}, why, func() *probe {
-			c := controller.KindAlternative.Cookie()
-			msg, ch := s.of.statsMsg(c, ofAny)
-			return &probe{msg: msg, ch: ch, cookie: c, out: ofAny, valid: func() (bool, bool) {
-				return s.gen.Load() == gen, p.flips.Load() != flips
-			}}
-		})
+	for _, p := range f.paused {
+		add(p, false)
 	}
 	for _, p := range f.resumed {
-		flips := p.flips.Load()
-		measure(Reaction{Switch: s.name, Port: p.num, Resume: true, Onset: f.onset}, "", func() *probe {
-			c := controller.KindConditional.Cookie()
-			msg, ch := s.of.statsMsg(c, uint32(p.num))
-			return &probe{msg: msg, ch: ch, cookie: c, out: uint32(p.num), valid: func() (bool, bool) {
-				ok := p.flips.Load() == flips
-				return ok, !ok
-			}}
-		})
+		add(p, true)
 	}
-	var baseline []byte
-	for _, pr := range probes {
-		baseline = append(baseline, pr.msg...)
-	}
-	var werr error
-	if len(baseline) > 0 {
-		werr = s.of.write(baseline)
-	}
-	m.flowMod(s, false)
+	m.tapsOn(s)
+	s.pmu.Unlock()
+	acked, err := s.of.setMaskAcked(s.mask)
+	m.countFlowMod(err)
 	sent := time.Now()
-	for _, r := range skipped {
-		r.Sent = sent
-		m.recordReaction(r)
-	}
 	for _, pr := range probes {
 		pr.r.Sent = sent
-		if werr != nil {
-			s.of.finishStats(xidOf(pr.msg), 0, werr)
-		}
-		m.active.Add(1)
 		m.probes.Add(1)
-		go m.probe(m.pctx, s, pr)
+		go m.await(m.pctx, s, pr, acked)
 	}
 }
 
-func xidOf(msg []byte) uint32 {
-	return uint32(msg[4])<<24 | uint32(msg[5])<<16 | uint32(msg[6])<<8 | uint32(msg[7])
+// tapsOn enables the switch's taps while it has probes, and off after.
+// Called with pmu held.
+func (m *Monitor) tapsOn(s *sw) {
+	on := len(s.probes) > 0
+	for _, t := range s.taps {
+		if t.on != on {
+			if err := t.filter(on); err != nil {
+				m.mu.Lock()
+				m.c.TapErrs++
+				m.mu.Unlock()
+			}
+		}
+	}
 }
 
-// probe polls one switch's counter until it rises above the baseline.
-func (m *Monitor) probe(ctx context.Context, s *sw, pr *probe) {
+// await waits for a probe's frame, the react limit or the monitor's end,
+// noting when the switch acknowledged the FlowMod (acked: nil if it could
+// not be sent).
+func (m *Monitor) await(ctx context.Context, s *sw, pr *probe, acked <-chan struct{}) {
 	defer m.probes.Done()
-	defer m.active.Add(-1)
 	r := pr.r
-	done := func(o Outcome, why string) {
-		r.Outcome, r.Why = o, why
-		m.recordReaction(r)
-	}
-	base, err := s.of.waitStats(pr.msg, pr.ch, m.o.ReactLimit)
-	if err != nil {
-		done(Unmeasured, fmt.Sprintf("baseline flow stats: %v", err))
-		return
-	}
-	deadline := r.Onset.Add(m.o.ReactLimit)
-	t := time.NewTicker(m.o.StatsPoll)
-	defer t.Stop()
+	timer := time.NewTimer(time.Until(r.Onset.Add(m.o.ReactLimit)))
+	defer timer.Stop()
+	var o Outcome
+	var why string
+wait:
 	for {
 		select {
-		case <-ctx.Done():
-			done(Unmeasured, "the monitor stopped first")
-			return
-		case <-t.C:
-		}
-		n, err := s.of.flowPackets(pr.cookie, pr.out, m.o.ReactLimit)
-		now := time.Now()
-		if err != nil {
-			done(Unmeasured, fmt.Sprintf("flow stats: %v", err))
-			return
-		}
-		// A later flip changes which frames the counters see: the
-		// measurement ends there, whatever this reply says.
-		if ok, self := pr.valid(); !ok {
-			if self {
-				done(NoFrame, "the port flipped back before a frame took the new path")
+		case <-acked:
+			r.Applied, acked = time.Now(), nil
+		case <-pr.done:
+			if pr.superseded {
+				o, why = NoFrame, "the port flipped again before a frame took the new path"
 			} else {
-				done(Unmeasured, "another port of the switch flipped first")
+				o, r.Seen = Reacted, pr.seen
+				r.FrameSent = pr.wall.Add(time.Duration(pr.firstSend - pr.mono))
 			}
-			return
-		}
-		if n > base {
-			r.Seen = now
-			done(Reacted, "")
-			return
-		}
-		if now.After(deadline) {
-			done(NoFrame, fmt.Sprintf("no frame within %v", m.o.ReactLimit))
-			return
+			break wait
+		case <-timer.C:
+			o, why = NoFrame, fmt.Sprintf("no frame within %v", m.o.ReactLimit)
+			break wait
+		case <-ctx.Done():
+			o, why = Unmeasured, "the monitor stopped first"
+			break wait
 		}
 	}
+	s.pmu.Lock()
+	if o != Reacted && !pr.fired {
+		pr.fired = true
+		close(pr.done)
+	}
+	for i, x := range s.probes {
+		if x == pr {
+			s.probes = append(s.probes[:i], s.probes[i+1:]...)
+			break
+		}
+	}
+	m.tapsOn(s)
+	s.pmu.Unlock()
+	r.Outcome, r.Why = o, why
+	m.recordReaction(r)
+}
+
+// listen reads one tap until it is closed, firing the probes its frames
+// answer.
+func (m *Monitor) listen(t *tap) {
+	defer m.readers.Done()
+	buf := make([]byte, tapSnap)
+	oob := make([]byte, 128)
+	var h traffic.Header
+	s := t.port.sw
+	for {
+		n, ts, err := t.read(buf, oob)
+		if err != nil {
+			return // closed
+		}
+		if traffic.Decode(buf[:n], &h) != nil {
+			continue
+		}
+		in, ok := s.ingress[h.Src]
+		if !ok {
+			continue // not a frame the switch's conditions decide
+		}
+		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), traffic.EtherType)
+		if rule == nil || rule.Kind != controller.KindConditional {
+			continue
+		}
+		s.pmu.Lock()
+		for _, pr := range s.probes {
+			if pr.fired || int(rule.Cond) != pr.p.num || pr.r.Resume != (t.port.num == pr.p.num) ||
+				int64(h.SendNs) < pr.minSend || pr.p.flips.Load() != pr.flips || ts.Before(pr.r.Onset) {
+				continue
+			}
+			pr.fired, pr.seen, pr.firstSend = true, ts, int64(h.SendNs)
+			close(pr.done)
+		}
+		s.pmu.Unlock()
+	}
+}
+
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 func (m *Monitor) recordReaction(r Reaction) {
@@ -257,15 +293,15 @@ func (m *Monitor) Reactions(from uint64) ([]Reaction, uint64) {
 	return all[from-first:], m.rtotal
 }
 
-// ProbeResolution is the reaction measurement's resolution: the onset's
-// (the mean poll cycle, at least Interval) and the stats polling period.
-func (m *Monitor) ProbeResolution() (onset, stats time.Duration) {
+// ProbeResolution is the onset's resolution: the mean poll cycle, at
+// least Interval. The frame's time is the kernel's.
+func (m *Monitor) ProbeResolution() time.Duration {
 	c := m.Counters()
-	onset = m.o.Interval
+	onset := m.o.Interval
 	if c.Cycles > 0 {
 		onset = max(onset, c.CycleTime/time.Duration(c.Cycles))
 	}
-	return onset, m.o.StatsPoll
+	return onset
 }
 
 // ReactLimit is how long a prober waits for a frame on the new path.

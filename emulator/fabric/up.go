@@ -246,10 +246,13 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	nInst := o.Instances
 	if nInst <= 0 {
+		nInst = sc.OVS.Instances
+	}
+	if nInst <= 0 {
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
 	}
 	nInst = min(nInst, len(top.Switches))
-	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath}
+	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice}
 	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
 	bridges := make([]ovs.Bridge, len(top.Switches))
 	for i := range top.Switches {

@@ -90,6 +90,44 @@ func writeCases(sc *scenario.Scenario, all *Outcome) error {
 		}
 		b.WriteString("\n")
 	}
+	if len(all.Versus) > 0 {
+		b.WriteString("## Cases against each other\n\n")
+		b.WriteString("| case | versus | phase | load | expectation | measured | bound | result |\n|---|---|---|---:|---|---:|---:|---|\n")
+		for _, v := range all.Versus {
+			res := "pass"
+			if !v.Pass {
+				res = "**FAIL**"
+				if v.Note != "" {
+					res += ": " + v.Note
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %g | `%s` | %.4g | %.4g | %s |\n", v.Case, v.Other, v.Phase, v.Load, v.Expect, v.Value, v.Bound, res)
+		}
+		b.WriteString("\nLeft-hand metric: the case's; right-hand: the other case's at the same phase and load (latencies in µs).\n\n")
+	}
+	if hasTraffic {
+		// The compare plot set, as `ethfab compare` makes it from the case
+		// directories.
+		dirs := make([]string, len(all.Cases))
+		names := make([]string, len(all.Cases))
+		for k, c := range all.Cases {
+			dirs[k], names[k] = c.Dir, c.Case
+		}
+		cmp, err := results.CompareNamed(dirs, names, all.Dir)
+		if err != nil {
+			return err
+		}
+		b.WriteString("Plots of every case against offered load: ")
+		for k, f := range cmp.Files {
+			if strings.HasSuffix(f, ".png") {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "[%s](%s)", filepath.Base(f), f)
+			}
+		}
+		b.WriteString("; table: [compare.md](compare.md).\n\n")
+	}
 	b.WriteString("| case | fidelity | failed expectations | run directory |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		fid := "ok"
@@ -101,7 +139,7 @@ func writeCases(sc *scenario.Scenario, all *Outcome) error {
 	if err := os.MkdirAll(all.Dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(all.Dir, "cases.json"), map[string]any{"scenario": sc.Source, "cases": rows}); err != nil {
+	if err := writeJSON(filepath.Join(all.Dir, "cases.json"), map[string]any{"scenario": sc.Source, "cases": rows, "versus": all.Versus}); err != nil {
 		return err
 	}
 	if sc.Raw != nil {

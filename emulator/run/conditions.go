@@ -2,7 +2,11 @@ package run
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -31,6 +35,47 @@ type conditions struct {
 	reaction []float64
 	recovery []float64
 	flip     []float64
+	last     []condition.Reaction // the point's, for its CSV
+}
+
+// writeFlips appends the point's flips to conditions-<phase>.csv: one row
+// per measured flip, times in ms from its onset, so how each reaction
+// splits (FlowMod written, the frame's host sending it, the frame leaving)
+// can be read flip by flip.
+func (c *conditions) writeFlips(dir, phase string, load float64) error {
+	path := filepath.Join(dir, results.ConditionsCSV(phase))
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if os.IsNotExist(statErr) {
+		w.Write([]string{"load", "switch", "port", "flip", "cause", "onset_unix_ns", "flowmod_ms", "applied_ms", "frame_sent_ms", "frame_left_ms", "outcome", "why"})
+	}
+	ms := func(t, from time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return strconv.FormatFloat(float64(t.Sub(from))/float64(time.Millisecond), 'f', 3, 64)
+	}
+	for _, r := range c.last {
+		kind, cause := "pause", "queue"
+		if r.Resume {
+			kind = "resume"
+		}
+		if r.Upstream {
+			cause = "upstream"
+		}
+		w.Write([]string{strconv.FormatFloat(load, 'g', -1, 64), r.Switch, strconv.Itoa(r.Port), kind, cause,
+			strconv.FormatInt(r.Onset.UnixNano(), 10), ms(r.Sent, r.Onset), ms(r.Applied, r.Onset), ms(r.FrameSent, r.Onset), ms(r.Seen, r.Onset), string(r.Outcome), r.Why})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
@@ -56,8 +101,13 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 				xon = scenario.Threshold{Value: int64(limit / 8), Unit: scenario.Bytes}
 			}
 		}
-		r.say("conditional routing: ports pause above %s and resume below %s of egress backlog", xoff, xon)
-		mon, err := condition.New(r.lab, condition.Options{XOff: xoff, XOn: xon})
+		portOnly := r.sc.Routing.Pause == scenario.PausePort
+		reach := "and pause the links that feed them"
+		if portOnly {
+			reach = "(their own port only)"
+		}
+		r.say("conditional routing: ports pause above %s and resume below %s of egress backlog %s", xoff, xon, reach)
+		mon, err := condition.New(r.lab, condition.Options{XOff: xoff, XOn: xon, PortOnly: portOnly})
 		if err != nil {
 			return nil, fmt.Errorf("condition logic: %w", err)
 		}
@@ -89,9 +139,10 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	after := c.mon.Counters()
 	evs := c.mon.Events()
 	out := &results.Conditions{
-		PauseEvents:  after.PauseEvents - c.before.PauseEvents,
-		ResumeEvents: after.ResumeEvents - c.before.ResumeEvents,
-		FlowMods:     after.FlowMods - c.before.FlowMods,
+		PauseEvents:    after.PauseEvents - c.before.PauseEvents,
+		UpstreamPauses: after.Upstream - c.before.Upstream,
+		ResumeEvents:   after.ResumeEvents - c.before.ResumeEvents,
+		FlowMods:       after.FlowMods - c.before.FlowMods,
 	}
 	if c.seen <= len(evs) {
 		for _, e := range evs[c.seen:] {
@@ -101,6 +152,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 		}
 	}
 	rs, _ := c.mon.Reactions(c.rseen)
+	c.last = rs
 	var react, recov, flip []float64
 	for _, r := range rs {
 		if r.Outcome != condition.Reacted {
@@ -120,11 +172,9 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	out.Undiverted = after.Undiverted - c.before.Undiverted
 	out.Unrecovered = after.Unrecovered - c.before.Unrecovered
 	out.Unmeasured = after.Unmeasured - c.before.Unmeasured
-	onset, stats := c.mon.ProbeResolution()
 	// The counters since the monitor started, not this point's: the
 	// resolution is a property of the machine's poll loop.
-	out.OnsetResolutionMS = float64(onset) / float64(time.Millisecond)
-	out.StatsPollMS = float64(stats) / float64(time.Millisecond)
+	out.OnsetResolutionMS = float64(c.mon.ProbeResolution()) / float64(time.Millisecond)
 	out.ReactLimitMS = float64(c.mon.ReactLimit()) / float64(time.Millisecond)
 
 	c.reaction = append(c.reaction, react...)
@@ -132,6 +182,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	c.flip = append(c.flip, flip...)
 	t := &c.run
 	t.PauseEvents += out.PauseEvents
+	t.UpstreamPauses += out.UpstreamPauses
 	t.ResumeEvents += out.ResumeEvents
 	t.Flips += out.Flips
 	t.FlowMods += out.FlowMods
@@ -141,7 +192,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	t.ReactionMS = results.NewDistribution(c.reaction)
 	t.RecoveryMS = results.NewDistribution(c.recovery)
 	t.FlipMS = results.NewDistribution(c.flip)
-	t.OnsetResolutionMS, t.StatsPollMS, t.ReactLimitMS = out.OnsetResolutionMS, out.StatsPollMS, out.ReactLimitMS
+	t.OnsetResolutionMS, t.ReactLimitMS = out.OnsetResolutionMS, out.ReactLimitMS
 	if c.m != nil {
 		run := *t
 		c.m.Conditions = &run

@@ -64,6 +64,8 @@ type Outcome struct {
 	Metrics *results.Metrics
 	Files   []string
 	Cases   []*Outcome
+	// Versus: the cases' expectations against each other.
+	Versus []results.VersusResult
 }
 
 // Failed lists the expectations that failed, one line each; a caller
@@ -73,6 +75,15 @@ func (o *Outcome) Failed() []string {
 	for _, c := range o.Cases {
 		for _, x := range c.Failed() {
 			f = append(f, c.Case+": "+x)
+		}
+	}
+	for _, v := range o.Versus {
+		if !v.Pass {
+			line := fmt.Sprintf("%s vs %s, %s at load %g: %s (measured %.4g, bound %.4g)", v.Case, v.Other, v.Phase, v.Load, v.Expect, v.Value, v.Bound)
+			if v.Note != "" {
+				line += ": " + v.Note
+			}
+			f = append(f, line)
 		}
 	}
 	if o.Metrics == nil {
@@ -116,6 +127,15 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		}
 		out.Case = c.Name
 		all.Cases = append(all.Cases, out)
+	}
+	byName := map[string]*Outcome{}
+	for _, c := range all.Cases {
+		byName[c.Case] = c
+	}
+	for _, c := range sc.Cases {
+		for _, v := range c.Versus {
+			all.Versus = append(all.Versus, results.EvaluateVersus(c.Name, v, byName[c.Name].Metrics.Phases, byName[v.Case].Metrics.Phases)...)
+		}
 	}
 	if err := writeCases(sc, all); err != nil {
 		return nil, err
@@ -340,6 +360,11 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			var cerr error
 			if conds, cerr = cond.stop(); cerr != nil && err == nil {
 				err = fmt.Errorf("condition logic: %w", cerr)
+			}
+			if cerr == nil {
+				if werr := cond.writeFlips(r.dir, ph.Name, load); werr != nil && err == nil {
+					err = fmt.Errorf("conditions CSV: %w", werr)
+				}
 			}
 		}
 		rep, serr := r.sampler.Stop(ctx)

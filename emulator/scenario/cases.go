@@ -14,6 +14,21 @@ type Case struct {
 	Name string
 	// Set lists the overrides in file order, paths as in --set.
 	Set []CaseOverride
+	// Versus are expectations against another case of the same run.
+	Versus []Versus
+}
+
+// Versus compares a case with another, load by load: in each expectation
+// the left-hand metric is this case's and the right-hand `<number> *
+// <metric>` is the other case's, both measured in phase Phase at the same
+// offered load (e.g. conditional routing's accepted load against 3 times
+// minimal routing's, seed 000 Fig. 11b).
+type Versus struct {
+	Case   string
+	Phase  string
+	Loads  []float64 // empty: every load of the phase
+	Expect []Expectation
+	at     pos
 }
 
 // CaseOverride is one PATH: VALUE of a case.
@@ -93,7 +108,7 @@ func (d *decoder) cases(n *node, _ *node) []Case {
 			d.errf(cn, cp, "a case must be a mapping {name, set}, got %s", describe(cn))
 			continue
 		}
-		f := d.fields(cn, cp, "name", "set")
+		f := d.fields(cn, cp, "name", "set", "versus")
 		c := Case{}
 		if e := f["name"]; e == nil {
 			d.errf(cn, join(cp, "name"), "required")
@@ -124,9 +139,109 @@ func (d *decoder) cases(n *node, _ *node) []Case {
 			}
 			c.Set = append(c.Set, CaseOverride{Path: o.key, Value: inline(o.val), val: o.val})
 		}
+		if e := f["versus"]; e != nil {
+			c.Versus = d.versus(e.val, join(cp, "versus"))
+		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// versus decodes a case's `versus:` list of {case, phase, loads, expect};
+// checkVersus validates the names once every case is known.
+func (d *decoder) versus(n *node, path string) []Versus {
+	if n.kind != seqNode {
+		d.errf(n, path, "must be a list of {case, phase, loads, expect}, got %s", describe(n))
+		return nil
+	}
+	var out []Versus
+	for i, vn := range n.items {
+		vp := index(path, i)
+		if vn.kind != mapNode {
+			d.errf(vn, vp, "must be a mapping {case, phase, loads, expect}, got %s", describe(vn))
+			continue
+		}
+		f := d.fields(vn, vp, "case", "phase", "loads", "expect")
+		v := Versus{at: vn.pos}
+		for _, k := range []string{"case", "phase"} {
+			e := f[k]
+			if e == nil {
+				d.errf(vn, join(vp, k), "required")
+				continue
+			}
+			s, ok := d.str(e.val, join(vp, k))
+			if !ok {
+				continue
+			}
+			if k == "case" {
+				v.Case = s
+			} else {
+				v.Phase = s
+			}
+		}
+		if e := f["loads"]; e != nil {
+			items := e.val.items
+			if e.val.kind == scalarNode {
+				items = []*node{e.val}
+			} else if e.val.kind != seqNode {
+				d.errf(e.val, join(vp, "loads"), "must be a list of loads, got %s", describe(e.val))
+			}
+			for j, it := range items {
+				if x, ok := d.number(it, index(join(vp, "loads"), j)); ok {
+					v.Loads = append(v.Loads, x)
+				}
+			}
+		}
+		if e := f["expect"]; e == nil {
+			d.errf(vn, join(vp, "expect"), "required: e.g. [\"accepted >= 3 * accepted\"]")
+		} else {
+			v.Expect = d.expect(e.val, join(vp, "expect"))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// checkVersus checks that every versus names another case and a traffic
+// phase, at loads that phase runs.
+func (d *decoder) checkVersus(s *Scenario) {
+	names := map[string]bool{}
+	for _, c := range s.Cases {
+		names[c.Name] = true
+	}
+	for ci, c := range s.Cases {
+		for vi, v := range c.Versus {
+			at := v.at
+			vp := index(join(index("cases", ci), "versus"), vi)
+			switch {
+			case v.Case == c.Name:
+				d.errAt(at, join(vp, "case"), "a case cannot be compared with itself")
+			case v.Case != "" && !names[v.Case]:
+				d.errAt(at, join(vp, "case"), "no case %q", v.Case)
+			}
+			var ph *Phase
+			for i := range s.Phases {
+				if s.Phases[i].Name == v.Phase {
+					ph = &s.Phases[i]
+				}
+			}
+			switch {
+			case v.Phase == "":
+			case ph == nil || ph.Kind != PhaseTraffic:
+				d.errAt(at, join(vp, "phase"), "no traffic phase %q", v.Phase)
+			default:
+				for _, l := range v.Loads {
+					found := false
+					for _, pl := range ph.Traffic.Loads {
+						found = found || pl == l
+					}
+					if !found {
+						d.errAt(at, join(vp, "loads"), "phase %s does not run load %g (it runs %v)", v.Phase, l, ph.Traffic.Loads)
+					}
+				}
+			}
+		}
+	}
 }
 
 // checkCases decodes every case once; their errors carry the positions of
@@ -135,6 +250,7 @@ func (d *decoder) checkCases(s *Scenario) {
 	if len(d.errs) > 0 {
 		return
 	}
+	d.checkVersus(s)
 	for _, c := range s.Cases {
 		if c.Name == "" {
 			continue

@@ -72,3 +72,54 @@ func TestCasesBadOverrideIsLocated(t *testing.T) {
 		}
 	}
 }
+
+const versusDoc = `name: cmp
+topology: {kind: dragonfly, p: 2, a: 4, h: 2}
+routing: {mode: conditional}
+phases:
+  - name: adv
+    traffic: {pattern: adv+1, loads: [0.1, 0.5]}
+cases:
+  - name: min
+    set: {routing.mode: minimal}
+  - name: cond
+    set: {routing.xoff: 20}
+    versus:
+      - case: min
+        phase: adv
+        loads: [0.5]
+        expect: ["accepted >= 3 * accepted"]
+`
+
+// versus: expectations of one case against another are parsed, and bad
+// references are errors at the versus entry.
+func TestCasesVersus(t *testing.T) {
+	s, err := Parse("v.yaml", []byte(versusDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := s.Cases[1].Versus
+	if len(v) != 1 || v[0].Case != "min" || v[0].Phase != "adv" || len(v[0].Loads) != 1 || v[0].Loads[0] != 0.5 ||
+		len(v[0].Expect) != 1 || v[0].Expect[0].Of != Accepted || v[0].Expect[0].Value != 3 {
+		t.Fatalf("versus %+v", v)
+	}
+	for _, c := range []struct{ name, from, to, want string }{
+		{"unknown case", "case: min", "case: max", `no case "max"`},
+		{"itself", "case: min", "case: cond", "cannot be compared with itself"},
+		{"unknown phase", "phase: adv", "phase: un", `no traffic phase "un"`},
+		{"load not run", "loads: [0.5]", "loads: [0.3]", "does not run load 0.3"},
+		{"bad expectation", `"accepted >= 3 * accepted"`, `"accepted >= 3 * p99_latency"`, "cannot compare"},
+		{"missing expect", `        expect: ["accepted >= 3 * accepted"]` + "\n", "", "expect: required"},
+	} {
+		doc := strings.Replace(versusDoc, c.from, c.to, 1)
+		_, err := Parse("v.yaml", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+			continue
+		}
+		var es Errors
+		if errors.As(err, &es) && (es[0].Line < 12 || es[0].Line > 16) {
+			t.Errorf("%s: error at line %d, want within the versus entry (12..16): %v", c.name, es[0].Line, err)
+		}
+	}
+}

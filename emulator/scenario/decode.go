@@ -235,10 +235,19 @@ func (d *decoder) scenario(root *node) *Scenario {
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
-		of := d.fields(e.val, "ovs", "datapath")
+		of := d.fields(e.val, "ovs", "datapath", "instances")
 		if e := of["datapath"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
 				s.OVS.Datapath = Datapath(v)
+			}
+		}
+		if e := of["instances"]; e != nil {
+			if v, ok := d.integer(e.val, "ovs.instances"); ok {
+				if v < 1 || v > MaxInstances {
+					d.errf(e.val, "ovs.instances", "%d is out of range 1..%d", v, MaxInstances)
+				} else {
+					s.OVS.Instances = int(v)
+				}
 			}
 		}
 	}
@@ -381,7 +390,7 @@ func (d *decoder) routing(e *entry) Routing {
 	if e == nil {
 		return r
 	}
-	f := d.fields(e.val, "routing", "mode", "xoff", "xon")
+	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause")
 	modeOverridden := false
 	if e := f["mode"]; e != nil {
 		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional"); ok {
@@ -389,7 +398,7 @@ func (d *decoder) routing(e *entry) Routing {
 		}
 		modeOverridden = e.val.pos.override != ""
 	}
-	for _, key := range []string{"xoff", "xon"} {
+	for _, key := range []string{"xoff", "xon", "pause"} {
 		e := f[key]
 		if e == nil {
 			continue
@@ -400,6 +409,12 @@ func (d *decoder) routing(e *entry) Routing {
 			// modes are compared; its thresholds then simply do not apply.
 			if !modeOverridden || e.val.pos.override != "" {
 				d.errf(e.val, p, "only applies to mode: conditional (mode is %s)", r.Mode)
+			}
+			continue
+		}
+		if key == "pause" {
+			if v, ok := d.enum(e.val, p, string(PauseUpstream), string(PausePort)); ok {
+				r.Pause = PauseScope(v)
 			}
 			continue
 		}

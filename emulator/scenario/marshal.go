@@ -104,6 +104,9 @@ func (s *Scenario) effectiveTree() *node {
 	if !s.Routing.XOn.IsZero() {
 		routing.add("xon", mkStr(s.Routing.XOn.String()))
 	}
+	if s.Routing.Pause != "" {
+		routing.add("pause", mkStr(string(s.Routing.Pause)))
+	}
 	root.add("routing", routing)
 	links := mkMap(false)
 	for _, c := range ClassesOf(s.Topology.Kind) {
@@ -134,7 +137,11 @@ func (s *Scenario) effectiveTree() *node {
 		links.add(string(c), m)
 	}
 	root.add("links", links)
-	root.add("ovs", mkMap(true, "datapath", mkStr(string(s.OVS.Datapath))))
+	ovsMap := mkMap(true, "datapath", mkStr(string(s.OVS.Datapath)))
+	if s.OVS.Instances > 0 {
+		ovsMap.add("instances", mkInt(int64(s.OVS.Instances)))
+	}
+	root.add("ovs", ovsMap)
 	phases := &node{kind: seqNode}
 	for _, ph := range s.Phases {
 		m := mkMap(false, "name", mkUser(ph.Name))

@@ -77,7 +77,21 @@ type Routing struct {
 	Mode RoutingMode // default Minimal
 	XOff Threshold
 	XOn  Threshold
+	// Pause: which ports a congested queue pauses (conditional only;
+	// empty means PauseUpstream).
+	Pause PauseScope
 }
+
+// PauseScope is what an emulated PAUSE reaches.
+type PauseScope string
+
+const (
+	// PauseUpstream: a port above XOFF pauses itself and the links that
+	// feed it, at their upstream end, as lossless Ethernet does.
+	PauseUpstream PauseScope = "upstream"
+	// PausePort: a port pauses on its own egress queue only.
+	PausePort PauseScope = "port"
+)
 
 // LinkClass names a class of links that share shaping.
 type LinkClass string
@@ -135,7 +149,15 @@ const (
 // OVS is the `ovs` section.
 type OVS struct {
 	Datapath Datapath // default DatapathAuto
+	// Instances: private ovs-vswitchd processes sharing the bridges (0:
+	// one per 500 ports). Every flow-table change makes an instance
+	// revalidate all its datapath flows, so conditional routing, which
+	// changes tables hundreds of times a second, reacts faster on more.
+	Instances int
 }
+
+// MaxInstances bounds ovs.instances.
+const MaxInstances = 64
 
 // PhaseKind says what a phase does.
 type PhaseKind string

@@ -16,7 +16,7 @@ name: df-small
 description: free text
 topology: {kind: dragonfly, p: 2, a: 4, h: 2}
 addressing: {scheme: per-group, compact: true, assign: dmp}
-routing: {mode: conditional, xoff: 30kb, xon: 10kb}
+routing: {mode: conditional, xoff: 30kb, xon: 10kb, pause: port}
 links:
   host:   {rate: 100mbit}
   local:  {rate: 50mbit, delay: 40us}
@@ -49,7 +49,7 @@ func TestParseFull(t *testing.T) {
 	if s.Addressing != (Addressing{Scheme: PerGroup, Compact: true, Assign: AssignDMP}) {
 		t.Errorf("addressing %+v", s.Addressing)
 	}
-	if s.Routing != (Routing{Mode: Conditional, XOff: Threshold{30 << 10, Bytes}, XOn: Threshold{10 << 10, Bytes}}) {
+	if s.Routing != (Routing{Mode: Conditional, XOff: Threshold{30 << 10, Bytes}, XOn: Threshold{10 << 10, Bytes}, Pause: PausePort}) {
 		t.Errorf("routing %+v", s.Routing)
 	}
 	if got := s.Links[LocalLinks]; got != (LinkSpec{Rate: 50e6, Delay: Impairment[time.Duration]{40 * time.Microsecond, true}}) {
@@ -167,6 +167,7 @@ func TestErrors(t *testing.T) {
 		{"xon above xoff", head + "routing: {mode: conditional, xoff: 20, xon: 30}\n", 3, 45, "routing.xon", "must be below xoff"},
 		{"xon unit mismatch", head + "routing: {mode: conditional, xoff: 20, xon: 3kb}\n", 3, 45, "routing.xon", "use one unit"},
 		{"bad threshold", head + "routing: {mode: conditional, xoff: 20frames}\n", 3, 36, "routing.xoff", "unknown size unit"},
+		{"bad pause", head + "routing: {mode: conditional, pause: both}\n", 3, 37, "routing.pause", "upstream"},
 		{"rate missing", head + "links:\n  host: {delay: 1ms}\n", 4, 9, "links.host.rate", "required"},
 		{"bad rate", head + "links:\n  local: {rate: 100mbits}\n", 4, 17, "links.local.rate", "unknown rate unit"},
 		{"bad delay", head + "links:\n  host: {rate: 1gbit, delay: 40}\n", 4, 30, "links.host.delay", "has no unit"},
@@ -311,7 +312,7 @@ func TestSetErrors(t *testing.T) {
 	}
 	before, _ := s.MarshalYAML()
 	cases := []struct{ path, value, want string }{
-		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon)`},
+		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon, pause)`},
 		{"routing.mode", "fast", `--set routing.mode=fast: routing.mode: unknown value "fast"`},
 		{"routing.xoff", "5kb", "full.yaml:6:47: routing.xon: 10kb must be below xoff (5kb)"},
 		{"description", "a: b", "description: must be a single value, got a mapping"},

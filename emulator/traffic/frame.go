@@ -43,6 +43,10 @@ const (
 	magic        = 0x45465452 // "EFTR"
 )
 
+// Magic is bytes 14..17 of every traffic frame, for filters that pick
+// them out in the kernel (classic BPF).
+const Magic = magic
+
 // FlagMeasured marks frames sent inside the measurement window; sinks count
 // only these, so warm-up frames and stragglers of the drain do not bias the
 // figures.

@@ -130,11 +130,13 @@ func (p *uniform) Dest(src int, _ time.Duration, rng *rand.Rand) int { return ot
 //
 //   - Dragonfly: group (g+N) mod G, as seed 004 (all of a group's traffic
 //     crosses the one global link between the two groups);
-//   - Flattened Butterfly: the switch N positions further along dimension 0,
-//     (c0+N) mod k0 with the other coordinates unchanged. The FB's group is a
-//     row along dimension 0 whose switches are all joined directly, so the
-//     analogue of "the single global link" is the single link between two
-//     switches of a row: all T hosts of a switch share it;
+//   - Flattened Butterfly: the switch with the same dimension-0 coordinate
+//     in group (g+N) mod G, a group being a row along dimension 0 (seed 000
+//     §VI) and G the number of rows. All T hosts of a switch send to that
+//     one switch, which dimension-order routing reaches over one link (seed
+//     000 §V-D: "all end hosts connected to a switch send traffic to the
+//     same destination switch"); the remote-group rule that takes it is the
+//     one conditional routing may divert (Fig. 10b);
 //   - folded-Clos: pod (p+N) mod Pods; the pod's uplinks are the shared
 //     resource.
 //
@@ -165,19 +167,19 @@ func newAdversarial(b base, topo *topology.Topology) (Pattern, error) {
 		}
 	case topology.FlatFly:
 		k0 := topo.Spec.Dims[0]
-		if off%k0 == 0 {
-			return nil, fmt.Errorf("pattern %s: offset %d is a multiple of dimension 0 (%d switches), every switch would target itself", b.spec, off, k0)
+		g := len(topo.Switches) / k0 // rows along dimension 0
+		if off%g == 0 {
+			return nil, fmt.Errorf("pattern %s: offset %d is a multiple of the %d groups (rows along dimension 0), every switch would target itself", b.spec, off, g)
 		}
 		p.cands = make([][]int, len(topo.Switches))
 		for _, h := range topo.Hosts {
 			p.cands[h.Switch] = append(p.cands[h.Switch], h.ID)
 		}
 		for _, h := range topo.Hosts {
-			sw := topo.Switches[h.Switch]
-			c0 := sw.Coords[0]
 			// Switch IDs are the coordinates in mixed radix, dimension 0
-			// fastest (topology/flatfly.go).
-			p.target[h.ID] = sw.ID - c0 + (c0+off)%k0
+			// fastest (topology/flatfly.go): ID = group*k0 + c0.
+			id := topo.Switches[h.Switch].ID
+			p.target[h.ID] = ((id/k0+off)%g)*k0 + id%k0
 		}
 	default:
 		return nil, fmt.Errorf("pattern %s: no adversarial analogue for topology kind %q", b.spec, topo.Spec.Kind)

@@ -121,12 +121,14 @@ func TestAdversarialFlatFlyAndClos(t *testing.T) {
 	for _, h := range fb.Hosts {
 		d := p.Dest(h.ID, 0, rng)
 		sc, dc := fb.Switches[h.Switch].Coords, fb.Switches[fb.Hosts[d].Switch].Coords
-		if dc[0] != (sc[0]+1)%4 || dc[1] != sc[1] {
+		// The next group (row along dimension 0): same dimension-0
+		// coordinate, next dimension-1 coordinate.
+		if dc[0] != sc[0] || dc[1] != (sc[1]+1)%3 {
 			t.Fatalf("FB adv+1: switch %v -> switch %v", sc, dc)
 		}
 	}
-	if _, err := New(Spec{Kind: Adversarial, Offset: 4}, fb, 1, Options{}); err == nil {
-		t.Error("FB adv+4 with k0=4: no error")
+	if _, err := New(Spec{Kind: Adversarial, Offset: 3}, fb, 1, Options{}); err == nil {
+		t.Error("FB adv+3 with 3 groups: no error")
 	}
 	clos := build(t, "clos:k=4")
 	p = mustNew(t, "adv+1", clos, 1)

@@ -51,10 +51,11 @@ func newSink(host, n int, run uint32) *sink {
 func (k *sink) serve(s *sock) {
 	buf := make([]byte, pat.MaxFrameSize+64)
 	var h pat.Header
+	var msg rxMsg
 	for {
 		err := s.rc.Read(func(fd uintptr) bool {
 			for {
-				n, err := unix.Read(int(fd), buf)
+				n, at, err := msg.recv(int(fd), buf)
 				switch err {
 				case nil:
 				case unix.EINTR:
@@ -67,7 +68,7 @@ func (k *sink) serve(s *sock) {
 					k.st.readErrs++
 					return false
 				}
-				k.frame(buf[:n], &h, monoNow())
+				k.frame(buf[:n], &h, at)
 			}
 		})
 		if err != nil {

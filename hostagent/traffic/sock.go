@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -55,6 +56,13 @@ func openSock(ns, iface string, rcvbuf int) (*sock, error) {
 		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
 			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
 		}
+		// Arrival is timed by the kernel as the frame reaches the host's
+		// interface, so a sink goroutine scheduled late (the machine busy
+		// with the switches) does not add to the fabric's latency.
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
+		}
 		f := os.NewFile(uintptr(fd), "packet:"+ns+"/"+iface)
 		rc, err := f.SyscallConn()
 		if err != nil {
@@ -100,3 +108,39 @@ var (
 )
 
 func monoNow() int64 { return clockBaseMono + int64(time.Since(clockBase)) }
+
+// rxMsg receives one frame and its kernel arrival time with no
+// allocation: recvmsg(2) into a reused header.
+type rxMsg struct {
+	hdr unix.Msghdr
+	iov unix.Iovec
+	oob [64]byte
+}
+
+// recv reads a frame into buf; at is its arrival as CLOCK_MONOTONIC ns
+// (the kernel stamps CLOCK_REALTIME, converted at the current offset), or
+// the read's time when the kernel gave no stamp.
+func (m *rxMsg) recv(fd int, buf []byte) (n int, at int64, err error) {
+	m.iov.Base = &buf[0]
+	m.iov.SetLen(len(buf))
+	m.hdr.Iov, m.hdr.Iovlen = &m.iov, 1
+	m.hdr.Control = &m.oob[0]
+	m.hdr.SetControllen(len(m.oob))
+	r, _, e := unix.Syscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.hdr)), 0)
+	if e != 0 {
+		return 0, 0, e
+	}
+	now := time.Now()
+	mono := clockBaseMono + int64(now.Sub(clockBase))
+	if int(m.hdr.Controllen) >= unix.CmsgLen(int(unsafe.Sizeof(unix.Timespec{}))) {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&m.oob[0]))
+		if h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS {
+			ts := (*unix.Timespec)(unsafe.Pointer(&m.oob[unix.CmsgLen(0)]))
+			if wall := ts.Nano(); wall > 0 {
+				// Never later than now: a stamp is taken before the read.
+				return int(r), min(mono, wall-(now.UnixNano()-mono)), nil
+			}
+		}
+	}
+	return int(r), mono, nil
+}
