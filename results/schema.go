@@ -165,6 +165,10 @@ type Conditions struct {
 	// got the FlowMod: onset poll to FlowMod written (the rest is the
 	// switch applying it and the datapath moving).
 	FlipMS Distribution `json:"flip_ms"`
+	// AppliedMS: onset to the switch's barrier reply after the FlowMod,
+	// every flip: its flow table has changed (the datapath follows when
+	// its flows are revalidated).
+	AppliedMS Distribution `json:"applied_ms"`
 	// Undiverted pause flips saw no frame take the alternative within
 	// ReactLimitMS (or before the port flipped again): nothing needed the
 	// port. Unrecovered is the same for resume flips. Unmeasured flips

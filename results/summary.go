@@ -220,6 +220,10 @@ func conditionsSummary(b *strings.Builder, m *Metrics) {
 		c = pts[len(pts)-1].Conditions
 	}
 	b.WriteString(conditionsReading(pts))
+	if c.AppliedMS.N > 0 {
+		fmt.Fprintf(b, "\nThe switches' flow tables changed (barrier reply to the FlowMod) %.2f / %.2f / %.2f ms (p50 / p90 / max, %d flips) after the onset; FlowMod written after %.2f ms (p50).\n",
+			c.AppliedMS.P50, c.AppliedMS.P90, c.AppliedMS.Max, c.AppliedMS.N, c.FlipMS.P50)
+	}
 	fmt.Fprintf(b, "\nPauses of them upstream: ports paused by the switch they feed, whose queue crossed XOFF (lossless Ethernet pauses the links bringing the frames). Reaction: queue poll that saw XOFF → first frame of a source the pause concerns leaving the switch on its alternative path, timed by the kernel at the port; recovery: poll that saw XON → first such frame leaving on the default port again. Both include waiting for that source's next frame and its time in the new port's queue. Resolution: onset up to %.2f ms after the true crossing (queue poll cycle).\n\n",
 		c.OnsetResolutionMS)
 }

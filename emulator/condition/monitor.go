@@ -46,7 +46,14 @@ var (
 type Options struct {
 	XOff, XOn scenario.Threshold // zero: the defaults; one unit for both
 	Interval  time.Duration      // queue polling period (0: 1 ms)
-	LogSize   int                // events and reactions kept, oldest dropped first (0: 65536)
+	// ColdInterval is the period while every queue is below a quarter of
+	// XOFF (0: 4 Interval): polling every namespace's qdiscs costs CPU the
+	// fabric under test needs, and from a quarter of XOFF a queue needs
+	// several links at full rate converging on it to reach XOFF within one
+	// cold period (a crossing seen late would shorten the reaction
+	// measured, so only warm cycles count towards the onset resolution).
+	ColdInterval time.Duration
+	LogSize      int // events and reactions kept, oldest dropped first (0: 65536)
 
 	// Reaction measurement (see reaction.go): after each flip the
 	// switch's taps wait for a frame on the new path until ReactLimit (0:
@@ -131,6 +138,8 @@ type sw struct {
 	taps    []*tap
 	pmu     sync.Mutex
 	probes  []*probe
+	// Under pmu: the taps are open; the monitor is closed.
+	tapsOpen, closed bool
 }
 
 type nsPoll struct {
@@ -147,6 +156,7 @@ type Monitor struct {
 	switches map[string]*sw
 	ns       []*nsPoll
 	smu      sync.Mutex // port states and masks: Poll against SetPaused
+	warm     bool       // the last poll saw a queue at XOFF/4 or a port paused by its own queue
 
 	mu     sync.Mutex
 	events []Event
@@ -179,6 +189,9 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = time.Millisecond
+	}
+	if o.ColdInterval < o.Interval {
+		o.ColdInterval = 4 * o.Interval
 	}
 	if o.LogSize <= 0 {
 		o.LogSize = 1 << 16
@@ -256,22 +269,12 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			p.ifindex = idx
 			np.ports[idx] = p
 			if !o.NoReaction {
-				t, err := openTap(e.NetNS, e.Iface, p)
-				if err != nil {
-					return nil, fmt.Errorf("switch %s port %d: %w", e.Node, e.Port, err)
-				}
-				st.taps = append(st.taps, t)
+				st.taps = append(st.taps, &tap{ns: e.NetNS, ifname: e.Iface, port: p})
 			}
 		}
 	}
 	if err := m.wire(lab, top, !o.PortOnly); err != nil {
 		return nil, err
-	}
-	for _, st := range m.switches {
-		for _, t := range st.taps {
-			m.readers.Add(1)
-			go m.listen(t)
-		}
 	}
 	ok = true
 	return m, nil
@@ -362,10 +365,13 @@ func climbIngress(top *topology.Topology, i int) map[int]int {
 	return out
 }
 
+// tapLinger is how long the taps stay open after the queues went cold.
+const tapLinger = time.Second
+
 // Run polls the queues every Interval until ctx ends, then waits for the
 // reaction probers (those still waiting count as unmeasured).
 func (m *Monitor) Run(ctx context.Context) error {
-	t := time.NewTicker(m.o.Interval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	pctx, cancel := context.WithCancel(ctx)
 	m.smu.Lock()
@@ -378,10 +384,23 @@ func (m *Monitor) Run(ctx context.Context) error {
 		m.pctx = context.Background()
 		m.smu.Unlock()
 	}()
-	var last time.Time
+	var last, lastWarm time.Time
+	warm, tapsOpen := true, false
+	defer func() {
+		if tapsOpen {
+			m.setTaps(false)
+		}
+	}()
 	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
 		start := time.Now()
-		if !last.IsZero() {
+		// The onset resolution is what a crossing waits for a poll, which
+		// only matters when queues are near XOFF: count warm cycles.
+		if !last.IsZero() && warm {
 			m.mu.Lock()
 			m.c.Cycles++
 			m.c.CycleTime += start.Sub(last)
@@ -391,11 +410,28 @@ func (m *Monitor) Run(ctx context.Context) error {
 		if err := m.Poll(); err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
+		m.smu.Lock()
+		warm = m.warm
+		m.smu.Unlock()
+		next := m.o.Interval
+		if !warm {
+			next = m.o.ColdInterval
 		}
+		// The reaction taps cost the fabric CPU: open while queues are
+		// near XOFF, closed once they have been cold for tapLinger.
+		switch {
+		case m.o.NoReaction:
+		case warm:
+			lastWarm = start
+			if !tapsOpen {
+				tapsOpen = true
+				go m.setTaps(true)
+			}
+		case tapsOpen && start.Sub(lastWarm) > tapLinger:
+			tapsOpen = false
+			go m.setTaps(false)
+		}
+		t.Reset(time.Until(start.Add(next)))
 	}
 }
 
@@ -406,6 +442,7 @@ func (m *Monitor) Poll() error {
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	changed := map[*sw]*flip{}
+	m.warm = false
 	for _, np := range m.ns {
 		t0 := time.Now()
 		all, err := np.r.All()
@@ -426,6 +463,9 @@ func (m *Monitor) Poll() error {
 			occ := q.QLen
 			if m.bytes {
 				occ = q.Backlog
+			}
+			if occ >= m.xoff/4 || p.own {
+				m.warm = true
 			}
 			switch {
 			case !p.own && occ > m.xoff:
@@ -607,9 +647,15 @@ func (m *Monitor) Close() {
 		np.r.Close()
 	}
 	for _, s := range m.switches {
+		s.pmu.Lock()
+		s.closed = true
 		for _, t := range s.taps {
-			t.close()
+			if t.f != nil {
+				t.f.Close()
+				t.f, t.rc = nil, nil
+			}
 		}
+		s.pmu.Unlock()
 	}
 	m.readers.Wait()
 }

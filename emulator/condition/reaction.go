@@ -3,6 +3,9 @@ package condition
 import (
 	"context"
 	"fmt"
+	"os"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -140,7 +143,11 @@ func (m *Monitor) flip(s *sw, f *flip) {
 	for _, p := range f.resumed {
 		add(p, true)
 	}
-	m.tapsOn(s)
+	if !s.tapsOpen {
+		// Queues rose faster than the taps were opened: open them now,
+		// before the FlowMod, so no frame on the new path goes unseen.
+		m.openTaps(s)
+	}
 	s.pmu.Unlock()
 	acked, err := s.of.setMaskAcked(s.mask)
 	m.countFlowMod(err)
@@ -152,19 +159,70 @@ func (m *Monitor) flip(s *sw, f *flip) {
 	}
 }
 
-// tapsOn enables the switch's taps while it has probes, and off after.
-// Called with pmu held.
-func (m *Monitor) tapsOn(s *sw) {
-	on := len(s.probes) > 0
+// openTaps opens a switch's closed taps and starts their readers. Called
+// with pmu held.
+func (m *Monitor) openTaps(s *sw) {
+	if s.closed {
+		return
+	}
 	for _, t := range s.taps {
-		if t.on != on {
-			if err := t.filter(on); err != nil {
-				m.mu.Lock()
-				m.c.TapErrs++
-				m.mu.Unlock()
-			}
+		if t.f != nil {
+			continue
+		}
+		if err := t.open(); err != nil {
+			m.countTapErr()
+			continue
+		}
+		m.readers.Add(1)
+		go m.listen(t, t.rc)
+	}
+	s.tapsOpen = true
+}
+
+// closeTaps closes a switch's taps unless a flip is being measured there;
+// the closing itself (an RCU grace period each) happens in the
+// background. Called with pmu held.
+func (m *Monitor) closeTaps(s *sw) {
+	if len(s.probes) > 0 || !s.tapsOpen {
+		return
+	}
+	var fs []*os.File
+	for _, t := range s.taps {
+		if t.f != nil {
+			fs = append(fs, t.f)
+			t.f, t.rc = nil, nil
 		}
 	}
+	s.tapsOpen = false
+	for _, f := range fs {
+		go f.Close()
+	}
+}
+
+// setTaps opens (on) or closes every switch's taps; Run calls it, in the
+// background, when queues warm up or have long been cold.
+func (m *Monitor) setTaps(on bool) {
+	var wg sync.WaitGroup
+	for _, s := range m.switches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.pmu.Lock()
+			defer s.pmu.Unlock()
+			if on {
+				m.openTaps(s)
+			} else {
+				m.closeTaps(s)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (m *Monitor) countTapErr() {
+	m.mu.Lock()
+	m.c.TapErrs++
+	m.mu.Unlock()
 }
 
 // await waits for a probe's frame, the react limit or the monitor's end,
@@ -209,22 +267,21 @@ wait:
 			break
 		}
 	}
-	m.tapsOn(s)
 	s.pmu.Unlock()
 	r.Outcome, r.Why = o, why
 	m.recordReaction(r)
 }
 
-// listen reads one tap until it is closed, firing the probes its frames
-// answer.
-func (m *Monitor) listen(t *tap) {
+// listen reads one tap's socket (rc) until it is closed, firing the
+// probes its frames answer.
+func (m *Monitor) listen(t *tap, rc syscall.RawConn) {
 	defer m.readers.Done()
 	buf := make([]byte, tapSnap)
 	oob := make([]byte, 128)
 	var h traffic.Header
 	s := t.port.sw
 	for {
-		n, ts, err := t.read(buf, oob)
+		n, ts, err := read(rc, buf, oob)
 		if err != nil {
 			return // closed
 		}

@@ -3,6 +3,8 @@ package condition
 import (
 	"context"
 	"net"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ func TestReactionTimeMeasured(t *testing.T) {
 	lab, comp := up(t, "hrx-react")
 	in, dst, def, _ := divertable(t, comp)
 	_, limit := kernel.TBFParams(2_000_000)
+	hookedBefore := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)
 	m, err := New(lab, Options{
 		XOff: scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
 		XOn:  scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
@@ -103,6 +106,12 @@ func TestReactionTimeMeasured(t *testing.T) {
 	if altAfter <= altBefore || dumped < altAfter {
 		t.Fatalf("alternative rules: %d packets before, %d after over flow stats, %d by ovs-ofctl", altBefore, altAfter, dumped)
 	}
+	// Stopped, the monitor has closed its taps: the switches' ports pay
+	// nothing for them.
+	time.Sleep(300 * time.Millisecond)
+	if n := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS); n != hookedBefore {
+		t.Errorf("%d packet sockets hooked in the fabric after the monitor went idle, %d before it started", n, hookedBefore)
+	}
 	if len(resume) == 0 {
 		t.Fatalf("no recovery measured on %s port %d; counters %+v", sw0.Name, def.Cond, c)
 	}
@@ -114,4 +123,29 @@ func TestReactionTimeMeasured(t *testing.T) {
 // every gap, for d.
 func stream(ns, ifname string, dst, src net.HardwareAddr, gap, d time.Duration) error {
 	return sendFrames(ns, ifname, dst, src, int(d/gap), gap)
+}
+
+// hookedPacketSockets counts the packet sockets of the namespaces hooked
+// to every frame (running, protocol ETH_P_ALL), from /proc/net/packet.
+func hookedPacketSockets(t *testing.T, nss ...string) int {
+	t.Helper()
+	n := 0
+	seen := map[string]bool{}
+	for _, ns := range nss {
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/net/packet").Output()
+		if err != nil {
+			t.Fatalf("/proc/net/packet in %s: %v", ns, err)
+		}
+		for _, line := range strings.Split(string(out), "\n")[1:] {
+			// sk RefCnt Type Proto Iface R Rmem User Inode
+			if f := strings.Fields(line); len(f) >= 6 && f[5] == "1" && f[3] == "0003" {
+				n++
+			}
+		}
+	}
+	return n
 }

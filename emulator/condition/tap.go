@@ -18,44 +18,50 @@ import (
 // frame as the port's shaper releases it onto the wire, with a kernel
 // timestamp. It is what tells when a frame actually left on a path.
 //
-// It hears nothing until enabled: its filter rejects everything, so the
-// kernel copies no frame while no reaction is being measured on its
-// switch.
+// A tap costs every frame its port sends an skb clone and a filter run,
+// even when the filter rejects the frame, and the fabric under test needs
+// that CPU. So the socket exists only while queues are near XOFF (see
+// Monitor.Run): opening one is a few syscalls, while closing it waits for
+// an RCU grace period and is done in the background. (Rebinding to another
+// protocol would wait just the same, and protocol 0 keeps the old one.)
 type tap struct {
-	f    *os.File
-	rc   syscall.RawConn
-	fd   int
-	port *port
-	on   bool
+	ns, ifname string
+	port       *port
 	// src, when its mask is not zero, is the source-MAC prefix of the
 	// only frames the tap needs (a direct topology's switch: its own
 	// hosts), so transit traffic is never copied to user space.
 	srcVal, srcMask uint64
+
+	// The open socket, under the switch's pmu; nil while closed.
+	f  *os.File
+	rc syscall.RawConn
 }
 
 const tapSnap = traffic.HeaderLen // the EFTR header is all a tap reads
 
-func openTap(ns, ifname string, p *port) (*tap, error) {
+// open creates the tap's socket, filtered and bound to every frame of its
+// interface.
+func (t *tap) open() error {
 	fd := -1
 	mk := func() (err error) {
+		// Protocol 0: nothing is received until bind, after the filter.
 		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 		return err
 	}
-	if err := kernel.InNamespace(ns, mk); err != nil {
-		return nil, fmt.Errorf("tap on %s in netns %s: %w", ifname, ns, err)
+	if err := kernel.InNamespace(t.ns, mk); err != nil {
+		return fmt.Errorf("tap on %s in netns %s: %w", t.ifname, t.ns, err)
 	}
-	fail := func(what string, err error) (*tap, error) {
+	fail := func(what string, err error) error {
 		unix.Close(fd)
-		return nil, fmt.Errorf("tap on %s in netns %s: %s: %w", ifname, ns, what, err)
+		return fmt.Errorf("tap on %s in netns %s: %s: %w", t.ifname, t.ns, what, err)
 	}
-	t := &tap{fd: fd, port: p}
-	if err := t.filter(false); err != nil {
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, t.program()); err != nil {
 		return fail("attach filter", err)
 	}
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return fail("timestamps", err)
 	}
-	ifr, err := unix.NewIfreq(ifname)
+	ifr, err := unix.NewIfreq(t.ifname)
 	if err != nil {
 		return fail("interface name", err)
 	}
@@ -65,12 +71,14 @@ func openTap(ns, ifname string, p *port) (*tap, error) {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: int(ifr.Uint32())}); err != nil {
 		return fail("bind", err)
 	}
-	t.f = os.NewFile(uintptr(fd), "tap:"+ns+":"+ifname)
-	if t.rc, err = t.f.SyscallConn(); err != nil {
-		t.f.Close()
-		return nil, fmt.Errorf("tap on %s in netns %s: %w", ifname, ns, err)
+	f := os.NewFile(uintptr(fd), "tap:"+t.ns+":"+t.ifname)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("tap on %s in netns %s: %w", t.ifname, t.ns, err)
 	}
-	return t, nil
+	t.f, t.rc = f, rc
+	return nil
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -81,51 +89,45 @@ const (
 	skfAdPktType = 4
 )
 
-// filter attaches the tap's program: with on, frames the port transmits
-// (PACKET_OUTGOING) of EtherType 0x88B6 with the EFTR magic, cut to their
-// header; otherwise nothing.
-func (t *tap) filter(on bool) error {
+// program is the tap's filter: frames the port transmits
+// (PACKET_OUTGOING) of EtherType 0x88B6 with the EFTR magic and, when
+// srcMask is set, a source under srcVal, cut to their header.
+func (t *tap) program() *unix.SockFprog {
 	const (
 		ldw = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		ldh = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS
 		jeq = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		ret = unix.BPF_RET | unix.BPF_K
+		and = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	)
-	prog := []unix.SockFilter{{Code: ret, K: 0}}
-	if on {
-		const and = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
-		prog = []unix.SockFilter{
-			{Code: ldw, K: skfAdOff + skfAdPktType},
-			{Code: jeq, K: unix.PACKET_OUTGOING, Jf: 10},
-			{Code: ldh, K: 12},
-			{Code: jeq, K: traffic.EtherType, Jf: 8},
-			{Code: ldw, K: 14},
-			{Code: jeq, K: traffic.Magic, Jf: 6},
-			// Source MAC bytes 6..9 and 10..11 under the prefix (a zero
-			// mask passes everything).
-			{Code: ldw, K: 6},
-			{Code: and, K: uint32(t.srcMask >> 16)},
-			{Code: jeq, K: uint32(t.srcVal>>16) & uint32(t.srcMask>>16), Jf: 3},
-			{Code: ldh, K: 10},
-			{Code: and, K: uint32(t.srcMask & 0xffff)},
-			{Code: jeq, K: uint32(t.srcVal & t.srcMask & 0xffff), Jt: 1},
-			{Code: ret, K: 0}, // 12: reject
-			{Code: ret, K: tapSnap},
-		}
+	prog := []unix.SockFilter{
+		{Code: ldw, K: skfAdOff + skfAdPktType},
+		{Code: jeq, K: unix.PACKET_OUTGOING, Jf: 10},
+		{Code: ldh, K: 12},
+		{Code: jeq, K: traffic.EtherType, Jf: 8},
+		{Code: ldw, K: 14},
+		{Code: jeq, K: traffic.Magic, Jf: 6},
+		// Source MAC bytes 6..9 and 10..11 under the prefix (a zero mask
+		// passes everything).
+		{Code: ldw, K: 6},
+		{Code: and, K: uint32(t.srcMask >> 16)},
+		{Code: jeq, K: uint32(t.srcVal>>16) & uint32(t.srcMask>>16), Jf: 3},
+		{Code: ldh, K: 10},
+		{Code: and, K: uint32(t.srcMask & 0xffff)},
+		{Code: jeq, K: uint32(t.srcVal & t.srcMask & 0xffff), Jt: 1},
+		{Code: ret, K: 0}, // 12: reject
+		{Code: ret, K: tapSnap},
 	}
-	err := unix.SetsockoptSockFprog(t.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]})
-	if err == nil {
-		t.on = on
-	}
-	return err
+	return &unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 }
 
 // read returns the next frame's header bytes and the kernel's time of its
-// transmission (the read's time if the kernel gave none).
-func (t *tap) read(buf, oob []byte) (int, time.Time, error) {
+// transmission (the read's time if the kernel gave none), from rc: the
+// socket open when the reader started.
+func read(rc syscall.RawConn, buf, oob []byte) (int, time.Time, error) {
 	var n, oobn int
 	var rerr error
-	err := t.rc.Read(func(fd uintptr) bool {
+	err := rc.Read(func(fd uintptr) bool {
 		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
 		return rerr != unix.EAGAIN
 	})
@@ -150,5 +152,3 @@ func (t *tap) read(buf, oob []byte) (int, time.Time, error) {
 	}
 	return n, ts, nil
 }
-
-func (t *tap) close() error { return t.f.Close() }

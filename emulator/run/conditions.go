@@ -35,6 +35,7 @@ type conditions struct {
 	reaction []float64
 	recovery []float64
 	flip     []float64
+	applied  []float64
 	last     []condition.Reaction // the point's, for its CSV
 }
 
@@ -153,8 +154,11 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	}
 	rs, _ := c.mon.Reactions(c.rseen)
 	c.last = rs
-	var react, recov, flip []float64
+	var react, recov, flip, applied []float64
 	for _, r := range rs {
+		if !r.Applied.IsZero() {
+			applied = append(applied, float64(r.Applied.Sub(r.Onset))/float64(time.Millisecond))
+		}
 		if r.Outcome != condition.Reacted {
 			continue
 		}
@@ -167,6 +171,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 		}
 	}
 	out.FlipMS = results.NewDistribution(flip)
+	out.AppliedMS = results.NewDistribution(applied)
 	out.ReactionMS = results.NewDistribution(react)
 	out.RecoveryMS = results.NewDistribution(recov)
 	out.Undiverted = after.Undiverted - c.before.Undiverted
@@ -180,6 +185,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	c.reaction = append(c.reaction, react...)
 	c.recovery = append(c.recovery, recov...)
 	c.flip = append(c.flip, flip...)
+	c.applied = append(c.applied, applied...)
 	t := &c.run
 	t.PauseEvents += out.PauseEvents
 	t.UpstreamPauses += out.UpstreamPauses
@@ -192,6 +198,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	t.ReactionMS = results.NewDistribution(c.reaction)
 	t.RecoveryMS = results.NewDistribution(c.recovery)
 	t.FlipMS = results.NewDistribution(c.flip)
+	t.AppliedMS = results.NewDistribution(c.applied)
 	t.OnsetResolutionMS, t.ReactLimitMS = out.OnsetResolutionMS, out.ReactLimitMS
 	if c.m != nil {
 		run := *t
