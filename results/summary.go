@@ -251,7 +251,7 @@ func conditionsReading(pts []Point) string {
 		var mixed *Point
 		for i := range ps {
 			p := &ps[i]
-			if p.Conditions.PauseEvents > 0 && p.NonminimalShare > 0.05 && p.NonminimalShare < 0.95 && p.Loss < 0.05 {
+			if p.Conditions.PauseEvents > 0 && p.NonminimalShare >= 0.2 && p.NonminimalShare < 0.95 && p.Loss < 0.05 {
 				mixed = p
 				break
 			}
