@@ -62,31 +62,37 @@ func Evaluate(phase string, exps []scenario.Expectation, points []Point) []Expec
 				continue
 			}
 			r := ExpectationResult{Phase: phase, Expect: e.String(), Load: p.Load}
-			lhs, ok := MetricValue(p, e.Metric)
-			of := 1.0
-			if e.Of != "" {
-				var ok2 bool
-				of, ok2 = MetricValue(p, e.Of)
-				ok = ok && ok2
-			}
-			bound := e.Value * of
-			scale := 1.0
-			if e.Metric.IsLatency() {
-				scale = 1e6
-			}
-			r.Value, r.Bound = lhs*scale, bound*scale
-			switch {
-			case !ok:
-				r.Note = fmt.Sprintf("%s not measured (no frames received)", e.Metric)
-			case math.IsNaN(lhs) || math.IsNaN(of):
-				r.Note = "not a number"
-			default:
-				r.Pass = e.Holds(lhs, of)
-			}
+			check(&r, e, p, p)
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// check evaluates e with its left-hand metric from lhs and the right-hand
+// `<number> * <metric>` from rhs into r: values in the metric's unit
+// (latencies in µs), pass, or a note why it could not be told.
+func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
+	l, ok := MetricValue(lhs, e.Metric)
+	of := 1.0
+	if e.Of != "" {
+		var ok2 bool
+		of, ok2 = MetricValue(rhs, e.Of)
+		ok = ok && ok2
+	}
+	scale := 1.0
+	if e.Metric.IsLatency() {
+		scale = 1e6
+	}
+	r.Value, r.Bound = l*scale, e.Value*of*scale
+	switch {
+	case !ok:
+		r.Note = fmt.Sprintf("%s not measured (no frames received)", e.Metric)
+	case math.IsNaN(l) || math.IsNaN(of):
+		r.Note = "not a number"
+	default:
+		r.Pass = e.Holds(l, of)
+	}
 }
 
 // EvaluateScenario evaluates the expectations of every traffic phase.
@@ -151,26 +157,7 @@ func EvaluateVersus(self string, v scenario.Versus, mine, theirs []Point) []Vers
 				out = append(out, r)
 				continue
 			}
-			lhs, ok := MetricValue(a, e.Metric)
-			of := 1.0
-			if e.Of != "" {
-				var ok2 bool
-				of, ok2 = MetricValue(b, e.Of)
-				ok = ok && ok2
-			}
-			scale := 1.0
-			if e.Metric.IsLatency() {
-				scale = 1e6
-			}
-			r.Value, r.Bound = lhs*scale, e.Value*of*scale
-			switch {
-			case !ok:
-				r.Note = "not measured (no frames received)"
-			case math.IsNaN(lhs) || math.IsNaN(of):
-				r.Note = "not a number"
-			default:
-				r.Pass = e.Holds(lhs, of)
-			}
+			check(&r.ExpectationResult, e, a, b)
 			out = append(out, r)
 		}
 	}

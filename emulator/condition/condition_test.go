@@ -179,18 +179,8 @@ func TestBacklogPausesAndResumes(t *testing.T) {
 	needRoot(t)
 	lab, comp := up(t, "hcnd-auto")
 	in, dst, def, alt := divertable(t, comp)
-	_, limit := kernel.TBFParams(2_000_000)
-	m, err := New(lab, Options{
-		XOff: scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
-		XOn:  scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	m := newMonitor(t, lab, false)
+	stop := runMonitor(t, m)
 
 	var host fabric.Host
 	for _, h := range lab.Hosts {
@@ -210,10 +200,7 @@ func TestBacklogPausesAndResumes(t *testing.T) {
 	for time.Now().Before(deadline) && (m.Counters().ResumeEvents == 0 || m.Mask(sw) != 0) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	c := m.Counters()
 	var paused, resumed *Event
 	for _, e := range m.Events() {
@@ -225,7 +212,7 @@ func TestBacklogPausesAndResumes(t *testing.T) {
 			}
 		}
 	}
-	if paused == nil || resumed == nil || !paused.Flip || paused.Backlog <= uint64(limit)/2 {
+	if paused == nil || resumed == nil || !paused.Flip || paused.Backlog <= m.xoff {
 		t.Fatalf("port %d of %s: pause %+v resume %+v; counters %+v", def.Cond, sw, paused, resumed, c)
 	}
 	if m.Paused(sw, int(def.Cond)) || m.Mask(sw) != 0 {
@@ -282,4 +269,36 @@ func sendFrames(ns, ifname string, dst, src net.HardwareAddr, n int, gap time.Du
 		}
 	}
 	return nil
+}
+
+// newMonitor watches lab with XOFF/XON at a half and an eighth of a
+// 2 Mbit/s link's tbf queue; it is closed when the test ends.
+func newMonitor(t *testing.T, lab *fabric.Lab, portOnly bool) *Monitor {
+	t.Helper()
+	_, limit := kernel.TBFParams(2_000_000)
+	m, err := New(lab, Options{
+		XOff:     scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
+		XOn:      scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
+		PortOnly: portOnly,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// runMonitor runs m in the background; stop ends it and fails the test if
+// Run failed.
+func runMonitor(t *testing.T, m *Monitor) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -23,24 +21,14 @@ func TestReactionTimeMeasured(t *testing.T) {
 	needRoot(t)
 	lab, comp := up(t, "hrx-react")
 	in, dst, def, _ := divertable(t, comp)
-	_, limit := kernel.TBFParams(2_000_000)
 	hookedBefore := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)
-	m, err := New(lab, Options{
-		XOff: scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
-		XOn:  scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := newMonitor(t, lab, false)
 	sw0 := lab.Switches[0]
 	altBefore, err := m.switches[sw0.Name].of.flowPackets(controller.KindAlternative.Cookie(), ofAny, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	stop := runMonitor(t, m)
 
 	var host fabric.Host
 	for _, h := range lab.Hosts {
@@ -55,10 +43,7 @@ func TestReactionTimeMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // drain, let the last probers finish
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 	c := m.Counters()
 	rs, n := m.Reactions(0)
 	if n != uint64(len(rs)) {

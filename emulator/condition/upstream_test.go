@@ -1,7 +1,6 @@
 package condition
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -9,8 +8,6 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/kernel"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/topology"
 )
 
@@ -62,21 +59,10 @@ func TestPauseGoesUpstream(t *testing.T) {
 	if r := comp.Tables[a].Lookup(hostOn(a), mac, controller.EtherTypeProbe); r == nil || r.Kind != controller.KindConditional || int(r.Cond) != aLocal {
 		t.Fatalf("switch %s does not reach host %d through its local port %d: %+v", top.Switches[a].Name, dst, aLocal, r)
 	}
-	_, limit := kernel.TBFParams(2_000_000)
 	for _, portOnly := range []bool{false, true} {
 		t.Run(fmt.Sprintf("portOnly=%v", portOnly), func(t *testing.T) {
-			m, err := New(lab, Options{
-				XOff:     scenario.Threshold{Value: int64(limit) / 2, Unit: scenario.Bytes},
-				XOn:      scenario.Threshold{Value: int64(limit) / 8, Unit: scenario.Bytes},
-				PortOnly: portOnly,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- m.Run(ctx) }()
+			m := newMonitor(t, lab, portOnly)
+			stop := runMonitor(t, m)
 			dmac, _ := net.ParseMAC(mac.String())
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
@@ -92,10 +78,7 @@ func TestPauseGoesUpstream(t *testing.T) {
 			}
 			wg.Wait()
 			time.Sleep(300 * time.Millisecond)
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			stop()
 			for _, err := range errs {
 				if err != nil {
 					t.Fatal(err)
