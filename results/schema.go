@@ -183,6 +183,18 @@ type Conditions struct {
 	ReactLimitMS      float64 `json:"react_limit_ms,omitempty"`
 }
 
+// AddCounts adds o's event counts (not its distributions) to c.
+func (c *Conditions) AddCounts(o *Conditions) {
+	c.PauseEvents += o.PauseEvents
+	c.UpstreamPauses += o.UpstreamPauses
+	c.ResumeEvents += o.ResumeEvents
+	c.Flips += o.Flips
+	c.FlowMods += o.FlowMods
+	c.Undiverted += o.Undiverted
+	c.Unrecovered += o.Unrecovered
+	c.Unmeasured += o.Unmeasured
+}
+
 // Distribution summarizes samples: their number, median, 90th percentile
 // and maximum (all zero without samples).
 type Distribution struct {

@@ -343,25 +343,24 @@ func (m *Monitor) wire(lab *fabric.Lab, top *topology.Topology, feeders bool) er
 // (frames climb from their source only).
 func climbIngress(top *topology.Topology, i int) map[int]int {
 	out := map[int]int{}
-	var below func(sw int, port int)
-	below = func(sw int, port int) {
+	// entry is the port of switch i the walk came in by; 0 at i itself,
+	// where each port is its own.
+	var walk func(sw, entry int)
+	walk = func(sw, entry int) {
 		for _, p := range top.Switches[sw].Ports {
+			in := entry
+			if in == 0 {
+				in = p.Num
+			}
 			switch {
 			case p.Class == topology.ClassHost:
-				out[p.Host] = port
+				out[p.Host] = in
 			case top.Spec.Kind == topology.Clos && !p.Up && top.Switches[p.Peer.Switch].Level < top.Switches[sw].Level:
-				below(p.Peer.Switch, port)
+				walk(p.Peer.Switch, in)
 			}
 		}
 	}
-	for _, p := range top.Switches[i].Ports {
-		switch {
-		case p.Class == topology.ClassHost:
-			out[p.Host] = p.Num
-		case top.Spec.Kind == topology.Clos && !p.Up && top.Switches[p.Peer.Switch].Level < top.Switches[i].Level:
-			below(p.Peer.Switch, p.Num)
-		}
-	}
+	walk(i, 0)
 	return out
 }
 

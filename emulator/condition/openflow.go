@@ -26,12 +26,6 @@ const (
 	ofFlowMod      = 14
 	ofBarrierReq   = 20
 	ofBarrierReply = 21
-	ofMultipartReq = 18
-	ofMultipartRep = 19
-
-	ofmpFlow       = 1    // OFPMP_FLOW
-	ofmpfReplyMore = 1    // OFPMPF_REPLY_MORE
-	ofTableAll     = 0xff // OFPTT_ALL
 
 	ofModifyStrict = 2
 	ofNoBuffer     = 0xffffffff
@@ -50,7 +44,6 @@ type ofConn struct {
 	xid    atomic.Uint32
 	mu     sync.Mutex
 	wait   map[uint32]chan struct{}
-	stats  map[uint32]*statsWait
 	errs   atomic.Uint64
 	lastEr atomic.Value // string
 	done   chan struct{}
@@ -66,7 +59,7 @@ func dialOF(mgmt string) (*ofConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openflow connect: %w", err)
 	}
-	o := &ofConn{c: c, wait: map[uint32]chan struct{}{}, stats: map[uint32]*statsWait{}, done: make(chan struct{})}
+	o := &ofConn{c: c, wait: map[uint32]chan struct{}{}, done: make(chan struct{})}
 	if err := o.write(header(ofHello, 8, 0)); err != nil {
 		c.Close()
 		return nil, err
@@ -134,17 +127,10 @@ func (o *ofConn) read() {
 			if len(body) >= 4 {
 				msg = fmt.Sprintf("OpenFlow error type %d code %d", binary.BigEndian.Uint16(body), binary.BigEndian.Uint16(body[2:]))
 			}
-			// A refused stats request is the prober's error, not a
-			// rejected FlowMod.
-			if o.finishStats(xid, 0, errors.New(msg)) {
-				continue
-			}
 			o.errs.Add(1)
 			if msg != "" {
 				o.lastEr.Store(msg)
 			}
-		case ofMultipartRep:
-			o.flowStatsReply(xid, body)
 		case ofBarrierReply:
 			o.mu.Lock()
 			if ch, ok := o.wait[xid]; ok {
@@ -247,136 +233,4 @@ func (o *ofConn) barrier(timeout time.Duration) error {
 func (o *ofConn) close() {
 	o.c.Close()
 	<-o.done
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for xid, w := range o.stats {
-		w.ch <- statsResult{err: errors.New("openflow connection closed")}
-		delete(o.stats, xid)
-	}
-}
-
-// flowStatsRequest asks for the rules of every table with this exact
-// cookie (and, unless outPort is ofAny, an output to outPort):
-// OFPT_MULTIPART_REQUEST, OFPMP_FLOW, an empty match. 56 bytes.
-func flowStatsRequest(xid uint32, cookie uint64, outPort uint32) []byte {
-	const n = 16 + 32 + 8
-	b := header(ofMultipartReq, n, xid)
-	be := binary.BigEndian
-	be.PutUint16(b[8:], ofmpFlow)
-	// flags 0, pad 4
-	r := b[16:]
-	r[0] = ofTableAll
-	be.PutUint32(r[4:], outPort)
-	be.PutUint32(r[8:], ofAny) // out_group
-	be.PutUint64(r[16:], cookie)
-	be.PutUint64(r[24:], ^uint64(0)) // cookie_mask: exactly this cookie
-	be.PutUint16(r[32:], 1)          // OFPMT_OXM
-	be.PutUint16(r[34:], 4)          // no fields
-	return b
-}
-
-// parseFlowStats sums packet_count over the ofp_flow_stats entries of one
-// OFPMP_FLOW reply body (after the 8-byte header); more is
-// OFPMPF_REPLY_MORE: further replies with the same xid follow.
-func parseFlowStats(body []byte) (packets uint64, more bool, err error) {
-	be := binary.BigEndian
-	if len(body) < 8 {
-		return 0, false, fmt.Errorf("multipart reply: %d bytes", len(body))
-	}
-	if t := be.Uint16(body); t != ofmpFlow {
-		return 0, false, fmt.Errorf("multipart reply type %d, want OFPMP_FLOW", t)
-	}
-	more = be.Uint16(body[2:])&ofmpfReplyMore != 0
-	for e := body[8:]; len(e) > 0; {
-		// ofp_flow_stats: length, table_id, pad, duration (8), priority,
-		// idle/hard timeout, flags, pad (4), cookie, packet_count at 32.
-		if len(e) < 48 {
-			return 0, false, fmt.Errorf("flow stats entry: %d bytes left", len(e))
-		}
-		l := int(be.Uint16(e))
-		if l < 48 || l > len(e) {
-			return 0, false, fmt.Errorf("flow stats entry length %d, %d bytes left", l, len(e))
-		}
-		packets += be.Uint64(e[32:])
-		e = e[l:]
-	}
-	return packets, more, nil
-}
-
-type statsResult struct {
-	packets uint64
-	err     error
-}
-
-type statsWait struct {
-	sum uint64
-	ch  chan statsResult // buffered: the reader never blocks on it
-}
-
-// statsMsg registers a flow-stats request and returns it unsent, so a
-// caller can put it in the same write as a FlowMod: the switch handles a
-// connection's messages in order, so a request written just before the
-// FlowMod reads the counters as they were before it.
-func (o *ofConn) statsMsg(cookie uint64, outPort uint32) ([]byte, <-chan statsResult) {
-	xid := o.xid.Add(1)
-	w := &statsWait{ch: make(chan statsResult, 1)}
-	o.mu.Lock()
-	o.stats[xid] = w
-	o.mu.Unlock()
-	return flowStatsRequest(xid, cookie, outPort), w.ch
-}
-
-// flowPackets is one flow-stats round trip: the summed packet count of the
-// rules with this cookie (and output port).
-func (o *ofConn) flowPackets(cookie uint64, outPort uint32, timeout time.Duration) (uint64, error) {
-	msg, ch := o.statsMsg(cookie, outPort)
-	if err := o.write(msg); err != nil {
-		o.finishStats(binary.BigEndian.Uint32(msg[4:]), 0, err)
-		<-ch
-		return 0, err
-	}
-	return o.waitStats(msg, ch, timeout)
-}
-
-// waitStats waits for the reply to msg (from statsMsg).
-func (o *ofConn) waitStats(msg []byte, ch <-chan statsResult, timeout time.Duration) (uint64, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case r := <-ch:
-		return r.packets, r.err
-	case <-t.C:
-		o.finishStats(binary.BigEndian.Uint32(msg[4:]), 0, nil) // forget it
-		return 0, errors.New("openflow flow stats timed out")
-	}
-}
-
-func (o *ofConn) flowStatsReply(xid uint32, body []byte) {
-	n, more, err := parseFlowStats(body)
-	o.mu.Lock()
-	w, ok := o.stats[xid]
-	if ok {
-		w.sum += n
-	}
-	o.mu.Unlock()
-	if ok && (!more || err != nil) {
-		o.finishStats(xid, 0, err)
-	}
-}
-
-// finishStats hands the summed count (plus add) or err to the waiter of
-// xid; false if nobody waits on xid.
-func (o *ofConn) finishStats(xid uint32, add uint64, err error) bool {
-	o.mu.Lock()
-	w, ok := o.stats[xid]
-	delete(o.stats, xid)
-	o.mu.Unlock()
-	if ok {
-		w.ch <- statsResult{packets: w.sum + add, err: err}
-	}
-	return ok
-}
-
-func xidOf(msg []byte) uint32 {
-	return uint32(msg[4])<<24 | uint32(msg[5])<<16 | uint32(msg[6])<<8 | uint32(msg[7])
 }

@@ -13,11 +13,13 @@ import (
 
 // Seed 004 Fig. 1 on a real switch pair: switch A reaches group Y through
 // its neighbour B, whose global port is the only link to Y. A's and B's
-// hosts each send 1.5 Mbit/s towards Y, so B's 2 Mbit/s global port backs
-// up while A's local link to B never does. B's PAUSE must reach A: A's
-// port towards B pauses (From names B's port), A's conditional rule for Y
-// is disabled, and A's host's frames leave A on its own non-minimal port.
-// With PortOnly nothing of that happens at A.
+// hosts send 1 and 1.5 Mbit/s towards Y, so B's 2 Mbit/s global port backs
+// up (and drains once A diverts) while A's half-loaded local link to B
+// never does: it would take a ~100 ms stall of A's sender, caught up in
+// one burst, to reach XOFF there. B's PAUSE must reach A: A's port towards
+// B pauses (From names B's port), A's conditional rule for Y is disabled,
+// and A's host's frames leave A on its own non-minimal port. With
+// PortOnly nothing of that happens at A.
 func TestPauseGoesUpstream(t *testing.T) {
 	needRoot(t)
 	lab, comp := up(t, "hrx-upstr")
@@ -72,8 +74,10 @@ func TestPauseGoesUpstream(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					// 1514-byte frames every 8 ms: 1.5 Mbit/s from each host.
-					errs[k] = stream(h.NetNS, h.Iface, dmac, smac, 8*time.Millisecond, 1500*time.Millisecond)
+					// 1514-byte frames every 12 ms from A (1 Mbit/s), every
+					// 8 ms from B (1.5 Mbit/s).
+					gap := []time.Duration{12 * time.Millisecond, 8 * time.Millisecond}[k]
+					errs[k] = stream(h.NetNS, h.Iface, dmac, smac, gap, 1500*time.Millisecond)
 				}()
 			}
 			wg.Wait()

@@ -187,14 +187,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	c.flip = append(c.flip, flip...)
 	c.applied = append(c.applied, applied...)
 	t := &c.run
-	t.PauseEvents += out.PauseEvents
-	t.UpstreamPauses += out.UpstreamPauses
-	t.ResumeEvents += out.ResumeEvents
-	t.Flips += out.Flips
-	t.FlowMods += out.FlowMods
-	t.Undiverted += out.Undiverted
-	t.Unrecovered += out.Unrecovered
-	t.Unmeasured += out.Unmeasured
+	t.AddCounts(out)
 	t.ReactionMS = results.NewDistribution(c.reaction)
 	t.RecoveryMS = results.NewDistribution(c.recovery)
 	t.FlipMS = results.NewDistribution(c.flip)
