@@ -23,6 +23,8 @@ package condition
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,12 +137,21 @@ type sw struct {
 	// the flips being measured.
 	table   *controller.Table
 	ingress map[[6]byte]int
+	ifaces  map[int]iface // every port's interface, host ports too
 	taps    []*tap
 	pmu     sync.Mutex
 	probes  []*probe
+	// Under pmu, while probes are live: when each frame of a source the
+	// conditions decide entered the switch, and frames that left on a
+	// new path before their arrival was read (reaction.go).
+	arrivals map[frameKey]time.Time
+	pending  map[frameKey]departure
 	// Under pmu: the taps are open; the monitor is closed.
 	tapsOpen, closed bool
 }
+
+// iface is where a switch port's interface lives.
+type iface struct{ ns, name string }
 
 type nsPoll struct {
 	r     *kernel.StatsReader
@@ -227,7 +238,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
-		st := &sw{name: s.Name, of: of, ports: map[int]*port{}}
+		st := &sw{name: s.Name, of: of, ports: map[int]*port{}, ifaces: map[int]iface{}}
 		m.switches[s.Name] = st
 		bits := map[int]int{}
 		for i, p := range controller.CondPorts(ts) {
@@ -248,8 +259,12 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	for _, l := range lab.Links {
 		for _, e := range []fabric.LinkEnd{l.A, l.B} {
 			st := m.switches[e.Node]
-			if st == nil || st.ports[e.Port] == nil {
-				continue // a host end, or a host port
+			if st == nil {
+				continue // a host end
+			}
+			st.ifaces[e.Port] = iface{e.NetNS, e.Iface}
+			if st.ports[e.Port] == nil {
+				continue // a host port: no queue to watch
 			}
 			np := readers[e.NetNS]
 			if np == nil {
@@ -269,7 +284,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			p.ifindex = idx
 			np.ports[idx] = p
 			if !o.NoReaction {
-				st.taps = append(st.taps, &tap{ns: e.NetNS, ifname: e.Iface, port: p})
+				st.taps = append(st.taps, &tap{ns: e.NetNS, ifname: e.Iface, sw: st, num: p.num, port: p})
 			}
 		}
 	}
@@ -302,17 +317,30 @@ func (m *Monitor) wire(lab *fabric.Lab, top *topology.Topology, feeders bool) er
 		if st.table, err = ts.Get(i); err != nil {
 			return err
 		}
+		st.ingress = map[[6]byte]int{}
+		entries := map[int]bool{}
+		for h, port := range climbIngress(top, i) {
+			var b [6]byte
+			copy(b[:], ap.HostMAC(h).Bytes())
+			st.ingress[b] = port
+			entries[port] = true
+		}
+		if len(st.taps) > 0 {
+			// Where those sources' frames enter: a frame only counts as a
+			// reaction if it entered after the FlowMod (reaction.go).
+			for _, num := range slices.Sorted(maps.Keys(entries)) {
+				ifc, ok := st.ifaces[num]
+				if !ok {
+					return fmt.Errorf("switch %s port %d: no interface in the lab", st.name, num)
+				}
+				st.taps = append(st.taps, &tap{ns: ifc.ns, ifname: ifc.name, sw: st, num: num, in: true})
+			}
+		}
 		if top.Spec.Kind != topology.Clos && ap.HasSwitchPrefix(i) {
 			v, msk := ap.SwitchPrefix(i).Match()
 			for _, t := range st.taps {
 				t.srcVal, t.srcMask = uint64(v), uint64(msk)
 			}
-		}
-		st.ingress = map[[6]byte]int{}
-		for h, port := range climbIngress(top, i) {
-			var b [6]byte
-			copy(b[:], ap.HostMAC(h).Bytes())
-			st.ingress[b] = port
 		}
 	}
 	if !feeders {

@@ -3,6 +3,7 @@ package condition
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"sync"
 	"syscall"
@@ -31,20 +32,16 @@ import (
 //
 // A frame forwarded before the flip must never be taken for a reaction:
 // one diverted in an earlier pause may still sit in the alternative
-// port's queue, and the datapath may have sent one the old way after the
-// FlowMod, until it revalidated that source's flow. So a frame only counts
-// if its host sent it (the EFTR send time) after the FlowMod was written:
-// it cannot have been forwarded before. This makes the figure an upper
-// bound: it includes waiting for the next frame of a source the flip
-// concerns, and frames already on their way at the flip are not credited.
+// port's queue. So a frame only counts if it entered the switch after the
+// FlowMod was written: taps on the ports those sources enter by (their
+// host ports; on a Clos, the links from below) give each frame's arrival,
+// with the kernel's timestamp, and a departure is matched to its arrival
+// by the frame's (source, destination, sequence). Such a frame cannot
+// have been forwarded before the FlowMod: if it leaves on the new path,
+// the switch's new state sent it there. The figure is still an upper
+// bound: a frame that arrived a little earlier and waited in the switch
+// may have been forwarded by the new state too.
 //
-// Resolution and bias. The onset lies up to one poll cycle after the true
-// crossing (Counters.CycleTime/Cycles), which biases the delay low by at
-// most that; the frame's time is exact, but includes waiting for the next
-// frame of a source the flip concerns and that frame's time in the new
-// port's queue, which bias it high: at 2 Mbit/s a 1000-byte frame takes
-// 4 ms to send.
-
 // Outcome is how a flip's reaction measurement ended.
 type Outcome string
 
@@ -68,9 +65,11 @@ type Reaction struct {
 	// Applied: the switch's barrier reply arrived, its flow table changed
 	// (zero if that came after the frame, or never).
 	Applied time.Time `json:"applied"`
-	// Seen: the first frame on the new path left the port (kernel time);
-	// FrameSent: its host sent it. Reacted only.
+	// Seen: the first frame on the new path left the port; Arrived: it
+	// entered the switch (both kernel times); FrameSent: its host sent
+	// it. Reacted only.
 	Seen      time.Time `json:"seen"`
+	Arrived   time.Time `json:"arrived"`
 	FrameSent time.Time `json:"frame_sent"`
 	// Outcome and, unless Reacted, why.
 	Outcome Outcome `json:"outcome"`
@@ -97,21 +96,40 @@ type probe struct {
 	r     Reaction
 	p     *port
 	flips uint64 // p.flips right after the flip measured
-	// minSend: the EFTR send time (CLOCK_MONOTONIC ns) a frame must have:
-	// just before the FlowMod.
-	minSend int64
 	// Set under the switch's pmu, then done is closed: by the tap that saw
 	// the frame, or by a later flip of the same port (superseded).
 	fired      bool
 	superseded bool
 	seen       time.Time
+	arrived    time.Time
 	firstSend  int64
 	done       chan struct{}
-	// A CLOCK_MONOTONIC reading and the wall time taken with it, to put
-	// the frame's send time on the wall clock.
+	// A CLOCK_MONOTONIC reading and the wall time taken with it, just
+	// before the FlowMod: a frame must enter the switch after wall, and
+	// mono puts its host's send time on the wall clock.
 	mono int64
 	wall time.Time
 }
+
+// frameKey names one traffic frame of a run.
+type frameKey struct {
+	src, dst uint32
+	seq      uint64
+}
+
+func keyOf(h *traffic.Header) frameKey { return frameKey{h.SrcHost, h.DstHost, h.Seq} }
+
+// departure is a frame that left on a new path before its arrival was
+// read: the flips it would answer, if it entered after their FlowMods.
+type departure struct {
+	left   time.Time
+	send   int64
+	probes []*probe
+}
+
+// maxPending bounds the departures waiting for their arrival (a frame that
+// entered before every live FlowMod never gets one recorded).
+const maxPending = 1024
 
 // flip sends the switch's new mask and starts measuring each port's
 // reaction. Called with smu held.
@@ -133,7 +151,7 @@ func (m *Monitor) flip(s *sw, f *flip) {
 			}
 		}
 		pr := &probe{r: Reaction{Switch: s.name, Port: p.num, Resume: resume, Upstream: f.upstream[p], Onset: f.onset},
-			p: p, flips: p.flips.Load(), done: make(chan struct{}), mono: now, wall: wall, minSend: now}
+			p: p, flips: p.flips.Load(), done: make(chan struct{}), mono: now, wall: wall}
 		probes = append(probes, pr)
 		s.probes = append(s.probes, pr)
 	}
@@ -244,7 +262,7 @@ wait:
 			if pr.superseded {
 				o, why = NoFrame, "the port flipped again before a frame took the new path"
 			} else {
-				o, r.Seen = Reacted, pr.seen
+				o, r.Seen, r.Arrived = Reacted, pr.seen, pr.arrived
 				r.FrameSent = pr.wall.Add(time.Duration(pr.firstSend - pr.mono))
 			}
 			break wait
@@ -267,19 +285,20 @@ wait:
 			break
 		}
 	}
+	s.prune()
 	s.pmu.Unlock()
 	r.Outcome, r.Why = o, why
 	m.recordReaction(r)
 }
 
-// listen reads one tap's socket (rc) until it is closed, firing the
-// probes its frames answer.
+// listen reads one tap's socket (rc) until it is closed: arrivals are
+// noted, departures fire the probes they answer.
 func (m *Monitor) listen(t *tap, rc syscall.RawConn) {
 	defer m.readers.Done()
 	buf := make([]byte, tapSnap)
 	oob := make([]byte, 128)
 	var h traffic.Header
-	s := t.port.sw
+	s := t.sw
 	for {
 		n, ts, err := read(rc, buf, oob)
 		if err != nil {
@@ -292,21 +311,112 @@ func (m *Monitor) listen(t *tap, rc syscall.RawConn) {
 		if !ok {
 			continue // not a frame the switch's conditions decide
 		}
+		if t.in {
+			if in == t.num {
+				s.pmu.Lock()
+				s.arrive(&h, ts)
+				s.pmu.Unlock()
+			}
+			continue
+		}
 		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), traffic.EtherType)
 		if rule == nil || rule.Kind != controller.KindConditional {
 			continue
 		}
 		s.pmu.Lock()
-		for _, pr := range s.probes {
-			if pr.fired || int(rule.Cond) != pr.p.num || pr.r.Resume != (t.port.num == pr.p.num) ||
-				int64(h.SendNs) < pr.minSend || pr.p.flips.Load() != pr.flips || ts.Before(pr.r.Onset) {
-				continue
-			}
-			pr.fired, pr.seen, pr.firstSend = true, ts, int64(h.SendNs)
-			close(pr.done)
-		}
+		s.depart(t.num, int(rule.Cond), &h, ts)
 		s.pmu.Unlock()
 	}
+}
+
+// arrive notes that a frame of a source the conditions decide entered the
+// switch at ts, and fires the probes of its departure if that was read
+// first. Called with pmu held.
+func (s *sw) arrive(h *traffic.Header, ts time.Time) {
+	if len(s.probes) == 0 {
+		return // no flip can count it
+	}
+	if s.arrivals == nil {
+		s.arrivals = map[frameKey]time.Time{}
+	}
+	k := keyOf(h)
+	s.arrivals[k] = ts
+	if d, ok := s.pending[k]; ok {
+		delete(s.pending, k)
+		for _, pr := range d.probes {
+			s.answer(pr, d, ts)
+		}
+	}
+}
+
+// depart handles a frame that left on port out, whose default rule is
+// conditional on port cond: it answers each live flip of cond whose new
+// path out is, if the frame entered after that flip's FlowMod. Called with
+// pmu held.
+func (s *sw) depart(out, cond int, h *traffic.Header, ts time.Time) {
+	var prs []*probe
+	for _, pr := range s.probes {
+		if pr.fired || cond != pr.p.num || pr.r.Resume != (out == pr.p.num) ||
+			pr.p.flips.Load() != pr.flips || ts.Before(pr.r.Onset) {
+			continue
+		}
+		prs = append(prs, pr)
+	}
+	if len(prs) == 0 {
+		return
+	}
+	k, d := keyOf(h), departure{left: ts, send: int64(h.SendNs), probes: prs}
+	if at, ok := s.arrivals[k]; ok {
+		for _, pr := range prs {
+			s.answer(pr, d, at)
+		}
+		return
+	}
+	if len(s.pending) >= maxPending {
+		s.prune()
+		if len(s.pending) >= maxPending {
+			return // frames that entered before the flips: too many to keep
+		}
+	}
+	if s.pending == nil {
+		s.pending = map[frameKey]departure{}
+	}
+	s.pending[k] = d
+}
+
+// answer fires pr with departure d, which entered the switch at arrived,
+// unless that was before pr's FlowMod. Called with pmu held.
+func (s *sw) answer(pr *probe, d departure, arrived time.Time) {
+	if pr.fired || arrived.Before(pr.wall) {
+		return
+	}
+	pr.fired, pr.seen, pr.arrived, pr.firstSend = true, d.left, arrived, d.send
+	close(pr.done)
+}
+
+// prune forgets arrivals no live flip can use and departures every flip
+// they answered is done with. Called with pmu held.
+func (s *sw) prune() {
+	if len(s.probes) == 0 {
+		clear(s.arrivals)
+		clear(s.pending)
+		return
+	}
+	oldest := s.probes[0].wall
+	for _, pr := range s.probes[1:] {
+		if pr.wall.Before(oldest) {
+			oldest = pr.wall
+		}
+	}
+	maps.DeleteFunc(s.arrivals, func(_ frameKey, at time.Time) bool { return at.Before(oldest) })
+	maps.DeleteFunc(s.pending, func(_ frameKey, d departure) bool {
+		for _, pr := range d.probes {
+			if !pr.fired {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func monoNow() int64 {

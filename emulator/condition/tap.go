@@ -26,7 +26,12 @@ import (
 // protocol would wait just the same, and protocol 0 keeps the old one.)
 type tap struct {
 	ns, ifname string
-	port       *port
+	sw         *sw
+	num        int   // the switch port
+	port       *port // an inter-switch port's queue (egress taps)
+	// in: the tap sees the frames the port receives, not those it sends
+	// (an ingress port of sources the switch's conditions decide).
+	in bool
 	// src, when its mask is not zero, is the source-MAC prefix of the
 	// only frames the tap needs (a direct topology's switch: its own
 	// hosts), so transit traffic is never copied to user space.
@@ -90,8 +95,9 @@ const (
 )
 
 // program is the tap's filter: frames the port transmits
-// (PACKET_OUTGOING) of EtherType 0x88B6 with the EFTR magic and, when
-// srcMask is set, a source under srcVal, cut to their header.
+// (PACKET_OUTGOING), or with in those it receives, of EtherType 0x88B6
+// with the EFTR magic and, when srcMask is set, a source under srcVal, cut
+// to their header.
 func (t *tap) program() *unix.SockFprog {
 	const (
 		ldw = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -100,9 +106,13 @@ func (t *tap) program() *unix.SockFprog {
 		ret = unix.BPF_RET | unix.BPF_K
 		and = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	)
+	dir := unix.SockFilter{Code: jeq, K: unix.PACKET_OUTGOING, Jf: 10}
+	if t.in {
+		dir.Jt, dir.Jf = 10, 0
+	}
 	prog := []unix.SockFilter{
 		{Code: ldw, K: skfAdOff + skfAdPktType},
-		{Code: jeq, K: unix.PACKET_OUTGOING, Jf: 10},
+		dir,
 		{Code: ldh, K: 12},
 		{Code: jeq, K: traffic.EtherType, Jf: 8},
 		{Code: ldw, K: 14},

@@ -41,8 +41,8 @@ type conditions struct {
 
 // writeFlips appends the point's flips to conditions-<phase>.csv: one row
 // per measured flip, times in ms from its onset, so how each reaction
-// splits (FlowMod written, the frame's host sending it, the frame leaving)
-// can be read flip by flip.
+// splits (FlowMod written, barrier reply, the frame's host sending it, the
+// frame entering the switch, the frame leaving) can be read flip by flip.
 func (c *conditions) writeFlips(dir, phase string, load float64) error {
 	path := filepath.Join(dir, results.ConditionsCSV(phase))
 	_, statErr := os.Stat(path)
@@ -52,7 +52,7 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 	}
 	w := csv.NewWriter(f)
 	if os.IsNotExist(statErr) {
-		w.Write([]string{"load", "switch", "port", "flip", "cause", "onset_unix_ns", "flowmod_ms", "applied_ms", "frame_sent_ms", "frame_left_ms", "outcome", "why"})
+		w.Write([]string{"load", "switch", "port", "flip", "cause", "onset_unix_ns", "flowmod_ms", "applied_ms", "frame_sent_ms", "frame_in_ms", "frame_left_ms", "outcome", "why"})
 	}
 	ms := func(t, from time.Time) string {
 		if t.IsZero() {
@@ -69,7 +69,7 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 			cause = "upstream"
 		}
 		w.Write([]string{strconv.FormatFloat(load, 'g', -1, 64), r.Switch, strconv.Itoa(r.Port), kind, cause,
-			strconv.FormatInt(r.Onset.UnixNano(), 10), ms(r.Sent, r.Onset), ms(r.Applied, r.Onset), ms(r.FrameSent, r.Onset), ms(r.Seen, r.Onset), string(r.Outcome), r.Why})
+			strconv.FormatInt(r.Onset.UnixNano(), 10), ms(r.Sent, r.Onset), ms(r.Applied, r.Onset), ms(r.FrameSent, r.Onset), ms(r.Arrived, r.Onset), ms(r.Seen, r.Onset), string(r.Outcome), r.Why})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
