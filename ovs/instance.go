@@ -25,6 +25,7 @@ import (
 	"github.com/ovn-kubernetes/libovsdb/client"
 	"github.com/ovn-kubernetes/libovsdb/model"
 
+	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/ovs/vswitchd"
 )
 
@@ -363,6 +364,11 @@ func (i *Instance) Stop() error {
 // StopTimeout is how long Stop waits after SIGTERM before SIGKILL.
 var StopTimeout = 5 * time.Second
 
+// DieTimeout is how long Stop waits for a killed daemon to be gone: its
+// sockets close one RCU grace period each, which with normal grace
+// periods takes a 250-port switch several seconds.
+var DieTimeout = time.Minute
+
 // StopRunDir stops the instance whose run directory is runDir, using its
 // pidfiles only (for `ethfab down` after `up` died).
 func StopRunDir(runDir string) error {
@@ -370,6 +376,7 @@ func StopRunDir(runDir string) error {
 	if err != nil {
 		return fmt.Errorf("ovs: run dir: %w", err)
 	}
+	defer kernel.ExpediteRCU()()
 	var errs []error
 	// vswitchd first: it is a client of ovsdb-server.
 	for _, p := range []string{switchPid, dbPid} {
@@ -408,10 +415,10 @@ func killWait(pid int, runDir string, timeout time.Duration) error {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return err
 			}
-			deadline = time.Now().Add(timeout)
+			deadline = time.Now().Add(DieTimeout)
 			for processAlive(pid, runDir) {
 				if time.Now().After(deadline) {
-					return fmt.Errorf("pid %d survives SIGKILL", pid)
+					return fmt.Errorf("pid %d survives SIGKILL for %v", pid, DieTimeout)
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -424,16 +431,28 @@ func killWait(pid int, runDir string, timeout time.Duration) error {
 
 // processAlive reports whether pid runs and is one of runDir's daemons: a
 // pidfile can outlive its process and the pid be reused by another.
+//
+// A dying daemon has lost its memory, so its command line reads empty,
+// while the kernel still closes its sockets (one RCU grace period per
+// packet socket, a port each): seconds of CPU that must not overlap the
+// next measurement, so it counts as alive while its name is still an
+// Open vSwitch daemon's.
 func processAlive(pid int, runDir string) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	open, end := strings.IndexByte(string(st), '('), strings.LastIndexByte(string(st), ')')
+	if open < 0 || end < open || end+2 >= len(st) || st[end+2] == 'Z' {
+		return false // a zombie is gone for our purposes (its parent may not reap it)
+	}
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false
 	}
-	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		// A zombie is gone for our purposes (its parent may not reap it).
-		if i := strings.LastIndexByte(string(st), ')'); i > 0 && i+2 < len(st) && st[i+2] == 'Z' {
-			return false
-		}
+	if len(cmd) == 0 {
+		comm := string(st[open+1 : end])
+		return comm == "ovs-vswitchd" || comm == "ovsdb-server"
 	}
 	return strings.Contains(string(cmd), runDir+"/")
 }

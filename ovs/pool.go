@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/ethfab/ethfab/emulator/kernel"
 )
 
 // Pool is K private instances serving one lab, each owning a share of the
@@ -131,6 +133,7 @@ func poolDirs(runDir string) ([]string, error) {
 
 // Stop stops every instance (in parallel).
 func (p *Pool) Stop() error {
+	defer kernel.ExpediteRCU()() // once for all: see StopRunDir
 	return forEach(len(p.Instances), func(k int) error {
 		if p.Instances[k] == nil {
 			return nil
@@ -149,6 +152,7 @@ func StopPoolRunDir(runDir string) error {
 	if fileExists(filepath.Join(runDir, stateFile)) {
 		dirs = append(dirs, runDir)
 	}
+	defer kernel.ExpediteRCU()()
 	return forEach(len(dirs), func(k int) error { return StopRunDir(dirs[k]) })
 }
 

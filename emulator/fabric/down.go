@@ -22,6 +22,10 @@ func Down(name string) error {
 	if err != nil {
 		return err
 	}
+	// Sockets and namespaces die one RCU grace period at a time: with
+	// expedited ones the lab is gone when Down returns, instead of dying
+	// in the background through the next measurement.
+	defer kernel.ExpediteRCU()()
 	var errs []error
 	if err := ovs.StopPoolRunDir(filepath.Join(l.Dir, "ovs")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping open vswitch: %w", err))

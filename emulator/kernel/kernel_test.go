@@ -517,3 +517,26 @@ func TestStatsAllManyLinks(t *testing.T) {
 		t.Errorf("dump found %d tbf qdiscs, want %d", tbf, 2*n)
 	}
 }
+
+// ExpediteRCU is what makes a lab's teardown finish when Down returns; it
+// must put the kernel's setting back, and nest.
+func TestExpediteRCURestores(t *testing.T) {
+	needRoot(t)
+	before, err := os.ReadFile(rcuExpedited)
+	if err != nil {
+		t.Skipf("no %s: %v", rcuExpedited, err)
+	}
+	restore := ExpediteRCU()
+	during, _ := os.ReadFile(rcuExpedited)
+	inner := ExpediteRCU()
+	inner() // nested: must leave it on for the outer caller
+	still, _ := os.ReadFile(rcuExpedited)
+	restore()
+	after, _ := os.ReadFile(rcuExpedited)
+	if strings.TrimSpace(string(during)) != "1" || strings.TrimSpace(string(still)) != "1" {
+		t.Fatalf("expedited: %q during, %q after a nested restore", during, still)
+	}
+	if string(after) != string(before) {
+		t.Fatalf("rcu_expedited %q before, %q after restore", before, after)
+	}
+}
