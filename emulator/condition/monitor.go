@@ -284,7 +284,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			p.ifindex = idx
 			np.ports[idx] = p
 			if !o.NoReaction {
-				st.taps = append(st.taps, &tap{ns: e.NetNS, ifname: e.Iface, sw: st, num: p.num, port: p})
+				st.taps = append(st.taps, &tap{ns: e.NetNS, ifname: e.Iface, sw: st, num: p.num})
 			}
 		}
 	}

@@ -27,8 +27,7 @@ import (
 type tap struct {
 	ns, ifname string
 	sw         *sw
-	num        int   // the switch port
-	port       *port // an inter-switch port's queue (egress taps)
+	num        int // the switch port
 	// in: the tap sees the frames the port receives, not those it sends
 	// (an ingress port of sources the switch's conditions decide).
 	in bool
