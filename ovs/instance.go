@@ -57,6 +57,10 @@ type Config struct {
 	// frames and apply FlowMods ahead of it, as dedicated switch silicon
 	// would (see DefaultNice).
 	Nice int `json:",omitempty"`
+	// Preload, if set, is the malloc library ovs-vswitchd runs with
+	// (LD_PRELOAD; see FindAllocator and allocator.go for why). Start
+	// fails if the daemon did not map it.
+	Preload string `json:",omitempty"`
 }
 
 // DefaultNice is the nice value ethfab gives its switches. On the 2-core
@@ -261,6 +265,10 @@ func Start(ctx context.Context, cfg Config) (_ *Instance, err error) {
 		// tunnels: skip probing and monitoring both.
 		args = append(args, "--disable-system", "--disable-system-route")
 	}
+	if cfg.Preload != "" {
+		// Innermost, so only the daemon gets it, not nice or ip.
+		args = append([]string{"env", "LD_PRELOAD=" + cfg.Preload}, args...)
+	}
 	if cfg.NetNS != "" {
 		// ip netns exec also mounts a /sys for the namespace, which
 		// netdev-linux reads.
@@ -274,6 +282,15 @@ func Start(ctx context.Context, cfg Config) (_ *Instance, err error) {
 	}
 	if _, err := inst.Version(); err != nil {
 		return nil, fmt.Errorf("ovs: ovs-vswitchd not answering: %w", err)
+	}
+	if cfg.Preload != "" {
+		ok, err := mapsLibrary(readPid(cfg.path(switchPid)), cfg.Preload)
+		if err == nil && !ok {
+			err = errors.New("not mapped")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ovs: ovs-vswitchd did not load %s: %w", cfg.Preload, err)
+		}
 	}
 	return inst, nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/ovs"
 )
 
 // Check is one thing looked at.
@@ -81,8 +82,23 @@ func Run(ctx context.Context) Report {
 	for _, b := range binaries {
 		checks = append(checks, checkBinary(ctx, b))
 	}
+	checks = append(checks, checkAllocator(ovs.LibDirs()))
 	caps := kernel.Probe()
 	return Decide(checks, caps)
+}
+
+// checkAllocator reports the malloc ovs-vswitchd gets by default
+// (ovs.allocator: auto); see ovs/allocator.go for why it matters.
+func checkAllocator(dirs []string) Check {
+	c := Check{Name: "vswitchd malloc", Package: ovs.Allocators[0].Package}
+	name, lib, err := ovs.FindAllocator(ovs.AllocatorAuto, dirs)
+	if err == nil && lib != "" {
+		c.OK, c.Package = true, ""
+		c.Detail = fmt.Sprintf("%s (%s) for ovs-vswitchd", name, lib)
+		return c
+	}
+	c.Detail = "none installed: ovs-vswitchd keeps the C library's malloc, slower for the userspace datapath"
+	return c
 }
 
 func checkBinary(ctx context.Context, b binary) Check {

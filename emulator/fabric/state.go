@@ -68,6 +68,8 @@ type OVSState struct {
 	DB        string   `json:"db"`
 	RunDir    string   `json:"run_dir"`
 	Datapath  string   `json:"datapath"`
+	Allocator string   `json:"allocator,omitempty"` // malloc of ovs-vswitchd (ovs.FindAllocator)
+	Preload   string   `json:"preload,omitempty"`   // its library, "" for the system's
 	Instances []OVSRef `json:"instances"`
 	Version   string   `json:"version,omitempty"`
 }

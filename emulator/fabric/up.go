@@ -226,6 +226,10 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && caps.OVSModule) {
 		datapath = ovs.DatapathSystem
 	}
+	allocator, preload, err := ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs())
+	if err != nil {
+		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
+	}
 	step(1, "compiling the controller's tables")
 	t0 := time.Now()
 	comp, err := Compile(sc)
@@ -234,7 +238,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	top := comp.Top
 	tCompile := time.Since(t0).Seconds()
-	say("compiled %s: %d switches, %d hosts, %d links, %s datapath (%.2fs)", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, tCompile)
+	say("compiled %s: %d switches, %d hosts, %d links, %s datapath, ovs-vswitchd malloc %s (%.2fs)", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, allocator, tCompile)
 
 	dir := LabDir(sc.Name)
 	if _, err := os.Stat(dir); err == nil {
@@ -252,7 +256,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
 	}
 	nInst = min(nInst, len(top.Switches))
-	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice}
+	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice, Preload: preload}
 	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
 	bridges := make([]ovs.Bridge, len(top.Switches))
 	for i := range top.Switches {
@@ -276,7 +280,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
 		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
-		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath}}
+		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator, Preload: preload}}
 	for _, c := range cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})

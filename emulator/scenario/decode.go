@@ -235,10 +235,15 @@ func (d *decoder) scenario(root *node) *Scenario {
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
-		of := d.fields(e.val, "ovs", "datapath", "instances")
+		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator")
 		if e := of["datapath"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
 				s.OVS.Datapath = Datapath(v)
+			}
+		}
+		if e := of["allocator"]; e != nil {
+			if v, ok := d.enum(e.val, "ovs.allocator", AllocatorNames...); ok {
+				s.OVS.Allocator = v
 			}
 		}
 		if e := of["instances"]; e != nil {

@@ -141,6 +141,9 @@ func (s *Scenario) effectiveTree() *node {
 	if s.OVS.Instances > 0 {
 		ovsMap.add("instances", mkInt(int64(s.OVS.Instances)))
 	}
+	if s.OVS.Allocator != "" {
+		ovsMap.add("allocator", mkStr(s.OVS.Allocator))
+	}
 	root.add("ovs", ovsMap)
 	phases := &node{kind: seqNode}
 	for _, ph := range s.Phases {

@@ -154,7 +154,16 @@ type OVS struct {
 	// revalidate all its datapath flows, so conditional routing, which
 	// changes tables hundreds of times a second, reacts faster on more.
 	Instances int
+	// Allocator is the malloc ovs-vswitchd runs with: "auto" (default:
+	// the first installed of ovs.Allocators, else the system's),
+	// "system", or an allocator's name, which must then be installed.
+	Allocator string
 }
+
+// AllocatorNames are the ovs.allocator values (ovs.AllocatorNames, kept
+// here so the parser needs no OVS client; a fabric test checks they
+// agree).
+var AllocatorNames = []string{"auto", "system", "tcmalloc", "mimalloc", "jemalloc"}
 
 // MaxInstances bounds ovs.instances.
 const MaxInstances = 64

@@ -21,7 +21,7 @@ links:
   host:   {rate: 100mbit}
   local:  {rate: 50mbit, delay: 40us}
   global: {rate: 1gbit, delay: {value: 400us, required: false}, loss: 0.1%, jitter: 5us}
-ovs: {datapath: netdev}
+ovs: {datapath: netdev, allocator: mimalloc}
 phases:
   - name: boot
     dmp: true
@@ -64,8 +64,8 @@ func TestParseFull(t *testing.T) {
 	if got := s.Links[GlobalLinks]; got != wantGlobal {
 		t.Errorf("global links %+v, want %+v", got, wantGlobal)
 	}
-	if s.OVS.Datapath != DatapathNetdev {
-		t.Errorf("datapath %q", s.OVS.Datapath)
+	if s.OVS.Datapath != DatapathNetdev || s.OVS.Allocator != "mimalloc" {
+		t.Errorf("ovs %+v", s.OVS)
 	}
 	if len(s.Phases) != 6 {
 		t.Fatalf("%d phases, want 6", len(s.Phases))
@@ -177,6 +177,7 @@ func TestErrors(t *testing.T) {
 		{"global on flatfly", "name: x\ntopology: {kind: flatfly, dims: [3, 3], t: 2}\nlinks:\n  global: {rate: 1gbit}\n", 4, 3, "links.global", "flatfly has no global links"},
 		{"unknown class", head + "links:\n  core: {rate: 1gbit}\n", 4, 3, "links.core", `unknown field "core" (want host, local, global)`},
 		{"datapath", head + "ovs: {datapath: kernel}\n", 3, 17, "ovs.datapath", `unknown value "kernel"`},
+		{"allocator", head + "ovs: {allocator: glibc}\n", 3, 18, "ovs.allocator", `unknown value "glibc" (want auto, system, tcmalloc`},
 		{"phases not list", head + "phases: {name: x}\n", 3, 9, "phases", "must be a list"},
 		{"phase two kinds", head + "phases:\n  - name: a\n    dmp: true\n    wait: 1s\n", 4, 5, "phases[0]", "exactly one of dmp, announce, wait, traffic (has dmp, wait)"},
 		{"phase no kind", head + "phases:\n  - name: a\n", 4, 5, "phases[0]", "(has none)"},
