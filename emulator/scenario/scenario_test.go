@@ -321,6 +321,7 @@ func TestSetErrors(t *testing.T) {
 		{"phases[9].wait", "1s", "phases[9]: index out of range (the list has 6 entries)"},
 		{"phases[1]x", "1", "want . or [ after ]"},
 		{"name.first", "x", "name.first: name is not a mapping"},
+		{"phases.0.traffic.duration", "40s", "phases.0: phases is a list: index it, e.g. phases[0]"},
 		{"bogus", "1", `--set bogus=1: bogus: unknown field "bogus"`},
 		{"phases[3].traffic.loads", "[0.1, 2]", "--set phases[3].traffic.loads=[0.1, 2]: phases[3].traffic.loads[1]: a load must be in (0, 1]"},
 		{"routing.mode", "[unclosed", "--set routing.mode=[unclosed: value:"},

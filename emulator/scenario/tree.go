@@ -391,6 +391,10 @@ func setPath(root *node, path string, steps []pathStep, val *node, override stri
 			// An empty value ("routing:") becomes the mapping being set.
 			cur.kind = mapNode
 		}
+		if cur.kind == seqNode {
+			parent := parentName(walked)
+			return fmt.Errorf("%s: %s is a list: index it, e.g. %s[0]", walked, parent, parent)
+		}
 		if cur.kind != mapNode {
 			return fmt.Errorf("%s: %s is not a mapping", walked, parentName(walked))
 		}
