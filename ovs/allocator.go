@@ -117,7 +117,7 @@ func mapsLibrary(pid int, lib string) (bool, error) {
 			continue
 		}
 		// The kernel shows the file a mapping came from by its resolved path.
-		if p := fields[len(fields)-1]; p == want || p == lib {
+		if fields[len(fields)-1] == want {
 			return true, nil
 		}
 	}

@@ -90,15 +90,12 @@ func Run(ctx context.Context) Report {
 // checkAllocator reports the malloc ovs-vswitchd gets by default
 // (ovs.allocator: auto); see ovs/allocator.go for why it matters.
 func checkAllocator(dirs []string) Check {
-	c := Check{Name: "vswitchd malloc", Package: ovs.Allocators[0].Package}
 	name, lib, err := ovs.FindAllocator(ovs.AllocatorAuto, dirs)
 	if err == nil && lib != "" {
-		c.OK, c.Package = true, ""
-		c.Detail = fmt.Sprintf("%s (%s) for ovs-vswitchd", name, lib)
-		return c
+		return Check{Name: "vswitchd malloc", OK: true, Detail: fmt.Sprintf("%s (%s) for ovs-vswitchd", name, lib)}
 	}
-	c.Detail = "none installed: ovs-vswitchd keeps the C library's malloc, slower for the userspace datapath"
-	return c
+	return Check{Name: "vswitchd malloc", Package: ovs.Allocators[0].Package,
+		Detail: "none installed: ovs-vswitchd keeps the C library's malloc, slower for the userspace datapath"}
 }
 
 func checkBinary(ctx context.Context, b binary) Check {

@@ -68,8 +68,7 @@ type OVSState struct {
 	DB        string   `json:"db"`
 	RunDir    string   `json:"run_dir"`
 	Datapath  string   `json:"datapath"`
-	Allocator string   `json:"allocator,omitempty"` // malloc of ovs-vswitchd (ovs.FindAllocator)
-	Preload   string   `json:"preload,omitempty"`   // its library, "" for the system's
+	Allocator string   `json:"allocator,omitempty"` // malloc of ovs-vswitchd (ovs.FindAllocator); its library is in each instance's config
 	Instances []OVSRef `json:"instances"`
 	Version   string   `json:"version,omitempty"`
 }

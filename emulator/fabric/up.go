@@ -280,7 +280,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
 		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
-		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator, Preload: preload}}
+		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator}}
 	for _, c := range cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
