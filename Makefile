@@ -27,6 +27,7 @@ FUZZ_TARGETS = \
 	FuzzParseSpec:./emulator/topology \
 	FuzzParse:./emulator/scenario \
 	FuzzParseRate:./emulator/kernel \
+	FuzzParsePacketDiag:./emulator/kernel \
 	FuzzDecode:./emulator/traffic \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \

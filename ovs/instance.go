@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +62,19 @@ type Config struct {
 	// (LD_PRELOAD; see FindAllocator and allocator.go for why). Start
 	// fails if the daemon did not map it.
 	Preload string `json:",omitempty"`
+	// Uncached makes ovs-vswitchd install no datapath flows
+	// (other_config:flow-limit=0): every frame is then looked up in the
+	// OpenFlow tables, so a FlowMod applies to the next frame rather than
+	// at the next revalidation round. See FlowLimitKey.
+	Uncached bool `json:",omitempty"`
 }
+
+// FlowLimitKey is the other_config key that bounds ovs-vswitchd's
+// datapath flows. At 0 every upcall is executed and not installed
+// (should_install_flow in ofproto-dpif-upcall.c), which the userspace
+// datapath counts as a "lost" upcall in dpctl/show although the frame was
+// forwarded.
+const FlowLimitKey = "flow-limit"
 
 // DefaultNice is the nice value ethfab gives its switches. On the 2-core
 // test machine, under adversarial traffic with conditional routing at
@@ -162,6 +175,11 @@ func (c *Config) normalize() error {
 	}
 	if c.OtherConfig == nil {
 		c.OtherConfig = DefaultOtherConfig
+	}
+	if c.Uncached && c.OtherConfig[FlowLimitKey] != "0" {
+		m := maps.Clone(c.OtherConfig)
+		m[FlowLimitKey] = "0"
+		c.OtherConfig = m
 	}
 	// ovs-vswitchd.ctl is the longest fixed socket name.
 	for _, s := range []string{dbSock, switchCtl, dbCtl} {
@@ -574,4 +592,32 @@ func (i *Instance) rootUUID() (string, error) {
 		return "", fmt.Errorf("ovs: %d Open_vSwitch rows, want 1", len(rows))
 	}
 	return rows[0].UUID, nil
+}
+
+// SwitchSockets returns the inodes of the sockets the running
+// ovs-vswitchd of runDir holds open. The userspace datapath reads each
+// port through its own packet socket, whose receive-buffer drops
+// (kernel.PacketSockets) are frames the switch lost before it saw them.
+func SwitchSockets(runDir string) (map[uint64]bool, error) {
+	pid := readPid(filepath.Join(runDir, switchPid))
+	if pid == 0 || !processAlive(pid, runDir) {
+		return nil, fmt.Errorf("ovs: no running ovs-vswitchd in %s", runDir)
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("ovs: %w", err)
+	}
+	inos := map[uint64]bool{}
+	for _, e := range ents {
+		l, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // closed since the listing
+		}
+		var ino uint64
+		if _, err := fmt.Sscanf(l, "socket:[%d]", &ino); err == nil {
+			inos[ino] = true
+		}
+	}
+	return inos, nil
 }

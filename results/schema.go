@@ -109,7 +109,7 @@ type Latency struct {
 // kind means the machine, not the emulated fabric, lost them.
 type Drops struct {
 	Queue    uint64 `json:"queue"`    // tbf qdisc drops on link ends
-	Datapath uint64 `json:"datapath"` // OVS: upcalls lost, port drops not explained by a full queue
+	Datapath uint64 `json:"datapath"` // OVS: frames its port sockets had no room for, failed upcalls, port drops not explained by a full queue
 	Kernel   uint64 `json:"kernel"`   // veth drops (receive backlog full) outside the qdisc
 	Socket   uint64 `json:"socket"`   // traffic engine: send errors, receive-socket drops
 }

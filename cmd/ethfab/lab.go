@@ -148,7 +148,8 @@ func statusCommand() *cli.Command {
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, lab.Assign, lab.Routing)
-			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath, len(lab.OVS.Instances), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
+			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
+				len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
 			for _, in := range lab.OVS.Instances {
 				fmt.Fprintf(w, "  db %s (netns %s)\n", in.DB, in.NetNS)
 			}

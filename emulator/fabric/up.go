@@ -201,6 +201,31 @@ func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []st
 	return warnings, nil
 }
 
+// FlowCached says whether the lab's switches cache forwarding decisions
+// in datapath flows (scenario ovs.flow_cache). auto turns the cache off
+// for conditional routing on the userspace datapath: there a cached
+// decision outlives a FlowMod by the wait for the next revalidation round
+// (rounds start at most 5 ms apart, and hundreds of flips a second keep
+// them busy), while an uncached frame costs one lookup in the forwarding
+// thread itself. The kernel datapath would send every uncached frame up
+// to a handler thread over netlink, so auto keeps its cache.
+func FlowCached(sc *scenario.Scenario, datapath string) bool {
+	switch sc.OVS.FlowCache {
+	case scenario.FlowCacheOn:
+		return true
+	case scenario.FlowCacheOff:
+		return false
+	}
+	return sc.Routing.Mode != scenario.Conditional || datapath != ovs.DatapathNetdev
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
 // Up brings a scenario's lab up. On failure it removes whatever it made.
 func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err error) {
 	start := time.Now()
@@ -230,6 +255,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if err != nil {
 		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 	}
+	cached := FlowCached(sc, datapath)
 	step(1, "compiling the controller's tables")
 	t0 := time.Now()
 	comp, err := Compile(sc)
@@ -238,7 +264,8 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	top := comp.Top
 	tCompile := time.Since(t0).Seconds()
-	say("compiled %s: %d switches, %d hosts, %d links, %s datapath, ovs-vswitchd malloc %s (%.2fs)", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, allocator, tCompile)
+	say("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s (%.2fs)",
+		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, onOff(cached), allocator, tCompile)
 
 	dir := LabDir(sc.Name)
 	if _, err := os.Stat(dir); err == nil {
@@ -256,7 +283,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
 	}
 	nInst = min(nInst, len(top.Switches))
-	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice, Preload: preload}
+	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice, Preload: preload, Uncached: !cached}
 	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
 	bridges := make([]ovs.Bridge, len(top.Switches))
 	for i := range top.Switches {
@@ -280,7 +307,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
 		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
-		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator}}
+		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator, FlowCache: onOff(cached)}}
 	for _, c := range cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})

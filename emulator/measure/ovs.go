@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -93,12 +96,43 @@ func readSwitches(ctx context.Context, mgmt []string, hostPorts []map[int]bool, 
 
 var lostRe = regexp.MustCompile(`\blost:(\d+)`)
 
-// datapathLost sums the "lost" upcalls (frames the datapath dropped for
-// want of handler capacity) of every vswitchd instance.
-func datapathLost(ctx context.Context, runDirs []string) (uint64, error) {
+// upcallDropCounter counts the frames the userspace datapath dropped
+// because their upcall failed.
+const upcallDropCounter = "datapath_drop_upcall_error"
+
+// datapathLost sums, over every vswitchd instance, the frames the switch
+// process dropped. The kernel datapath's "lost" counts frames its handler
+// threads had no room for. The userspace datapath reads every port
+// through a packet socket, which drops what arrives while its receive
+// buffer is full (the forwarding thread fell behind); it handles upcalls
+// in that thread and counts as "lost" every upcall that did not install a
+// flow, which without a flow cache (ovs.Config.Uncached) is every frame,
+// forwarded all the same, so its failed upcalls are read from a coverage
+// counter. Coverage counters reach the total about once a second, so a
+// drop at the very end of a phase may be counted with the next one.
+func datapathLost(ctx context.Context, insts []fabric.OVSRef, datapath string) (uint64, error) {
 	var total uint64
-	for _, d := range runDirs {
-		out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", filepath.Join(d, "ovs-vswitchd.ctl"), "dpctl/show").Output()
+	for _, in := range insts {
+		d := in.RunDir
+		ctl := filepath.Join(d, "ovs-vswitchd.ctl")
+		if datapath == ovs.DatapathNetdev {
+			n, err := switchSocketDrops(in)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+			out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", ctl, "coverage/read-counter", upcallDropCounter).Output()
+			if err != nil {
+				return 0, fmt.Errorf("ovs-appctl coverage/read-counter %s in %s: %w", upcallDropCounter, d, err)
+			}
+			v, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("coverage counter %s in %s: %q", upcallDropCounter, d, out)
+			}
+			total += v
+			continue
+		}
+		out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", ctl, "dpctl/show").Output()
 		if err != nil {
 			return 0, fmt.Errorf("ovs-appctl dpctl/show in %s: %w", d, err)
 		}
@@ -108,4 +142,24 @@ func datapathLost(ctx context.Context, runDirs []string) (uint64, error) {
 		}
 	}
 	return total, nil
+}
+
+// switchSocketDrops sums the receive drops of the packet sockets an
+// instance's ovs-vswitchd holds in its namespace.
+func switchSocketDrops(in fabric.OVSRef) (uint64, error) {
+	mine, err := ovs.SwitchSockets(in.RunDir)
+	if err != nil {
+		return 0, err
+	}
+	socks, err := kernel.PacketSockets(in.NetNS)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, s := range socks {
+		if mine[s.Inode] {
+			n += uint64(s.Drops)
+		}
+	}
+	return n, nil
 }

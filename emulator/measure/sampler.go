@@ -110,7 +110,6 @@ type Sampler struct {
 	hostRate  []float64 // per switch: capacity of its host links, bits/s
 	group     []int
 	index     []int
-	runDirs   []string
 
 	nss     []string
 	readers map[string]*kernel.StatsReader
@@ -159,9 +158,6 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 		s.group, s.index = append(s.group, g), append(s.index, x)
 	}
 	s.hostRate = make([]float64, len(lab.Switches))
-	for _, r := range lab.OVS.Instances {
-		s.runDirs = append(s.runDirs, r.RunDir)
-	}
 	for _, l := range lab.Links {
 		rate := shapingRate(l.Shaping)
 		a, ok := swIdx[l.A.Node]
@@ -293,7 +289,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if s.sw0, err = readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
-	if s.lost0, err = datapathLost(ctx, s.runDirs); err != nil {
+	if s.lost0, err = datapathLost(ctx, s.lab.OVS.Instances, s.lab.OVS.Datapath); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 	if s.lnk0, err = s.linkStats(); err != nil {
@@ -475,7 +471,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
-	lost1, err := datapathLost(ctx, s.runDirs)
+	lost1, err := datapathLost(ctx, s.lab.OVS.Instances, s.lab.OVS.Datapath)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}

@@ -207,7 +207,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		Name: sc.Name, Scenario: sc.Source, Description: sc.Description, Lab: lab.Lab, Topology: top.Spec.String(),
 		Hosts: len(top.Hosts), Switches: len(top.Switches), Addressing: lab.Addressing, Routing: lab.Routing,
 		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: o.Version,
-		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "ovs_malloc": lab.OVS.Allocator, "cores": strconv.Itoa(runtime.NumCPU())},
+		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "ovs_malloc": lab.OVS.Allocator, "ovs_flow_cache": lab.OVS.FlowCache, "cores": strconv.Itoa(runtime.NumCPU())},
 	}}
 	doc := doctor.Run(ctx)
 	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)

@@ -235,7 +235,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
-		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator")
+		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache")
 		if e := of["datapath"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
 				s.OVS.Datapath = Datapath(v)
@@ -244,6 +244,11 @@ func (d *decoder) scenario(root *node) *Scenario {
 		if e := of["allocator"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.allocator", AllocatorNames...); ok {
 				s.OVS.Allocator = v
+			}
+		}
+		if e := of["flow_cache"]; e != nil {
+			if v, ok := d.enum(e.val, "ovs.flow_cache", "auto", "on", "off"); ok {
+				s.OVS.FlowCache = FlowCache(v)
 			}
 		}
 		if e := of["instances"]; e != nil {

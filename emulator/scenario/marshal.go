@@ -144,6 +144,9 @@ func (s *Scenario) effectiveTree() *node {
 	if s.OVS.Allocator != "" {
 		ovsMap.add("allocator", mkStr(s.OVS.Allocator))
 	}
+	if s.OVS.FlowCache != "" {
+		ovsMap.add("flow_cache", mkStr(string(s.OVS.FlowCache)))
+	}
 	root.add("ovs", ovsMap)
 	phases := &node{kind: seqNode}
 	for _, ph := range s.Phases {

@@ -158,7 +158,26 @@ type OVS struct {
 	// the first installed of ovs.Allocators, else the system's),
 	// "system", or an allocator's name, which must then be installed.
 	Allocator string
+	// FlowCache is whether ovs-vswitchd caches forwarding decisions in
+	// datapath flows: FlowCacheAuto (default), FlowCacheOn or FlowCacheOff.
+	FlowCache FlowCache
 }
+
+// FlowCache selects whether the switches cache forwarding decisions.
+// A cached decision outlives a FlowMod until the next revalidation round
+// (rounds start at most every 5 ms), which conditional rules, changed
+// hundreds of times a second, cannot afford; without the cache every
+// frame is looked up in the OpenFlow tables, as switch silicon does.
+type FlowCache string
+
+// Flow cache settings: auto is off for conditional routing on the
+// userspace datapath (where an uncached frame costs one in-process
+// lookup) and on otherwise.
+const (
+	FlowCacheAuto FlowCache = "auto"
+	FlowCacheOn   FlowCache = "on"
+	FlowCacheOff  FlowCache = "off"
+)
 
 // AllocatorNames are the ovs.allocator values (ovs.AllocatorNames, kept
 // here so the parser needs no OVS client; a fabric test checks they
