@@ -44,13 +44,25 @@ func TestFlipAppliesToNextFrame(t *testing.T) {
 	dmac, _ := net.ParseMAC(comp.Plan.HostMAC(dst).String())
 	smac, _ := net.ParseMAC(host.MAC)
 	ports := [2]string{fabric.PortIface(0, int(def.Out[0])), fabric.PortIface(0, int(alt.Out[0]))}
-	// sent counts the frames the switch put on each port's queue.
-	sent := func() (n [2]uint64) {
+	// One reader polls both ports: kernel.Stats would open a socket and
+	// enter the namespace on every poll.
+	rd, err := kernel.NewStatsReader(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	queues := func() (q [2]kernel.QdiscStats) {
+		t.Helper()
 		for i, p := range ports {
-			st, err := kernel.Stats(ns, p)
-			if err != nil {
+			if q[i], err = rd.Stats(p); err != nil {
 				t.Fatal(err)
 			}
+		}
+		return q
+	}
+	// sent counts the frames the switch put on each port's queue.
+	sent := func() (n [2]uint64) {
+		for i, st := range queues() {
 			n[i] = st.Packets + st.QLen + st.Drops
 		}
 		return n
@@ -102,14 +114,8 @@ func TestFlipAppliesToNextFrame(t *testing.T) {
 	drained := func() {
 		t.Helper()
 		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(time.Millisecond) {
-			q := 0
-			for _, p := range ports {
-				st, err := kernel.Stats(ns, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				q += int(st.QLen)
-			}
+			st := queues()
+			q := st[0].QLen + st[1].QLen
 			if q == 0 {
 				return
 			}
