@@ -594,13 +594,23 @@ func (i *Instance) rootUUID() (string, error) {
 	return rows[0].UUID, nil
 }
 
+// SwitchPID is the pid of the ovs-vswitchd running in runDir, or 0 when
+// none is.
+func SwitchPID(runDir string) int {
+	pid := readPid(filepath.Join(runDir, switchPid))
+	if pid == 0 || !processAlive(pid, runDir) {
+		return 0
+	}
+	return pid
+}
+
 // SwitchSockets returns the inodes of the sockets the running
 // ovs-vswitchd of runDir holds open. The userspace datapath reads each
 // port through its own packet socket, whose receive-buffer drops
 // (kernel.PacketSockets) are frames the switch lost before it saw them.
 func SwitchSockets(runDir string) (map[uint64]bool, error) {
-	pid := readPid(filepath.Join(runDir, switchPid))
-	if pid == 0 || !processAlive(pid, runDir) {
+	pid := SwitchPID(runDir)
+	if pid == 0 {
 		return nil, fmt.Errorf("ovs: no running ovs-vswitchd in %s", runDir)
 	}
 	dir := fmt.Sprintf("/proc/%d/fd", pid)

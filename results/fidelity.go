@@ -16,6 +16,12 @@ const (
 	// userspace datapath, traffic engine) waits for a CPU and latency and
 	// throughput measure the machine.
 	MaxCPUBusy = 0.90
+	// MaxThreadBusy is the busiest one ovs-vswitchd thread may be, as a
+	// fraction of one core: the same headroom as MaxCPUBusy, for the
+	// thread that forwards an instance's frames (the userspace datapath
+	// polls every port of an instance on one thread, so it saturates
+	// while the all-core average still looks fine).
+	MaxThreadBusy = MaxCPUBusy
 	// MaxOutsideDrops is the largest fraction of frames sent that may be
 	// lost outside the modelled queues. Not zero: stray frames (a host's
 	// IPv6 router solicitation refused by a veth still coming up) happen.
@@ -39,7 +45,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, drops, link_rate
+	Check string  `json:"check"` // cpu, thread_cpu, drops, shaping, link_rate
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -55,6 +61,9 @@ type FidelityInput struct {
 	// CPUBusy is the busy fraction of all cores over the point; negative
 	// when not measured.
 	CPUBusy float64
+	// Busiest is the busiest ovs-vswitchd thread over the point; a zero
+	// Cores (and an empty Process) when not measured.
+	Busiest ThreadCPU
 	Sent    uint64 // frames the traffic engine sent
 	Drops   Drops
 	Links   []LinkRate
@@ -87,6 +96,12 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 				OK: p.CPUBusy <= MaxCPUBusy, What: "busy fraction of all cores"},
 				fmt.Sprintf("the CPUs were %.0f%% busy (limit %.0f%%): the machine, not the fabric, may have limited throughput and latency",
 					100*p.CPUBusy, 100*MaxCPUBusy))
+		}
+		if b := p.Busiest; b.Process != "" {
+			add(FidelityCheck{Check: "thread_cpu", Phase: p.Phase, Load: p.Load, Value: b.Cores, Limit: MaxThreadBusy,
+				OK: b.Cores <= MaxThreadBusy, What: fmt.Sprintf("busiest ovs-vswitchd thread (%s, %s), fraction of one core", b.Process, b.Thread)},
+				fmt.Sprintf("ovs-vswitchd thread %s of %s was %.0f%% busy (limit %.0f%%): it forwards that instance's frames, so they queued behind it ahead of the modelled queues",
+					b.Thread, b.Process, 100*b.Cores, 100*MaxThreadBusy))
 		}
 		out := p.Drops.Outside()
 		frac := 0.0

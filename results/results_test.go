@@ -135,7 +135,8 @@ func TestEvaluate(t *testing.T) {
 
 func TestFidelity(t *testing.T) {
 	ok := EvaluateFidelity([]FidelityInput{{Phase: "p", Load: 0.5, CPUBusy: 0.5, Sent: 100000, Drops: Drops{Queue: 5000, Datapath: 10},
-		Links: []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}}}})
+		Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.6},
+		Links:   []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}}}})
 	if !ok.OK || len(ok.Reasons) != 0 {
 		t.Errorf("healthy run judged untrustworthy: %+v", ok)
 	}
@@ -144,6 +145,9 @@ func TestFidelity(t *testing.T) {
 		"drops":    {CPUBusy: 0.1, Sent: 1000, Drops: Drops{Kernel: 5}},
 		"unshaped": {CPUBusy: 0.1, Sent: 100, Unshaped: []string{"g0s0:5"}},
 		"rate":     {CPUBusy: 0.1, Sent: 100, Links: []LinkRate{{Port: "x", Busy: 0.8, AchievedBps: 40e6, RateBps: 100e6}}},
+		// The machine half idle, one vswitchd thread saturated: only the
+		// per-thread check sees it.
+		"thread": {CPUBusy: 0.55, Sent: 100, Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.97}},
 	} {
 		in.Phase, in.Load = "p", 0.9
 		f := EvaluateFidelity([]FidelityInput{in})

@@ -56,6 +56,9 @@ type Run struct {
 	// "datapath": "netdev", "netem": "no", "cores": "2", "ovs": "3.1.0");
 	// the full probe is machine.json.
 	Machine map[string]string `json:"machine,omitempty"`
+	// Warnings are what the run expected to go wrong before it started
+	// (a phase above the machine's measured capacity).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Point is one traffic phase at one offered load.
@@ -82,6 +85,13 @@ type Point struct {
 	Reordered  uint64  `json:"reordered"`
 	// CPUBusy is the busy fraction of all cores during the point.
 	CPUBusy float64 `json:"cpu_busy,omitempty"`
+	// CPU says where the CPU went: each busy ovs-vswitchd thread, the
+	// ethfab process, softirq.
+	CPU *CPUSplit `json:"cpu,omitempty"`
+	// SwitchHopFPS is the frames all switches forwarded per second (the
+	// frames sent by every switch-side shaping queue): the work the
+	// emulation did, whatever the pattern's path lengths.
+	SwitchHopFPS float64 `json:"switch_hop_fps,omitempty"`
 
 	// RulePackets counts frames matched per rule kind (routing, valiant,
 	// ...), summed over every switch, during the point.
@@ -112,6 +122,34 @@ type Drops struct {
 	Datapath uint64 `json:"datapath"` // OVS: frames its port sockets had no room for, failed upcalls, port drops not explained by a full queue
 	Kernel   uint64 `json:"kernel"`   // veth drops (receive backlog full) outside the qdisc
 	Socket   uint64 `json:"socket"`   // traffic engine: send errors, receive-socket drops
+}
+
+// CPUSplit is a point's CPU time by consumer, in cores (1.0 = one core
+// busy for the whole point).
+type CPUSplit struct {
+	// Vswitchd sums every ovs-vswitchd thread of the lab.
+	Vswitchd float64 `json:"vswitchd"`
+	// Busiest is the busiest single ovs-vswitchd thread: with the
+	// userspace datapath an instance forwards all its ports on its main
+	// thread, which saturates long before the machine does.
+	Busiest ThreadCPU `json:"busiest_vswitchd_thread"`
+	// Ethfab is the ethfab process: traffic engine (every host's sends
+	// and receives), condition monitor, sampler.
+	Ethfab float64 `json:"ethfab"`
+	// Softirq is kernel packet work outside any thread (veth, tbf, packet
+	// sockets), from /proc/stat.
+	Softirq float64 `json:"softirq"`
+	// Threads lists the ovs-vswitchd threads that used at least 1% of a
+	// core, busiest first.
+	Threads []ThreadCPU `json:"vswitchd_threads,omitempty"`
+}
+
+// ThreadCPU is one thread's share of a core over a point.
+type ThreadCPU struct {
+	Process string  `json:"process"` // "vswitchd 0": instance 0
+	Thread  string  `json:"thread"`  // its name (comm)
+	TID     int     `json:"tid"`
+	Cores   float64 `json:"cores"`
 }
 
 // Outside is the number of frames lost outside the modelled queues.

@@ -34,6 +34,9 @@ func Summary(m *Metrics, files []string) string {
 		}
 	}
 	fmt.Fprintf(&b, "Result: %s; %s.\n\n", verdict, exp)
+	for _, w := range m.Run.Warnings {
+		fmt.Fprintf(&b, "Warned before the run: %s.\n\n", w)
+	}
 
 	b.WriteString("## What was run\n\n")
 	row := func(k, v string) {
@@ -103,6 +106,7 @@ func Summary(m *Metrics, files []string) string {
 				p.NonminimalShare, p.Sent, p.Received, 100*p.CPUBusy)
 		}
 		b.WriteString("\n")
+		cpuSummary(&b, pts)
 	}
 
 	conditionsSummary(&b, m)
@@ -275,4 +279,28 @@ func conditionsReading(pts []Point) string {
 		}
 	}
 	return b.String()
+}
+
+// cpuSummary tells, per point, how much forwarding the switches did and
+// where the CPU went: the busiest ovs-vswitchd thread is what limits the
+// userspace datapath.
+func cpuSummary(b *strings.Builder, pts []Point) {
+	any := false
+	for _, p := range pts {
+		any = any || p.CPU != nil
+	}
+	if !any {
+		return
+	}
+	b.WriteString("| load | switch-hop frames/s | busiest vswitchd thread | all vswitchd | ethfab | softirq |\n")
+	b.WriteString("|---:|---:|---|---:|---:|---:|\n")
+	for _, p := range pts {
+		if p.CPU == nil {
+			continue
+		}
+		c := p.CPU
+		fmt.Fprintf(b, "| %g | %.0f | %s %s: %.0f%% | %.2f cores | %.2f cores | %.2f cores |\n",
+			p.Load, p.SwitchHopFPS, c.Busiest.Process, c.Busiest.Thread, 100*c.Busiest.Cores, c.Vswitchd, c.Ethfab, c.Softirq)
+	}
+	b.WriteString("\n")
 }

@@ -379,3 +379,19 @@ func dmp(ts *Tables, h int) (string, error) {
 	}
 	return "", nil
 }
+
+// SwitchesCrossed is the number of switches a unicast frame from host src
+// to host dst crosses on its default path (no port paused): each of them
+// forwards it once, so it is the frame's cost to an emulator in switch
+// hops.
+func SwitchesCrossed(ts *Tables, src, dst int) (int, error) {
+	top := ts.c.top
+	w := &walker{ts: ts, dst: dst, mac: ts.c.plan.HostMAC(dst), bound: ts.c.HopBound()}
+	if err := w.step(top.Hosts[src].Switch, top.Hosts[src].Port, 0, 0, -1); err != nil {
+		return 0, err
+	}
+	if w.reason != "" {
+		return 0, fmt.Errorf("%s to %s: %s", top.Hosts[src].Name, top.Hosts[dst].Name, w.reason)
+	}
+	return w.maxHops + 1, nil
+}

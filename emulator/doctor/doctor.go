@@ -48,6 +48,10 @@ type Report struct {
 	Fatal        []string            `json:"fatal,omitempty"`   // why ethfab cannot run at all
 	Install      string              `json:"install,omitempty"` // apt-get line for missing binaries
 	Notes        []string            `json:"notes,omitempty"`
+	// Capacity is what bench/capacity.py measured here; nil when it never
+	// ran.
+	Capacity *Capacity `json:"capacity,omitempty"`
+	capNote  string
 }
 
 // OK reports whether ethfab can run here.
@@ -84,7 +88,11 @@ func Run(ctx context.Context) Report {
 	}
 	checks = append(checks, checkAllocator(ovs.LibDirs()))
 	caps := kernel.Probe()
-	return Decide(checks, caps)
+	r := Decide(checks, caps)
+	var err error
+	r.Capacity, err = LoadCapacity()
+	r.capNote = capacityNote(r.Capacity, err)
+	return r
 }
 
 // checkAllocator reports the malloc ovs-vswitchd gets by default
@@ -220,6 +228,9 @@ func (r Report) Text() string {
 		b.WriteString(" (no netem: scenarios asking for delay, jitter or loss get rate only, or fail if they require it)")
 	}
 	b.WriteString("\n")
+	if r.capNote != "" {
+		fmt.Fprintf(&b, "%s\n", r.capNote)
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note      %s\n", n)
 	}

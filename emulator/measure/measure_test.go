@@ -136,6 +136,16 @@ func TestSamplerOnLab(t *testing.T) {
 	if r.Samples == 0 {
 		t.Error("no backlog sample taken")
 	}
+	// Every probe crossed at least one switch, counted at its egress queue.
+	if r.SwitchHopFPS*r.Duration.Seconds() < float64(ping.Reached) {
+		t.Errorf("switch hops %.0f/s over %v: fewer than the %d probes that arrived", r.SwitchHopFPS, r.Duration, ping.Reached)
+	}
+	if r.CPU == nil || r.CPU.Busiest.Process != "vswitchd 0" || r.CPU.Ethfab <= 0 {
+		t.Errorf("CPU split %+v: want the busiest thread of vswitchd 0 and this process's time", r.CPU)
+	} else {
+		t.Logf("cpu: busiest %s %s %.3f, vswitchd %.3f, ethfab %.3f, softirq %.3f", r.CPU.Busiest.Process, r.CPU.Busiest.Thread,
+			r.CPU.Busiest.Cores, r.CPU.Vswitchd, r.CPU.Ethfab, r.CPU.Softirq)
+	}
 	if len(r.Links) == 0 || r.Links[0].RateBps == 0 {
 		t.Errorf("link ends without their configured rate: %+v", r.Links)
 	}

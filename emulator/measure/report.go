@@ -11,6 +11,11 @@ type Report struct {
 	Duration time.Duration
 	// CPUBusy is the busy fraction of all cores (from /proc/stat).
 	CPUBusy float64
+	// CPU is where the CPU went, per ovs-vswitchd thread; nil when it
+	// could not be read.
+	CPU *results.CPUSplit
+	// SwitchHopFPS is the frames per second all switches forwarded.
+	SwitchHopFPS float64
 	// RulePackets and RuleBytes are summed over every switch, by rule
 	// kind (controller.Kind names: routing, valiant, uplink, dmp,
 	// broadcast, miss, rewrite).
@@ -102,6 +107,8 @@ func (r *Report) Fill(p *results.Point) {
 	if r.CPUBusy >= 0 {
 		p.CPUBusy = r.CPUBusy
 	}
+	p.CPU = r.CPU
+	p.SwitchHopFPS = r.SwitchHopFPS
 	p.PerSwitchInjected = p.PerSwitchInjected[:0]
 	for _, s := range r.PerSwitch {
 		p.PerSwitchInjected = append(p.PerSwitchInjected, results.SwitchInjected{
@@ -114,6 +121,9 @@ func (r *Report) Fill(p *results.Point) {
 // and socketDrops come from the traffic engine.
 func (r *Report) FidelityInput(phase string, load float64, sent, socketDrops uint64) results.FidelityInput {
 	in := results.FidelityInput{Phase: phase, Load: load, CPUBusy: r.CPUBusy, Sent: sent, Drops: r.Drops}
+	if r.CPU != nil {
+		in.Busiest = r.CPU.Busiest
+	}
 	in.Drops.Socket = socketDrops
 	in.Unshaped = r.Unshaped
 	for _, l := range r.Links {

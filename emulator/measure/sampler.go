@@ -12,6 +12,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/results"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -122,6 +124,8 @@ type Sampler struct {
 	done     chan struct{}
 	t0       time.Time
 	cpu0     kernel0
+	procs    []watchedProc
+	threads0 cpuSnapshot
 	sw0      []switchCounters
 	q0       []kernel.QdiscStats
 	lnk0     map[string]map[string]netlink.LinkStatistics
@@ -278,6 +282,17 @@ func (s *Sampler) Close() {
 	s.readers = map[string]*kernel.StatsReader{}
 }
 
+// watched lists the processes whose threads a point accounts for: every
+// ovs-vswitchd of the lab and this process (traffic engine, condition
+// monitor, sampler).
+func (s *Sampler) watched() []watchedProc {
+	var procs []watchedProc
+	for k, in := range s.lab.OVS.Instances {
+		procs = append(procs, watchedProc{label: fmt.Sprintf("vswitchd %d", k), pid: ovs.SwitchPID(in.RunDir), vswitchd: true})
+	}
+	return append(procs, watchedProc{label: "ethfab", pid: os.Getpid()})
+}
+
 // Start snapshots every counter and starts polling queue backlogs.
 func (s *Sampler) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -301,6 +316,8 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if s.cpu0, err = ReadCPU(); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
+	s.procs = s.watched()
+	s.threads0 = snapshotCPU(s.procs)
 	s.t0 = time.Now()
 	s.q0 = make([]kernel.QdiscStats, len(s.ends))
 	if err := s.pollInto(s.q0, nil); err != nil {
@@ -459,6 +476,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
+	threads1 := snapshotCPU(s.procs)
 	q1 := make([]kernel.QdiscStats, len(s.ends))
 	if err := s.pollInto(q1, nil); err != nil {
 		return nil, err
@@ -476,6 +494,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
 	r := s.report(dur, BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
+	r.CPU = cpuSplit(s.threads0, threads1, s.procs)
 	return r, s.sampErr
 }
 
@@ -524,6 +543,9 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		}
 		if secs > 0 {
 			ls.AchievedBps = 8 * float64(ls.Bytes) / secs
+			// Every switch-side end's queue carries the frames its
+			// switch forwarded out of that port: one switch hop each.
+			r.SwitchHopFPS += float64(ls.Packets) / secs
 		}
 		if sr := &s.ser[i]; sr.busySecs > 0 {
 			ls.BusySecs = sr.busySecs

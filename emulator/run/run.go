@@ -53,6 +53,10 @@ type Options struct {
 	UpStep func(i, n int, what string)
 	// Warmup and Drain frame every measured load (defaults 500ms, 500ms).
 	Warmup, Drain time.Duration
+	// Warn hears what the run expects to go wrong before it starts (a
+	// phase asking more than the machine's measured capacity); it is
+	// also recorded in metrics.json. Nil: recorded only.
+	Warn io.Writer
 }
 
 // Outcome is what a run left behind. A scenario with cases has one
@@ -176,6 +180,19 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		return nil, fmt.Errorf("%s: topology: %w", sc.Source, err)
 	}
 	start := time.Now()
+	capa, err := doctor.LoadCapacity()
+	if err != nil {
+		return nil, err
+	}
+	warnings, err := capacityWarnings(sc, capa)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		if o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
+		}
+	}
 
 	var lab *fabric.Lab
 	if o.Lab != "" {
@@ -206,7 +223,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	m := &results.Metrics{Schema: results.SchemaVersion, Run: results.Run{
 		Name: sc.Name, Scenario: sc.Source, Description: sc.Description, Lab: lab.Lab, Topology: top.Spec.String(),
 		Hosts: len(top.Hosts), Switches: len(top.Switches), Addressing: lab.Addressing, Routing: lab.Routing,
-		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: o.Version,
+		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: o.Version, Warnings: warnings,
 		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "ovs_malloc": lab.OVS.Allocator, "ovs_flow_cache": lab.OVS.FlowCache, "cores": strconv.Itoa(runtime.NumCPU())},
 	}}
 	doc := doctor.Run(ctx)

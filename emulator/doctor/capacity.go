@@ -1,0 +1,103 @@
+package doctor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+)
+
+// CapacityFileEnv overrides where the measured capacity is kept.
+const CapacityFileEnv = "ETHFAB_CAPACITY_FILE"
+
+// DefaultCapacityFile is where bench/capacity.py --save records it.
+const DefaultCapacityFile = "/var/lib/ethfab/capacity.json"
+
+// Capacity is this machine's emulation capacity as bench/capacity.py
+// measured it: the switch-hop frames per second (frames forwarded by every
+// switch, summed) that a run carried while keeping its fidelity verdict.
+// The userspace datapath's cost is per frame and per switch, so this one
+// number predicts, across sizes and patterns, whether a run will keep up.
+type Capacity struct {
+	File     string `json:"file"`
+	Measured string `json:"measured"` // UTC time of the benchmark
+	Command  string `json:"command"`
+	// SwitchHopFPS is the largest faithful rate over every case.
+	SwitchHopFPS float64 `json:"switch_hop_fps"`
+	// ByCase is the faithful rate per case, keyed "df(P,A,H) ROUTING
+	// PATTERN"; conditional routing without the flow cache costs more
+	// per frame, so the run warning uses its routing's cases.
+	ByCase map[string]float64 `json:"by_case"`
+}
+
+// CapacityFile is where the capacity is read and written.
+func CapacityFile() string {
+	if f := os.Getenv(CapacityFileEnv); f != "" {
+		return f
+	}
+	return DefaultCapacityFile
+}
+
+// LoadCapacity reads the recorded capacity; nil and no error when the
+// benchmark never ran here.
+func LoadCapacity() (*Capacity, error) {
+	f := CapacityFile()
+	b, err := os.ReadFile(f)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("capacity: %w", err)
+	}
+	var c Capacity
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("capacity: %s: %w", f, err)
+	}
+	if c.SwitchHopFPS < 0 {
+		return nil, fmt.Errorf("capacity: %s: negative switch_hop_fps", f)
+	}
+	c.File = f
+	return &c, nil
+}
+
+// ForRouting is the capacity measured for one routing mode: the largest
+// faithful rate of that mode's cases, or the overall figure when the
+// benchmark ran none of them.
+func (c *Capacity) ForRouting(mode string) float64 {
+	if v, ok := c.measured(mode); ok {
+		return v
+	}
+	return c.SwitchHopFPS
+}
+
+// measured is the largest faithful rate of one routing mode's cases, and
+// whether the benchmark ran any.
+func (c *Capacity) measured(mode string) (float64, bool) {
+	best, ran := 0.0, false
+	for k, v := range c.ByCase {
+		if f := strings.Fields(k); len(f) >= 2 && f[1] == mode {
+			best, ran = max(best, v), true
+		}
+	}
+	return best, ran
+}
+
+// capacityNote is doctor's line about the capacity.
+func capacityNote(c *Capacity, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case c == nil:
+		return "capacity  not measured on this machine: run bench/capacity.py --save (as root, machine otherwise idle) so `ethfab run` can warn before a phase asks for more than the machine keeps faithful"
+	}
+	var parts []string
+	for _, m := range []string{"minimal", "valiant", "conditional"} {
+		if v, ok := c.measured(m); ok {
+			parts = append(parts, fmt.Sprintf("%s %.0f", m, v))
+		}
+	}
+	return fmt.Sprintf("capacity  %.0f switch-hop frames/s kept faithful (%s; measured %s by `%s`, %s)",
+		c.SwitchHopFPS, strings.Join(parts, ", "), c.Measured, c.Command, c.File)
+}

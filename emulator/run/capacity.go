@@ -1,0 +1,111 @@
+package run
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/doctor"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
+	pat "github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/hostagent/traffic"
+)
+
+// destinationsPerHost is how many of each host's destinations the
+// preflight draws from the pattern to average their path lengths.
+const destinationsPerHost = 8
+
+// capacityWarnings compares, before anything is built, each traffic
+// point's offered work — frames per second times the switches each crosses
+// on its default path, from the controller's own tables — with the
+// switch-hop rate this machine kept faithful (bench/capacity.py). A point
+// above it will most likely fail the fidelity verdict, so the user hears
+// it before the run and is told the load or rate that would fit.
+func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity) ([]string, error) {
+	if c == nil {
+		return nil, nil
+	}
+	limit := c.ForRouting(string(sc.Routing.Mode))
+	if limit <= 0 {
+		return nil, nil
+	}
+	comp, err := fabric.Compile(sc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.Source, err)
+	}
+	ts := controller.NewTables(comp.Ctl)
+	rate := float64(sc.Links[scenario.HostLinks].Rate)
+	var warns []string
+	for _, ph := range sc.Phases {
+		if ph.Kind != scenario.PhaseTraffic {
+			continue
+		}
+		t := ph.Traffic
+		p, err := pat.New(pat.Spec{Kind: pat.Kind(t.Pattern), Offset: t.AdvOffset, App: t.App}, comp.Top, t.Seed, pat.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("pattern %s: %w", t.PatternString(), err)
+		}
+		crossed, err := meanSwitchesCrossed(ts, p, t.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
+		frame := t.Frame
+		if frame == 0 {
+			frame = traffic.DefaultFrameSize
+		}
+		for _, load := range t.Loads {
+			fps := float64(len(comp.Top.Hosts)) * load * rate / (8 * float64(frame))
+			work := fps * crossed
+			if work <= limit {
+				continue
+			}
+			fit := limit / work
+			warns = append(warns, fmt.Sprintf(
+				"phase %s at load %g offers about %.0f switch-hop frames/s (%d hosts × %g × %s in %d-byte frames, %.1f switches each), "+
+					"above the %.0f/s this machine kept faithful for %s routing (%s, measured %s): expect the fidelity verdict to fail; "+
+					"load %g at this rate, or links at %s at this load, would fit",
+				ph.Name, load, work, len(comp.Top.Hosts), load, kernel.FormatRate(uint64(rate)), frame, crossed,
+				limit, sc.Routing.Mode, c.File, c.Measured, twoDigits(load*fit), kernel.FormatRate(uint64(twoDigits(rate*fit)))))
+		}
+	}
+	return warns, nil
+}
+
+// meanSwitchesCrossed averages the default-path length over destinations
+// drawn from the pattern for every host.
+func meanSwitchesCrossed(ts *controller.Tables, p pat.Pattern, seed int64) (float64, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	sum, n := 0, 0
+	for src := range p.Hosts() {
+		for k := range destinationsPerHost {
+			d := p.Dest(src, time.Duration(k)*time.Millisecond, rng)
+			if d == pat.Silent || d == src {
+				continue
+			}
+			c, err := controller.SwitchesCrossed(ts, src, d)
+			if err != nil {
+				return 0, err
+			}
+			sum += c
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return float64(sum) / float64(n), nil
+}
+
+// twoDigits rounds v down to two significant digits, so a suggested load
+// or rate stays on the safe side and reads well (4.0253e6 -> 4.0e6).
+func twoDigits(v float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v))-1)
+	return math.Floor(v/e) * e
+}
