@@ -1,0 +1,111 @@
+package plot
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+)
+
+// A Stack is one component of every bar (e.g. the CPU's share of each
+// network's power), drawn on top of the stacks before it.
+type Stack struct {
+	Name   string
+	Values []float64 // one per bar
+}
+
+// StackedBars is a bar chart whose bars are sums of components, like seed
+// 000 Fig. 11's power dissection. A bar labelled "" is a gap that
+// separates groups of bars. Each bar's total is printed above it.
+type StackedBars struct {
+	Title, YLabel string
+	Bars          []string
+	Stacks        []Stack
+}
+
+// Save renders the chart to path (.png, .svg or .pdf).
+func (c StackedBars) Save(path string) error { return save(path, c.render) }
+
+// barWidth fits about twenty bars in the plot area.
+var barWidth = vg.Points(16)
+
+func (c StackedBars) render(cv vg.CanvasSizer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("gonum/plot: %v", r)
+		}
+	}()
+	totals, err := c.totals()
+	if err != nil {
+		return err
+	}
+	p := newPlot(c.Title, "", c.YLabel)
+	p.NominalX(c.Bars...)
+	p.X.Tick.Label.Rotation = math.Pi / 4
+	p.X.Tick.Label.XAlign = text.XRight
+	p.X.Tick.Label.YAlign = text.YCenter
+	p.X.Tick.Label.Font.Size = vg.Points(9)
+	p.Y.Min = 0
+	p.Y.Tick.Marker = humanTicks{}
+	leg := newLegend()
+	var below *plotter.BarChart
+	for i, s := range c.Stacks {
+		bc, err := plotter.NewBarChart(plotter.Values(s.Values), barWidth)
+		if err != nil {
+			return fmt.Errorf("stack %q: %w", s.Name, err)
+		}
+		bc.Color = palette[i%len(palette)]
+		bc.LineStyle.Width = vg.Points(0.5)
+		if below != nil {
+			bc.StackOn(below)
+		}
+		below = bc
+		p.Add(bc)
+		leg.Add(s.Name, bc)
+	}
+	var xys plotter.XYs
+	var labels []string
+	for i, t := range totals {
+		if c.Bars[i] == "" {
+			continue
+		}
+		xys = append(xys, plotter.XY{X: float64(i), Y: t})
+		labels = append(labels, strconv.FormatFloat(t, 'g', 3, 64))
+	}
+	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+	if err != nil {
+		return err
+	}
+	for i := range lbl.TextStyle {
+		lbl.TextStyle[i].Font.Size = vg.Points(7)
+		lbl.TextStyle[i].XAlign = text.XCenter
+	}
+	lbl.Offset = vg.Point{Y: vg.Points(2)}
+	p.Add(lbl)
+	return drawBeside(cv, p, leg, true)
+}
+
+// totals checks every value (finite, not negative, one per bar) and sums
+// each bar.
+func (c StackedBars) totals() ([]float64, error) {
+	if len(c.Bars) == 0 || len(c.Stacks) == 0 {
+		return nil, errors.New("chart has no bars")
+	}
+	totals := make([]float64, len(c.Bars))
+	for _, s := range c.Stacks {
+		if len(s.Values) != len(c.Bars) {
+			return nil, fmt.Errorf("stack %q has %d values for %d bars", s.Name, len(s.Values), len(c.Bars))
+		}
+		for i, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return nil, fmt.Errorf("stack %q bar %d: value %v (want finite, not negative)", s.Name, i, v)
+			}
+			totals[i] += v
+		}
+	}
+	return totals, nil
+}
