@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // A constants file is a flat YAML (or JSON) mapping from the names Doc
@@ -94,7 +96,11 @@ func ParseConstants(name string, data []byte) (fc *FileConstants, err error) {
 	}()
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
-		return nil, fmt.Errorf("%s: %v", name, perr)
+		var ye yaml.Error
+		if errors.As(perr, &ye) && ye.GetToken() != nil {
+			return nil, errAt(name, tokenNode{ye.GetToken()}, "%s", ye.GetMessage())
+		}
+		return nil, fmt.Errorf("%s:1:1: %v", name, perr)
 	}
 	var body ast.Node
 	for _, d := range f.Docs {
@@ -134,10 +140,7 @@ func (fc *FileConstants) apply(name string, mv *ast.MappingValueNode) error {
 	if mv.Key != nil && mv.Key.GetToken() != nil {
 		key = mv.Key.GetToken().Value
 	}
-	if fc.Set[key] {
-		return errAt(name, mv.Key, "%s set twice", key)
-	}
-	fc.Set[key] = true
+	fc.Set[key] = true // the parser rejects a key given twice
 	if key == "tcam_curve" {
 		s, ok := mv.Value.(*ast.StringNode)
 		if !ok || s.Value == "" {
@@ -195,19 +198,39 @@ func number(n ast.Node) (float64, bool) {
 		}
 	case *ast.FloatNode:
 		return v.Value, true
+	case *ast.InfinityNode:
+		return v.Value, true
+	case *ast.NanNode:
+		return math.NaN(), true
+	case *ast.StringNode:
+		// go-yaml reads 1e-4 (no dot) as a string; a number it is
+		if x, err := strconv.ParseFloat(v.Value, 64); err == nil {
+			return x, true
+		}
 	}
 	return 0, false
 }
 
+// tokenNode lets errAt locate a parser error's token.
+type tokenNode struct{ tk *token.Token }
+
+func (n tokenNode) GetToken() *token.Token { return n.tk }
+
 // errAt locates a message at a node's line and column.
-func errAt(name string, n ast.Node, format string, args ...any) error {
+func errAt(name string, n interface{ GetToken() *token.Token }, format string, args ...any) error {
 	line, col := 1, 1
-	if n != nil {
+	if n != nil && !isNilNode(n) {
 		if tk := n.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
 			line, col = tk.Position.Line, max(tk.Position.Column, 1)
 		}
 	}
 	return fmt.Errorf("%s:%d:%d: %s", name, line, col, fmt.Sprintf(format, args...))
+}
+
+// isNilNode catches a nil node inside the interface (a key-less value).
+func isNilNode(n interface{ GetToken() *token.Token }) bool {
+	an, ok := n.(ast.Node)
+	return ok && an == nil
 }
 
 // Curve is a measured table power against its entries, e.g. from the

@@ -52,7 +52,12 @@ func Fabric(o FabricOptions) (*Report, error) {
 	if orgs[0] != CAMFlat {
 		orgs = append([]Organization{CAMFlat}, orgs...)
 	}
-	r := &Report{Mode: "topology", Constants: c.Doc()}
+	r := &Report{Mode: "topology", Constants: o.Constants.Doc()}
+	for i := range r.Constants {
+		if d := &r.Constants[i]; d.Name == "switch_ports" && !o.SwitchPortsSet {
+			d.Value, d.Source = float64(c.SwitchPorts), "[A] the fabric's largest switch, every port powered"
+		}
+	}
 	var flat *Entries // CAM-flat and flat are the same table
 	for _, org := range orgs {
 		e := flat

@@ -2,6 +2,7 @@ package power
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -80,7 +81,8 @@ func (p SwitchProfile) ModelMaxW() float64 { return p.BaseW + float64(p.Ports)*p
 // PortRatio is Table 2's "(port ratio)": the share of Max the ports draw.
 func (p SwitchProfile) PortRatio() float64 { return (p.MaxW - p.BaseW) / p.MaxW }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+// seconds converts the tables' tenths of a second exactly.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s*1000)) * time.Millisecond }
 
 // speedTimes are Table 6's columns Gb→100M, Gb←100M, 100M→10M, 100M←10M,
 // Gb→10M, Gb←10M.

@@ -52,20 +52,27 @@ func (c StackedBars) render(cv vg.CanvasSizer) (err error) {
 	p.Y.Min = 0
 	p.Y.Tick.Marker = humanTicks{}
 	leg := newLegend()
-	var below *plotter.BarChart
+	// One bar chart per run of bars between gaps, so a gap draws nothing.
+	runs := c.runs()
+	below := make([]*plotter.BarChart, len(runs))
 	for i, s := range c.Stacks {
-		bc, err := plotter.NewBarChart(plotter.Values(s.Values), barWidth)
-		if err != nil {
-			return fmt.Errorf("stack %q: %w", s.Name, err)
+		for j, r := range runs {
+			bc, err := plotter.NewBarChart(plotter.Values(s.Values[r[0]:r[1]]), barWidth)
+			if err != nil {
+				return fmt.Errorf("stack %q: %w", s.Name, err)
+			}
+			bc.XMin = float64(r[0])
+			bc.Color = palette[i%len(palette)]
+			bc.LineStyle.Width = vg.Points(0.5)
+			if below[j] != nil {
+				bc.StackOn(below[j])
+			}
+			below[j] = bc
+			p.Add(bc)
+			if j == 0 {
+				leg.Add(s.Name, bc)
+			}
 		}
-		bc.Color = palette[i%len(palette)]
-		bc.LineStyle.Width = vg.Points(0.5)
-		if below != nil {
-			bc.StackOn(below)
-		}
-		below = bc
-		p.Add(bc)
-		leg.Add(s.Name, bc)
 	}
 	var xys plotter.XYs
 	var labels []string
@@ -89,10 +96,27 @@ func (c StackedBars) render(cv vg.CanvasSizer) (err error) {
 	return drawBeside(cv, p, leg, true)
 }
 
+// runs are the [first, end) bar indices between gaps.
+func (c StackedBars) runs() [][2]int {
+	var runs [][2]int
+	for i := 0; i < len(c.Bars); i++ {
+		if c.Bars[i] == "" {
+			continue
+		}
+		j := i
+		for j < len(c.Bars) && c.Bars[j] != "" {
+			j++
+		}
+		runs = append(runs, [2]int{i, j})
+		i = j
+	}
+	return runs
+}
+
 // totals checks every value (finite, not negative, one per bar) and sums
 // each bar.
 func (c StackedBars) totals() ([]float64, error) {
-	if len(c.Bars) == 0 || len(c.Stacks) == 0 {
+	if len(c.runs()) == 0 || len(c.Stacks) == 0 {
 		return nil, errors.New("chart has no bars")
 	}
 	totals := make([]float64, len(c.Bars))
