@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -118,9 +117,7 @@ func writePower(c *cli.Context, r *power.Report) error {
 		}
 	}
 	if c.Bool("json") {
-		enc := json.NewEncoder(c.App.Writer)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		return printJSON(c, r)
 	}
 	r.WriteText(c.App.Writer)
 	for _, f := range files {

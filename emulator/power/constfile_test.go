@@ -51,9 +51,14 @@ func TestParseConstantsErrors(t *testing.T) {
 		{"a: b: c\n", "c.yaml:"},
 	} {
 		_, err := ParseConstants("c.yaml", []byte(tc.in))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
-		}
+		wantError(t, tc.in, err, tc.want)
+	}
+}
+
+func wantError(t *testing.T, in string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%q: error %v, want %q", in, err, want)
 	}
 }
 
@@ -97,9 +102,7 @@ func TestTCAMCurveErrors(t *testing.T) {
 		{"10,1\n20,\"2\n", "t.csv:2:"},
 	} {
 		_, err := ParseTCAMCurve("t.csv", []byte(tc.in))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.in, err, tc.want)
-		}
+		wantError(t, tc.in, err, tc.want)
 	}
 }
 
