@@ -65,6 +65,20 @@ func (n PaperNetwork) Eq1Entries(o Organization) (int, error) {
 	return 0, fmt.Errorf("%s: Eq. 1 does not count %s tables", n.Name, o)
 }
 
+// entries is the table of an organization and where its size comes
+// from: Eq. 1, the paper (the Clos's compact port count), or ethfab's
+// compiled compact tables.
+func (n PaperNetwork) entries(o Organization, compiled Entries) (Entries, string, error) {
+	switch {
+	case o == Compact && n.CompactFromPaper:
+		return Uniform(PaperClosCompactEntries), "paper", nil
+	case o == Compact:
+		return compiled, "compiled", nil
+	}
+	cnt, err := n.Eq1Entries(o)
+	return Uniform(cnt), "eq1", err
+}
+
 // PaperOptions select how the paper run gets its compact tables.
 type PaperOptions struct {
 	Constants Constants
@@ -88,17 +102,9 @@ func Paper(o PaperOptions) (*Report, error) {
 			return nil, err
 		}
 		for _, org := range Organizations() {
-			e, from := compiled, "compiled"
-			if org != Compact || n.CompactFromPaper {
-				from = "eq1"
-				cnt, err := n.Eq1Entries(org)
-				if org == Compact {
-					cnt, from, err = PaperClosCompactEntries, "paper", nil
-				}
-				if err != nil {
-					return nil, err
-				}
-				e = Uniform(cnt)
+			e, from, err := n.entries(org, compiled)
+			if err != nil {
+				return nil, err
 			}
 			row := c.row(n.Name, org, n.Switches, n.Hosts, e)
 			row.Counts, row.Spec, row.EntriesFrom = "paper", n.Spec.String(), from
