@@ -116,6 +116,14 @@ func (c Constants) Calibrate() Constants {
 	return c
 }
 
+// camCalibrated reports whether CAMWPerEntry is Calibrate's, not a
+// value the user gave.
+func (c Constants) camCalibrated() bool {
+	uncal := c
+	uncal.CAMWPerEntry = 0
+	return uncal.Calibrate().CAMWPerEntry == c.CAMWPerEntry
+}
+
 // Validate rejects constants the model cannot use.
 func (c Constants) Validate() error {
 	for _, v := range []struct {
@@ -161,9 +169,7 @@ func (c Constants) Doc() []ConstantDoc {
 		tcam = "unused: TCAM curve " + c.TCAMCurve.File + " (" + fmt.Sprint(len(c.TCAMCurve.Points)) + " points, linear between them)"
 	}
 	cam := "[X] calibrated: the paper's Clos CAM-flat → Clos TCAM-compact (72 entries) saves compaction_share"
-	uncal := c
-	uncal.CAMWPerEntry = 0
-	if uncal.Calibrate().CAMWPerEntry != c.CAMWPerEntry {
+	if !c.camCalibrated() {
 		cam = "constants file"
 	}
 	return []ConstantDoc{

@@ -78,7 +78,7 @@ func LoadConstants(path string) (*FileConstants, error) {
 		}
 		cv, err := LoadTCAMCurve(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: tcam_curve: %w", path, err)
 		}
 		fc.Constants = fc.Constants.WithTCAMCurve(cv, fc.Set["cam_w_per_entry"])
 	}
