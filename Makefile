@@ -25,6 +25,8 @@ FUZZTIME ?= 20s
 FUZZ_TARGETS = \
 	FuzzCompact:./emulator/compaction \
 	FuzzParseSpec:./emulator/topology \
+	FuzzParseConstants:./emulator/power \
+	FuzzParseTCAMCurve:./emulator/power \
 	FuzzParse:./emulator/scenario \
 	FuzzParseRate:./emulator/kernel \
 	FuzzParsePacketDiag:./emulator/kernel \

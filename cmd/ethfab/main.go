@@ -23,6 +23,7 @@ func main() {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			planCommand(),
+			powerCommand(),
 			doctorCommand(),
 			upCommand(),
 			downCommand(),

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/ethfab/ethfab/emulator/addressing"
@@ -278,4 +279,32 @@ func walkTo(t *testing.T, c *Controller, src int, dst addressing.MAC) int {
 	}
 	t.Fatalf("frame to %s from %s loops", dst, top.Hosts[src].Name)
 	return -1
+}
+
+// RoutingEntries counts, per switch, what Stats counts by kind: routing
+// plus Clos uplink rules.
+func TestRoutingEntries(t *testing.T) {
+	for _, spec := range []string{"clos:k=4", "dragonfly:p=2,a=4,h=2"} {
+		c := compile(t, spec, addressing.PerGroup, Options{Compact: true})
+		got, err := c.RoutingEntries(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := c.Stats(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := 0
+		for _, n := range got {
+			sum += n
+		}
+		want := (st.ByKind["routing"].Mean + st.ByKind["uplink"].Mean) * float64(st.Switches)
+		if len(got) != st.Switches || math.Abs(float64(sum)-want) > 0.5 {
+			t.Errorf("%s: %d switches, %d entries; Stats: %d switches, %.0f", spec, len(got), sum, st.Switches, want)
+		}
+		one, err := c.RoutingEntries([]int{1})
+		if err != nil || len(one) != 1 || one[0] != got[1] {
+			t.Errorf("%s: switch 1 alone %v, %v; in all %d", spec, one, err, got[1])
+		}
+	}
 }

@@ -49,49 +49,30 @@ type RuleStats struct {
 // their rules without keeping the tables, so it scales to the paper's
 // 300,000-host networks.
 func (c *Controller) Stats(switches []int) (*RuleStats, error) {
-	if switches == nil {
-		switches = make([]int, len(c.top.Switches))
-		for i := range switches {
-			switches[i] = i
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
+	switches = c.orAll(switches)
 	type part struct {
 		kinds [numKinds]spreadAcc
 		total spreadAcc
 		ports spreadAcc
-		err   error
 	}
-	parts := make([]part, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(p *part, w int) {
-			defer wg.Done()
-			for i := w; i < len(switches); i += workers {
-				t, err := c.Table(switches[i])
-				if err != nil {
-					p.err = err
-					return
-				}
-				var counts [numKinds]int
-				for j := range t.Rules {
-					counts[t.Rules[j].Kind]++
-				}
-				for k := range counts {
-					p.kinds[k].add(counts[k])
-				}
-				p.total.add(len(t.Rules))
-				p.ports.add(len(c.top.Switches[switches[i]].Ports))
-			}
-		}(&parts[w], w)
+	parts := make([]part, runtime.GOMAXPROCS(0))
+	err := c.eachTable(switches, len(parts), func(w, i int, t *Table) {
+		p := &parts[w]
+		var counts [numKinds]int
+		for j := range t.Rules {
+			counts[t.Rules[j].Kind]++
+		}
+		for k := range counts {
+			p.kinds[k].add(counts[k])
+		}
+		p.total.add(len(t.Rules))
+		p.ports.add(len(c.top.Switches[switches[i]].Ports))
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
 	var all part
 	for _, p := range parts {
-		if p.err != nil {
-			return nil, p.err
-		}
 		for k := range p.kinds {
 			merge(&all.kinds[k], &p.kinds[k])
 		}
@@ -103,6 +84,63 @@ func (c *Controller) Stats(switches []int) (*RuleStats, error) {
 		rs.ByKind[Kind(k).String()] = all.kinds[k].spread()
 	}
 	return rs, nil
+}
+
+// RoutingEntries is, per given switch (all when nil), the forwarding
+// entries seed 000 Eq. 1 counts: destination routing rules plus a Clos's
+// per-source uplink rules, the entries whose number sizes the TCAM (the
+// DMP, broadcast and miss rules are the same handful in every
+// organization). It is what the power model charges the table for.
+func (c *Controller) RoutingEntries(switches []int) ([]int, error) {
+	switches = c.orAll(switches)
+	out := make([]int, len(switches))
+	err := c.eachTable(switches, runtime.GOMAXPROCS(0), func(_, i int, t *Table) {
+		out[i] = t.Count(KindRouting) + t.Count(KindUplink)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *Controller) orAll(switches []int) []int {
+	if switches != nil {
+		return switches
+	}
+	switches = make([]int, len(c.top.Switches))
+	for i := range switches {
+		switches[i] = i
+	}
+	return switches
+}
+
+// eachTable compiles switches[i] on one of workers goroutines and hands
+// the table to fn(worker, i, table), then drops it: the tables of a
+// 300,000-host network do not fit in memory together.
+func (c *Controller) eachTable(switches []int, workers int, fn func(w, i int, t *Table)) error {
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(switches); i += workers {
+				t, err := c.Table(switches[i])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				fn(w, i, t)
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func merge(dst, src *spreadAcc) {

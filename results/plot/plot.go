@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -76,10 +77,15 @@ var markers = []draw.GlyphDrawer{
 	draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.PlusGlyph{},
 }
 
-// Save renders the chart to path; the extension (.png or .svg) picks the
-// format. It returns an error, never panics, on data a log axis cannot show
-// (values ≤ 0), non-finite values, or a chart without any point.
-func (c Chart) Save(path string) (err error) {
+// Save renders the chart to path; the extension (.png, .svg or .pdf)
+// picks the format. It returns an error, never panics, on data a log axis
+// cannot show (values ≤ 0), non-finite values, or a chart without any
+// point.
+func (c Chart) Save(path string) error { return save(path, c.render) }
+
+// save renders onto the canvas the extension of path asks for and writes
+// it.
+func save(path string, render func(vg.CanvasSizer) error) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	var cw vg.CanvasWriterTo
 	switch ext {
@@ -87,10 +93,12 @@ func (c Chart) Save(path string) (err error) {
 		cw = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(pngDPI))}
 	case ".svg":
 		cw = vgsvg.New(width, height)
+	case ".pdf":
+		cw = vgpdf.New(width, height)
 	default:
-		return fmt.Errorf("plot %s: unsupported format %q (want .png or .svg)", path, ext)
+		return fmt.Errorf("plot %s: unsupported format %q (want .png, .svg or .pdf)", path, ext)
 	}
-	if err := c.render(cw); err != nil {
+	if err := render(cw); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	f, err := os.Create(path)
@@ -121,24 +129,10 @@ func (c Chart) render(cv vg.CanvasSizer) (err error) {
 	if err != nil {
 		return err
 	}
-	p := gplot.New()
-	p.Title.Text = c.Title
-	p.Title.TextStyle.Font.Size = vg.Points(14)
-	p.X.Label.Text = c.XLabel
-	p.Y.Label.Text = c.YLabel
-	for _, ax := range []*gplot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font.Size = vg.Points(12)
-		ax.Tick.Label.Font.Size = vg.Points(10)
-	}
-	p.Add(plotter.NewGrid())
+	p := newPlot(c.Title, c.XLabel, c.YLabel)
 	setAxis(&p.X, c.LogX, xmin, xmax)
 	setAxis(&p.Y, c.LogY, ymin, ymax)
-
-	leg := gplot.NewLegend()
-	leg.Top, leg.Left = true, true
-	leg.TextStyle.Font.Size = vg.Points(10)
-	leg.ThumbnailWidth = vg.Points(24)
-	leg.Padding = vg.Points(2)
+	leg := newLegend()
 
 	for i, s := range c.Series {
 		xys := make(plotter.XYs, len(s.Points))
@@ -191,9 +185,41 @@ func (c Chart) render(cv vg.CanvasSizer) (err error) {
 		p.Add(lbl)
 	}
 
+	return drawBeside(cv, p, leg, len(c.Series) > 0)
+}
+
+// newPlot is a plot with the figures' title, label and tick sizes and a
+// grid.
+func newPlot(title, xlabel, ylabel string) *gplot.Plot {
+	p := gplot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(14)
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	for _, ax := range []*gplot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle.Font.Size = vg.Points(12)
+		ax.Tick.Label.Font.Size = vg.Points(10)
+	}
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// newLegend is a legend for the column right of the plot.
+func newLegend() gplot.Legend {
+	leg := gplot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = vg.Points(10)
+	leg.ThumbnailWidth = vg.Points(24)
+	leg.Padding = vg.Points(2)
+	return leg
+}
+
+// drawBeside draws p with the legend in a column on its right, so the
+// legend never covers data.
+func drawBeside(cv vg.CanvasSizer, p *gplot.Plot, leg gplot.Legend, hasLegend bool) error {
 	dc := draw.New(cv)
 	legW := vg.Length(0)
-	if len(c.Series) > 0 {
+	if hasLegend {
 		legW = leg.Rectangle(dc).Size().X + vg.Points(16)
 	}
 	if legW > dc.Size().X/2 {

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/power"
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+func powerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "power",
+		Usage: "network power by component: seed 000 §VI-A's Fig. 11 and the 54.1 % (no root needed)",
+		Description: `Prices every switch as CPU and logic, ports (optical between switches, electrical
+to hosts), buffer memories at the worst-case 64-byte packet rate and the forwarding table (TCAM,
+or CAM for traditional flat Ethernet), and sums the network.
+--paper: the paper's three ~300,000-host networks × cam-flat, flat, per-switch, per-group and
+compact, the saving against the Folded-Clos CAM-flat and its decomposition (compaction, topology).
+--topology: any fabric ethfab can plan, from its own compiled tables; the reference is its CAM-flat.
+Every result is printed with its constants (and their sources) and assumptions.
+
+Examples:
+  ethfab power --paper --out power/
+  ethfab power --paper --json
+  ethfab power --topology dragonfly:p=4,a=8,h=4
+  ethfab power --topology flatfly:dims=8x8,t=8 --compact --json
+  ethfab power --paper --constants mine.yaml --tcam-model tcam32nm.csv`,
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "paper", Usage: "Fig. 11: the paper's networks and counts"},
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N]"},
+			&cli.StringFlag{Name: "addressing", Usage: "with --topology, only this organization (and the reference): cam-flat | flat | per-switch | per-group"},
+			&cli.BoolFlag{Name: "compact", Usage: "with --topology, only the compact (per-group, ORTC) organization (and the reference)"},
+			&cli.StringFlag{Name: "constants", Usage: "YAML or JSON file overriding constants by name (see the constants printed)"},
+			&cli.StringFlag{Name: "tcam-model", Usage: "CSV of entries,watts: a measured TCAM curve replacing tcam_w_per_entry"},
+			&cli.IntFlag{Name: "sample-switches", Usage: "compile only this many switches per organization, evenly spread (0: all; flat tables of large fabrics are sampled)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.StringFlag{Name: "out", Usage: "also write power.json, summary.md and fig11.{png,svg,pdf} here"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("paper") == (c.String("topology") != "") {
+				return fmt.Errorf("give --paper or --topology SPEC")
+			}
+			consts, portsSet, err := powerConstants(c)
+			if err != nil {
+				return err
+			}
+			progress := func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format+"\n", args...) }
+			if c.Bool("json") {
+				progress = nil
+			}
+			var r *power.Report
+			if c.Bool("paper") {
+				r, err = power.Paper(power.PaperOptions{Constants: consts, SampleSwitches: c.Int("sample-switches"), Progress: progress})
+			} else {
+				r, err = powerFabric(c, consts, portsSet, progress)
+			}
+			if err != nil {
+				return err
+			}
+			return writePower(c, r)
+		},
+	}
+}
+
+// powerConstants are the defaults with the --constants file and the
+// --tcam-model curve applied; portsSet says the file gave switch_ports.
+func powerConstants(c *cli.Context) (power.Constants, bool, error) {
+	consts := power.Default()
+	set := map[string]bool{}
+	if f := c.String("constants"); f != "" {
+		fc, err := power.LoadConstants(f)
+		if err != nil {
+			return consts, false, err
+		}
+		consts, set = fc.Constants, fc.Set
+	}
+	if f := c.String("tcam-model"); f != "" {
+		cv, err := power.LoadTCAMCurve(f)
+		if err != nil {
+			return consts, false, err
+		}
+		consts = consts.WithTCAMCurve(cv, set["cam_w_per_entry"])
+	}
+	return consts, set["switch_ports"], nil
+}
+
+func powerFabric(c *cli.Context, consts power.Constants, portsSet bool, progress func(string, ...any)) (*power.Report, error) {
+	spec, err := topology.ParseSpec(c.String("topology"))
+	if err != nil {
+		return nil, fmt.Errorf("--topology: %w", err)
+	}
+	var orgs []power.Organization
+	switch a := c.String("addressing"); {
+	case c.Bool("compact") && a != "" && a != "per-group":
+		return nil, fmt.Errorf("--compact compacts per-group tables; drop --addressing %s", a)
+	case c.Bool("compact"):
+		orgs = []power.Organization{power.Compact}
+	case a != "":
+		o, err := power.ParseOrganization(a)
+		if err != nil {
+			return nil, fmt.Errorf("--addressing: %w", err)
+		}
+		orgs = []power.Organization{o}
+	}
+	return power.Fabric(power.FabricOptions{Topology: spec, Constants: consts, SwitchPortsSet: portsSet,
+		Organizations: orgs, SampleSwitches: c.Int("sample-switches"), Progress: progress})
+}
+
+func writePower(c *cli.Context, r *power.Report) error {
+	var files []string
+	if dir := c.String("out"); dir != "" {
+		var err error
+		if files, err = r.WriteDir(dir); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		return printJSON(c, r)
+	}
+	r.WriteText(c.App.Writer)
+	for _, f := range files {
+		fmt.Fprintln(c.App.Writer, f)
+	}
+	return nil
+}

@@ -1,0 +1,127 @@
+package power
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Speed is a commodity GbE port's link speed (seed 002 §5: multispeed
+// link regulation sets 1 Gb/s, 100 Mb/s or 10 Mb/s).
+type Speed int
+
+// Port speeds, in Mb/s.
+const (
+	Off      Speed = 0
+	Speed10M Speed = 10
+	Speed100 Speed = 100
+	Speed1G  Speed = 1000
+)
+
+func (s Speed) String() string {
+	switch s {
+	case Off:
+		return "off"
+	case Speed1G:
+		return "1G"
+	}
+	return fmt.Sprintf("%dM", int(s))
+}
+
+// SwitchProfile is one commodity switch measured in seed 002: Table 2's
+// power ("All except ports" and per-port watts by speed, "Max" with every
+// port at 1 Gb/s) and Table 6's overheads of turning a link on or off and
+// changing its speed — the time the link stays down ("the minimum
+// overhead"). Link on/off runs price a switch per phase with Watts and
+// hold a link's carrier down for the Table 6 time after a change.
+type SwitchProfile struct {
+	Name  string // as the paper's tables name it
+	Model string // the product
+	Ports int    // PC5324 "24-port", PC6248 "48 ports" [P]; PC6224, SF-0420G 24 [A]
+	BaseW float64
+	// PortW is one active port's power by speed.
+	PortW map[Speed]float64
+	// MaxW is Table 2's measured "Max": every port at 1 Gb/s.
+	MaxW float64
+	// OffNeedsBothEnds: "In the case of the SF-0420G, the power of the
+	// port is reduced when the opposite port of the link is also
+	// shutdown".
+	OffNeedsBothEnds bool
+	// OnOff is Table 6's on/off overhead; SpeedChange its speed changes,
+	// keyed by {from, to}.
+	OnOff       time.Duration
+	SpeedChange map[[2]Speed]time.Duration
+}
+
+// Watts is the switch with ports active at the given speeds (Off and
+// missing ports draw nothing: "the port-shutdown operation completely
+// reduces the power of the port"). Table 2's model: base + Σ per-port.
+func (p SwitchProfile) Watts(ports ...Speed) (float64, error) {
+	if len(ports) > p.Ports {
+		return 0, fmt.Errorf("%s has %d ports, not %d", p.Name, p.Ports, len(ports))
+	}
+	w := p.BaseW
+	for i, s := range ports {
+		if s == Off {
+			continue
+		}
+		pw, ok := p.PortW[s]
+		if !ok {
+			return 0, fmt.Errorf("%s port %d: no power for speed %v (want 1G, 100M, 10M or off)", p.Name, i+1, s)
+		}
+		w += pw
+	}
+	return w, nil
+}
+
+// ModelMaxW is base + ports × the 1 Gb/s per-port power, which Table 2's
+// measured Max should match (within 2.5 %: PC5324 43.8 vs 42.9).
+func (p SwitchProfile) ModelMaxW() float64 { return p.BaseW + float64(p.Ports)*p.PortW[Speed1G] }
+
+// PortRatio is Table 2's "(port ratio)": the share of Max the ports draw.
+func (p SwitchProfile) PortRatio() float64 { return (p.MaxW - p.BaseW) / p.MaxW }
+
+// seconds converts the tables' tenths of a second exactly.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s*1000)) * time.Millisecond }
+
+// speedTimes are Table 6's columns Gb→100M, Gb←100M, 100M→10M, 100M←10M,
+// Gb→10M, Gb←10M.
+func speedTimes(t ...float64) map[[2]Speed]time.Duration {
+	keys := [][2]Speed{{Speed1G, Speed100}, {Speed100, Speed1G}, {Speed100, Speed10M}, {Speed10M, Speed100}, {Speed1G, Speed10M}, {Speed10M, Speed1G}}
+	m := map[[2]Speed]time.Duration{}
+	for i, k := range keys {
+		m[k] = seconds(t[i])
+	}
+	return m
+}
+
+// SwitchProfiles are seed 002's four switches (Table 2 and Table 6).
+var SwitchProfiles = []SwitchProfile{
+	{Name: "PC5324", Model: "Dell PowerConnect 5324", Ports: 24, BaseW: 15.0, MaxW: 42.9,
+		PortW: map[Speed]float64{Speed1G: 1.2, Speed100: 0.9, Speed10M: 0.5},
+		OnOff: seconds(3.2), SpeedChange: speedTimes(4.1, 2.4, 2.3, 3.3, 2.5, 2.4)},
+	{Name: "PC6224", Model: "Dell PowerConnect 6224", Ports: 24, BaseW: 42.5, MaxW: 91.1,
+		PortW: map[Speed]float64{Speed1G: 2.0, Speed100: 0.9, Speed10M: 0.8},
+		OnOff: seconds(2.6), SpeedChange: speedTimes(2.8, 5.7, 2.6, 2.6, 2.6, 5.7)},
+	{Name: "PC6248", Model: "Dell PowerConnect 6248", Ports: 48, BaseW: 56.8, MaxW: 155.2,
+		PortW: map[Speed]float64{Speed1G: 2.1, Speed100: 1.3, Speed10M: 1.1},
+		OnOff: seconds(2.2), SpeedChange: speedTimes(2.7, 3.3, 2.8, 3.1, 2.5, 2.3)},
+	{Name: "SF-420", Model: "Planex Communications SF-0420G", Ports: 24, BaseW: 32.6, MaxW: 55.4,
+		PortW:            map[Speed]float64{Speed1G: 1.0, Speed100: 0.2, Speed10M: 0.0},
+		OffNeedsBothEnds: true,
+		OnOff:            seconds(1.2), SpeedChange: speedTimes(2.7, 2.5, 2.4, 2.3, 2.8, 2.3)},
+}
+
+// Profile finds a switch profile by its table name or model; "SF-420G"
+// (Table 6's name) finds the SF-420.
+func Profile(name string) (SwitchProfile, error) {
+	if name == "SF-420G" || name == "SF-0420G" {
+		name = "SF-420"
+	}
+	for _, p := range SwitchProfiles {
+		if p.Name == name || p.Model == name {
+			return p, nil
+		}
+	}
+	return SwitchProfile{}, fmt.Errorf("unknown switch profile %q (want PC5324, PC6224, PC6248 or SF-420)", name)
+}

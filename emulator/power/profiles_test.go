@@ -1,0 +1,57 @@
+package power
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// Seed 002 Table 2: Max = base + ports × GbE/port within 2.5 % (spec §C.7
+// check 14), and the printed port ratios to 1 % (check 15).
+func TestTable2Model(t *testing.T) {
+	ratio := map[string]float64{"PC5324": 0.65, "PC6224": 0.53, "PC6248": 0.63, "SF-420": 0.41}
+	for _, p := range SwitchProfiles {
+		if d := math.Abs(p.ModelMaxW()-p.MaxW) / p.MaxW; d > 0.025 {
+			t.Errorf("%s: base + %d × %.1f W = %.1f W vs measured Max %.1f W (%.1f %%)", p.Name, p.Ports, p.PortW[Speed1G], p.ModelMaxW(), p.MaxW, 100*d)
+		}
+		if !near(p.PortRatio(), ratio[p.Name], 0.01) {
+			t.Errorf("%s port ratio %.3f, Table 2 %.2f", p.Name, p.PortRatio(), ratio[p.Name])
+		}
+		all := make([]Speed, p.Ports)
+		for i := range all {
+			all[i] = Speed1G
+		}
+		if w, err := p.Watts(all...); err != nil || !near(w, p.ModelMaxW(), 1e-9) {
+			t.Errorf("%s all ports at 1G: %v, %v", p.Name, w, err)
+		}
+		if w, _ := p.Watts(); w != p.BaseW {
+			t.Errorf("%s all ports off: %v W, want base %v", p.Name, w, p.BaseW)
+		}
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	p, err := Profile("SF-420G")
+	if err != nil || !p.OffNeedsBothEnds || p.OnOff != 1200*time.Millisecond {
+		t.Errorf("SF-420G: %+v, %v", p, err)
+	}
+	p, err = Profile("PC5324")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := p.Watts(Speed1G, Speed100, Speed10M, Off); err != nil || !near(w, 15+1.2+0.9+0.5, 1e-9) {
+		t.Errorf("PC5324 mixed speeds: %v, %v", w, err)
+	}
+	if d := p.SpeedChange[[2]Speed{Speed1G, Speed100}]; d != 4100*time.Millisecond {
+		t.Errorf("PC5324 Gb→100M %v, Table 6 4.1 s", d)
+	}
+	if _, err := p.Watts(Speed(5)); err == nil {
+		t.Error("a 5 Mb/s port priced")
+	}
+	if _, err := p.Watts(make([]Speed, 25)...); err == nil {
+		t.Error("25 ports on a 24-port switch priced")
+	}
+	if _, err := Profile("GSM7212"); err == nil {
+		t.Error("unknown profile found")
+	}
+}
