@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,14 +14,8 @@ import (
 // ofctl runs ovs-ofctl speaking OpenFlow 1.3 (the only version bridges
 // accept) and returns its stdout.
 func ofctl(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("ovs-ofctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return string(out), nil
+	out, err := call(ctx, "ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...)
+	return string(out), err
 }
 
 // InstallFlows atomically replaces the bridge's flow table with the flows

@@ -374,11 +374,11 @@ func (i *Instance) MgmtSocket(bridge string) string {
 
 // Version asks the running ovs-vswitchd for its version.
 func (i *Instance) Version() (string, error) {
-	out, err := exec.Command("ovs-appctl", "-t", i.cfg.path(switchCtl), "version").CombinedOutput()
+	out, err := Appctl(context.Background(), i.cfg.RunDir, "version")
 	if err != nil {
-		return "", fmt.Errorf("ovs: ovs-appctl version: %w: %s", err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("ovs: %w", err)
 	}
-	s := strings.TrimSpace(string(out))
+	s := strings.TrimSpace(out)
 	if f := strings.Fields(s); len(f) > 0 {
 		return f[len(f)-1], nil
 	}

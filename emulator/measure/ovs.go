@@ -3,8 +3,6 @@ package measure
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -114,29 +112,28 @@ func datapathLost(ctx context.Context, insts []fabric.OVSRef, datapath string) (
 	var total uint64
 	for _, in := range insts {
 		d := in.RunDir
-		ctl := filepath.Join(d, "ovs-vswitchd.ctl")
 		if datapath == ovs.DatapathNetdev {
 			n, err := switchSocketDrops(in)
 			if err != nil {
 				return 0, err
 			}
 			total += n
-			out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", ctl, "coverage/read-counter", upcallDropCounter).Output()
+			out, err := ovs.Appctl(ctx, d, "coverage/read-counter", upcallDropCounter)
 			if err != nil {
-				return 0, fmt.Errorf("ovs-appctl coverage/read-counter %s in %s: %w", upcallDropCounter, d, err)
+				return 0, err
 			}
-			v, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+			v, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
 			if err != nil {
 				return 0, fmt.Errorf("coverage counter %s in %s: %q", upcallDropCounter, d, out)
 			}
 			total += v
 			continue
 		}
-		out, err := exec.CommandContext(ctx, "ovs-appctl", "-t", ctl, "dpctl/show").Output()
+		out, err := ovs.Appctl(ctx, d, "dpctl/show")
 		if err != nil {
-			return 0, fmt.Errorf("ovs-appctl dpctl/show in %s: %w", d, err)
+			return 0, err
 		}
-		for _, m := range lostRe.FindAllStringSubmatch(string(out), -1) {
+		for _, m := range lostRe.FindAllStringSubmatch(out, -1) {
 			v, _ := strconv.ParseUint(m[1], 10, 64)
 			total += v
 		}

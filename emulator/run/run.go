@@ -175,6 +175,13 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
+	// A run that fails leaves its reason beside whatever it measured, so
+	// the directory never passes for a finished run.
+	defer func() {
+		if err != nil {
+			_ = os.WriteFile(filepath.Join(dir, FailedFile), []byte(err.Error()+"\n"), 0o644)
+		}
+	}()
 	top, err := topology.Build(sc.Topology)
 	if err != nil {
 		return nil, fmt.Errorf("%s: topology: %w", sc.Source, err)
@@ -244,11 +251,19 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 	r.steps = n
+	ctx, stopWatch := superviseDaemons(ctx, lab)
+	defer stopWatch()
 	for _, ph := range sc.Phases {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
 		}
 		if err := r.phase(ctx, ph); err != nil {
+			// A daemon that died is the news, not the call it broke (the
+			// sampler's dump-flows may see the socket reset before the
+			// supervisor's next look).
+			if derr := awaitDeadDaemons(lab); derr != nil {
+				err = derr
+			}
 			return nil, fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
 	}
