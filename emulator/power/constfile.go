@@ -334,9 +334,9 @@ func ParseTCAMCurve(name string, data []byte) (*Curve, error) {
 func checkPoint(c *Curve, e, w float64, errE, errW error) error {
 	switch {
 	case errE != nil:
-		return fmt.Errorf("entries: want a number, got %v", errE)
+		return fmt.Errorf("entries: want a number, got %s", badNumber(errE))
 	case errW != nil:
-		return fmt.Errorf("watts: want a number, got %v", errW)
+		return fmt.Errorf("watts: want a number, got %s", badNumber(errW))
 	case math.IsNaN(e) || math.IsInf(e, 0) || e < 0:
 		return fmt.Errorf("entries %v: want a finite number >= 0", e)
 	case math.IsNaN(w) || math.IsInf(w, 0) || w < 0:
@@ -345,4 +345,14 @@ func checkPoint(c *Curve, e, w float64, errE, errW error) error {
 		return fmt.Errorf("entries %v: want them increasing (previous %v)", e, c.Points[len(c.Points)-1].Entries)
 	}
 	return nil
+}
+
+// badNumber is the text strconv could not read, quoted: `got "x"` reads
+// better than strconv's own `parsing "x": invalid syntax`.
+func badNumber(err error) string {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return strconv.Quote(ne.Num)
+	}
+	return err.Error()
 }

@@ -96,7 +96,7 @@ func TestTCAMCurveErrors(t *testing.T) {
 		{"0,1\n", "t.csv:1: no point with entries > 0"},
 		{"10,1\n5,2\n", "t.csv:2: entries 5: want them increasing"},
 		{"10,1\n20\n", "t.csv:2: wrong number of fields"},
-		{"10,1\n20,x\n", "t.csv:2: watts: want a number"},
+		{"10,1\n20,x\n", `t.csv:2: watts: want a number, got "x"`},
 		{"10,1\n# c\n20,-1\n", "t.csv:3: watts -1: want a finite number >= 0"},
 		{"10,1\nNaN,2\n", "t.csv:2: entries NaN"},
 		{"10,1\n20,\"2\n", "t.csv:2:"},

@@ -219,6 +219,31 @@ func TestFabricMatchesEq1(t *testing.T) {
 	}
 }
 
+// Fig. 11's flat TCAM bars (5–10× the rest) are cut, not allowed to
+// flatten the others; the axis still shows every other bar whole.
+func TestFig11AxisCut(t *testing.T) {
+	r := paper(t)
+	c := r.Fig11()
+	if c.YMax == 0 {
+		t.Fatal("paper figure not cut")
+	}
+	for _, x := range r.Rows {
+		if x.Organization != Flat && x.NetworkMW.Total > c.YMax {
+			t.Errorf("%s %s: %.2f MW above the cut %v", x.Topology, x.Organization, x.NetworkMW.Total, c.YMax)
+		}
+		if x.Organization == Flat && x.NetworkMW.Total < 2*c.YMax {
+			t.Errorf("%s flat: %.2f MW, cut at %v: the cut buys little", x.Topology, x.NetworkMW.Total, c.YMax)
+		}
+	}
+	if u, _ := r.unit(); u != "MW" {
+		t.Errorf("paper unit %s", u)
+	}
+	small := &Report{Rows: []Row{{NetworkMW: Components{Total: 0.0123}}}}
+	if u, f := small.unit(); u != "kW" || f != 1e3 {
+		t.Errorf("a 12 kW fabric shown in %s (×%v)", u, f)
+	}
+}
+
 // Scripts depend on the JSON names of the issue.
 func TestJSONNames(t *testing.T) {
 	b, err := json.Marshal(paper(t))
