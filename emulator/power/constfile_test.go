@@ -142,3 +142,20 @@ func TestLoadConstantsWithCurve(t *testing.T) {
 		t.Errorf("missing curve: %v", err)
 	}
 }
+
+// Validate holds constants built in code to a constants file's ranges.
+func TestValidate(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.CAMWPerEntry = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cam_w_per_entry = -1") {
+		t.Errorf("negative CAM: %v", err)
+	}
+	c = Default()
+	c.SwitchPorts = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "switch_ports = 0: must be > 0") {
+		t.Errorf("no ports: %v", err)
+	}
+}
