@@ -244,6 +244,22 @@ func TestFig11AxisCut(t *testing.T) {
 	}
 }
 
+// The paper's networks are built from 72-port switches: the Clos uses
+// every port, the DF 71, the FB 62; fewer ports cannot price them.
+func TestPaperPortsUsed(t *testing.T) {
+	want := map[string]int{"Folded-Clos": 72, "4D FB": 62, "Dragonfly": 71}
+	for _, n := range PaperNetworks() {
+		if got := n.portsUsed(); got != want[n.Name] {
+			t.Errorf("%s uses %d ports, want %d", n.Name, got, want[n.Name])
+		}
+	}
+	c := Default()
+	c.SwitchPorts = 64
+	if _, err := Paper(PaperOptions{Constants: c, SampleSwitches: 1}); err == nil || !strings.Contains(err.Error(), "needs 72 ports") {
+		t.Errorf("64-port switches priced the paper's networks: %v", err)
+	}
+}
+
 // Scripts depend on the JSON names of the issue.
 func TestJSONNames(t *testing.T) {
 	b, err := json.Marshal(paper(t))
