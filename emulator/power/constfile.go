@@ -286,7 +286,8 @@ func (c *Curve) Watts(entries float64) float64 {
 	if hi.Entries == lo.Entries {
 		return hi.Watts
 	}
-	return lo.Watts + (entries-lo.Entries)*(hi.Watts-lo.Watts)/(hi.Entries-lo.Entries)
+	// a falling last segment, extended far enough, would go below zero
+	return max(0, lo.Watts+(entries-lo.Entries)*(hi.Watts-lo.Watts)/(hi.Entries-lo.Entries))
 }
 
 // maxCurvePoints bounds a curve file; a measured curve has tens of points.
