@@ -42,6 +42,10 @@ Examples:
 			if c.Bool("paper") == (c.String("topology") != "") {
 				return fmt.Errorf("give --paper or --topology SPEC")
 			}
+			if c.Bool("paper") && (c.String("addressing") != "" || c.Bool("compact")) {
+				// Fig. 11 is every organization; a silently ignored flag would mislead
+				return fmt.Errorf("--addressing and --compact go with --topology; --paper prices every organization")
+			}
 			consts, portsSet, err := powerConstants(c)
 			if err != nil {
 				return err

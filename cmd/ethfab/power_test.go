@@ -72,6 +72,7 @@ func TestPowerCommandErrors(t *testing.T) {
 	}{
 		{nil, "give --paper or --topology"},
 		{[]string{"--paper", "--topology", "clos:k=4"}, "give --paper or --topology"},
+		{[]string{"--paper", "--compact"}, "go with --topology"},
 		{[]string{"--topology", "clos:k=4", "--addressing", "bogus"}, "unknown organization"},
 		{[]string{"--topology", "clos:k=4", "--compact", "--addressing", "flat"}, "--compact compacts per-group"},
 		{[]string{"--topology", "clos:k=4", "--constants", bad}, bad + ":2:1: unknown constant"},

@@ -7,10 +7,7 @@
 // (Table 2) for link on/off runs. Pure Go: no kernel, no root.
 package power
 
-import (
-	"fmt"
-	"math"
-)
+import "fmt"
 
 // Constants are the model's inputs. Every one has a source (Doc); a
 // constants file overrides any of them by its JSON name.
@@ -124,24 +121,13 @@ func (c Constants) camCalibrated() bool {
 	return uncal.Calibrate().CAMWPerEntry == c.CAMWPerEntry
 }
 
-// Validate rejects constants the model cannot use.
+// Validate rejects constants the model cannot use, by the ranges a
+// constants file is held to (constantFields); the calibrated CAM too.
 func (c Constants) Validate() error {
-	for _, v := range []struct {
-		name string
-		v    float64
-		pos  bool // must be > 0, else >= 0
-	}{
-		{"cpu_w", c.CPUW, false}, {"optical_port_w", c.OpticalPortW, false}, {"electrical_port_w", c.ElectricalPortW, false},
-		{"switch_ports", float64(c.SwitchPorts), true}, {"link_gbps", c.LinkGbps, false}, {"frame_bytes", c.FrameBytes, true},
-		{"pps_overhead", c.PPSOverhead, false}, {"buffer_read_nj", c.BufferReadNJ, false}, {"buffer_write_nj", c.BufferWriteNJ, false},
-		{"tcam_w_per_entry", c.TCAMWPerEntry, false}, {"cam_w_per_entry", c.CAMWPerEntry, false},
-	} {
-		if math.IsNaN(v.v) || math.IsInf(v.v, 0) || v.v < 0 || (v.pos && v.v == 0) {
-			return fmt.Errorf("%s = %v: want a finite number %s", v.name, v.v, map[bool]string{true: "> 0", false: ">= 0"}[v.pos])
+	for _, f := range constantFields {
+		if msg := f.check(f.get(c)); msg != "" {
+			return fmt.Errorf("%s = %v: %s", f.name, f.get(c), msg)
 		}
-	}
-	if s := c.CompactionShare; !(s >= 0 && s < 1) {
-		return fmt.Errorf("compaction_share = %v: want 0 <= share < 1", s)
 	}
 	return nil
 }

@@ -27,9 +27,11 @@ import (
 // Keys it does not set keep their defaults; cam_w_per_entry, unless set,
 // is calibrated again on the new constants.
 
-// constantField is one settable constant and its range.
+// constantField is one settable constant and its range; constantFields
+// is the one list both a constants file and Validate check against.
 type constantField struct {
 	name     string
+	get      func(c Constants) float64
 	set      func(c *Constants, v float64)
 	positive bool // > 0, else >= 0
 	integer  bool
@@ -37,18 +39,33 @@ type constantField struct {
 }
 
 var constantFields = []constantField{
-	{name: "cpu_w", set: func(c *Constants, v float64) { c.CPUW = v }},
-	{name: "optical_port_w", set: func(c *Constants, v float64) { c.OpticalPortW = v }},
-	{name: "electrical_port_w", set: func(c *Constants, v float64) { c.ElectricalPortW = v }},
-	{name: "switch_ports", set: func(c *Constants, v float64) { c.SwitchPorts = int(v) }, positive: true, integer: true},
-	{name: "link_gbps", set: func(c *Constants, v float64) { c.LinkGbps = v }},
-	{name: "frame_bytes", set: func(c *Constants, v float64) { c.FrameBytes = v }, positive: true},
-	{name: "pps_overhead", set: func(c *Constants, v float64) { c.PPSOverhead = v }},
-	{name: "buffer_read_nj", set: func(c *Constants, v float64) { c.BufferReadNJ = v }},
-	{name: "buffer_write_nj", set: func(c *Constants, v float64) { c.BufferWriteNJ = v }},
-	{name: "tcam_w_per_entry", set: func(c *Constants, v float64) { c.TCAMWPerEntry = v }},
-	{name: "cam_w_per_entry", set: func(c *Constants, v float64) { c.CAMWPerEntry = v }},
-	{name: "compaction_share", set: func(c *Constants, v float64) { c.CompactionShare = v }, below1: true},
+	{name: "cpu_w", get: func(c Constants) float64 { return c.CPUW }, set: func(c *Constants, v float64) { c.CPUW = v }},
+	{name: "optical_port_w", get: func(c Constants) float64 { return c.OpticalPortW }, set: func(c *Constants, v float64) { c.OpticalPortW = v }},
+	{name: "electrical_port_w", get: func(c Constants) float64 { return c.ElectricalPortW }, set: func(c *Constants, v float64) { c.ElectricalPortW = v }},
+	{name: "switch_ports", get: func(c Constants) float64 { return float64(c.SwitchPorts) }, set: func(c *Constants, v float64) { c.SwitchPorts = int(v) }, positive: true, integer: true},
+	{name: "link_gbps", get: func(c Constants) float64 { return c.LinkGbps }, set: func(c *Constants, v float64) { c.LinkGbps = v }},
+	{name: "frame_bytes", get: func(c Constants) float64 { return c.FrameBytes }, set: func(c *Constants, v float64) { c.FrameBytes = v }, positive: true},
+	{name: "pps_overhead", get: func(c Constants) float64 { return c.PPSOverhead }, set: func(c *Constants, v float64) { c.PPSOverhead = v }},
+	{name: "buffer_read_nj", get: func(c Constants) float64 { return c.BufferReadNJ }, set: func(c *Constants, v float64) { c.BufferReadNJ = v }},
+	{name: "buffer_write_nj", get: func(c Constants) float64 { return c.BufferWriteNJ }, set: func(c *Constants, v float64) { c.BufferWriteNJ = v }},
+	{name: "tcam_w_per_entry", get: func(c Constants) float64 { return c.TCAMWPerEntry }, set: func(c *Constants, v float64) { c.TCAMWPerEntry = v }},
+	{name: "cam_w_per_entry", get: func(c Constants) float64 { return c.CAMWPerEntry }, set: func(c *Constants, v float64) { c.CAMWPerEntry = v }},
+	{name: "compaction_share", get: func(c Constants) float64 { return c.CompactionShare }, set: func(c *Constants, v float64) { c.CompactionShare = v }, below1: true},
+}
+
+// check says what is wrong with v for this constant, "" when nothing.
+func (f constantField) check(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+		return fmt.Sprintf("%v is not a finite number >= 0", v)
+	case f.positive && v == 0:
+		return "must be > 0"
+	case f.integer && (v != math.Trunc(v) || v > 1e6):
+		return "want a whole number up to 1,000,000"
+	case f.below1 && v >= 1:
+		return "a fraction, want < 1"
+	}
+	return ""
 }
 
 // FileConstants is what a constants file set.
@@ -154,17 +171,11 @@ func (fc *FileConstants) apply(name string, mv *ast.MappingValueNode) error {
 		return errAt(name, mv.Key, "unknown constant %q (known: %s, tcam_curve)", key, knownConstants())
 	}
 	v, ok := number(mv.Value)
-	switch {
-	case !ok:
+	if !ok {
 		return errAt(name, mv.Value, "%s: want a number", key)
-	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-		return errAt(name, mv.Value, "%s: %v is not a finite number >= 0", key, v)
-	case f.positive && v == 0:
-		return errAt(name, mv.Value, "%s: must be > 0", key)
-	case f.integer && (v != math.Trunc(v) || v > 1e6):
-		return errAt(name, mv.Value, "%s: want a whole number up to 1,000,000", key)
-	case f.below1 && v >= 1:
-		return errAt(name, mv.Value, "%s: a fraction, want < 1", key)
+	}
+	if msg := f.check(v); msg != "" {
+		return errAt(name, mv.Value, "%s: %s", key, msg)
 	}
 	f.set(&fc.Constants, v)
 	return nil
@@ -275,7 +286,8 @@ func (c *Curve) Watts(entries float64) float64 {
 	if hi.Entries == lo.Entries {
 		return hi.Watts
 	}
-	return lo.Watts + (entries-lo.Entries)*(hi.Watts-lo.Watts)/(hi.Entries-lo.Entries)
+	// a falling last segment, extended far enough, would go below zero
+	return max(0, lo.Watts+(entries-lo.Entries)*(hi.Watts-lo.Watts)/(hi.Entries-lo.Entries))
 }
 
 // maxCurvePoints bounds a curve file; a measured curve has tens of points.
@@ -334,9 +346,9 @@ func ParseTCAMCurve(name string, data []byte) (*Curve, error) {
 func checkPoint(c *Curve, e, w float64, errE, errW error) error {
 	switch {
 	case errE != nil:
-		return fmt.Errorf("entries: want a number, got %v", errE)
+		return fmt.Errorf("entries: want a number, got %s", badNumber(errE))
 	case errW != nil:
-		return fmt.Errorf("watts: want a number, got %v", errW)
+		return fmt.Errorf("watts: want a number, got %s", badNumber(errW))
 	case math.IsNaN(e) || math.IsInf(e, 0) || e < 0:
 		return fmt.Errorf("entries %v: want a finite number >= 0", e)
 	case math.IsNaN(w) || math.IsInf(w, 0) || w < 0:
@@ -345,4 +357,14 @@ func checkPoint(c *Curve, e, w float64, errE, errW error) error {
 		return fmt.Errorf("entries %v: want them increasing (previous %v)", e, c.Points[len(c.Points)-1].Entries)
 	}
 	return nil
+}
+
+// badNumber is the text strconv could not read, quoted: `got "x"` reads
+// better than strconv's own `parsing "x": invalid syntax`.
+func badNumber(err error) string {
+	var ne *strconv.NumError
+	if errors.As(err, &ne) {
+		return strconv.Quote(ne.Num)
+	}
+	return err.Error()
 }

@@ -96,7 +96,7 @@ func TestTCAMCurveErrors(t *testing.T) {
 		{"0,1\n", "t.csv:1: no point with entries > 0"},
 		{"10,1\n5,2\n", "t.csv:2: entries 5: want them increasing"},
 		{"10,1\n20\n", "t.csv:2: wrong number of fields"},
-		{"10,1\n20,x\n", "t.csv:2: watts: want a number"},
+		{"10,1\n20,x\n", `t.csv:2: watts: want a number, got "x"`},
 		{"10,1\n# c\n20,-1\n", "t.csv:3: watts -1: want a finite number >= 0"},
 		{"10,1\nNaN,2\n", "t.csv:2: entries NaN"},
 		{"10,1\n20,\"2\n", "t.csv:2:"},
@@ -140,5 +140,22 @@ func TestLoadConstantsWithCurve(t *testing.T) {
 	}
 	if _, err := LoadConstants(p); err == nil || !strings.Contains(err.Error(), "missing.csv") {
 		t.Errorf("missing curve: %v", err)
+	}
+}
+
+// Validate holds constants built in code to a constants file's ranges.
+func TestValidate(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c := Default()
+	c.CAMWPerEntry = -1
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "cam_w_per_entry = -1") {
+		t.Errorf("negative CAM: %v", err)
+	}
+	c = Default()
+	c.SwitchPorts = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "switch_ports = 0: must be > 0") {
+		t.Errorf("no ports: %v", err)
 	}
 }

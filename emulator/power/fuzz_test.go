@@ -27,9 +27,9 @@ func FuzzParseConstants(f *testing.F) {
 }
 
 // Any accepted curve is increasing in entries and gives finite,
-// non-negative watts.
+// non-negative watts, also beyond its last point.
 func FuzzParseTCAMCurve(f *testing.F) {
-	for _, s := range []string{"entries,watts\n1000,2\n2000,5\n", "0,1\n100,2\n", "10,1\n5,2\n", "# c\n1,1\n"} {
+	for _, s := range []string{"entries,watts\n1000,2\n2000,5\n", "0,1\n100,2\n", "10,1\n5,2\n", "# c\n1,1\n", "100,10\n200,1\n"} {
 		f.Add([]byte(s), 1500.0)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, entries float64) {
@@ -45,7 +45,7 @@ func FuzzParseTCAMCurve(f *testing.F) {
 		if math.IsNaN(entries) || math.IsInf(entries, 0) || entries < 0 || entries > 1e9 {
 			return
 		}
-		if w := cv.Watts(entries); math.IsNaN(w) || math.IsInf(w, 0) {
+		if w := cv.Watts(entries); math.IsNaN(w) || math.IsInf(w, 0) || w < 0 {
 			t.Fatalf("Watts(%v) = %v on %v", entries, w, cv.Points)
 		}
 	})

@@ -49,6 +49,23 @@ func PaperNetworks() []PaperNetwork {
 
 func (n PaperNetwork) hostPortsPerSwitch() float64 { return float64(n.Hosts) / float64(n.Switches) }
 
+// portsUsed is the ports a switch of the network needs: the Clos uses all
+// k of every switch, the FB T + Σ(k_i − 1), the DF p + (a − 1) + h.
+func (n PaperNetwork) portsUsed() int {
+	s := n.Spec
+	switch s.Kind {
+	case topology.FlatFly:
+		used := s.T
+		for _, k := range s.Dims {
+			used += k - 1
+		}
+		return used
+	case topology.Dragonfly:
+		return s.P + (s.A - 1) + s.H
+	}
+	return s.K
+}
+
 // Eq1Entries is the routing entries of an access switch as Eq. 1 counts
 // them: flat one per host, per-switch one per other access switch plus
 // its own hosts, per-group (G−1) + (S−1) + T. Transit switches of a Clos
@@ -94,6 +111,11 @@ type PaperOptions struct {
 // of the DF's saving into compaction and topology.
 func Paper(o PaperOptions) (*Report, error) {
 	c := o.Constants
+	for _, n := range PaperNetworks() {
+		if u := n.portsUsed(); c.SwitchPorts < u {
+			return nil, fmt.Errorf("switch_ports %d: the paper's %s needs %d ports per switch", c.SwitchPorts, n.Name, u)
+		}
+	}
 	r := &Report{Mode: "paper", Constants: c.Doc(), Claims: &Claims{Total: PaperSaving, Compaction: PaperCompactionShare, Topology: PaperTopologyShare}}
 	var notes []string
 	for _, n := range PaperNetworks() {
@@ -189,7 +211,7 @@ func (r *Report) sensitivities(c Constants) []string {
 	}
 	hp := df.hostPortsPerSwitch()
 	ports71 := c
-	ports71.SwitchPorts = df.Spec.P + (df.Spec.A - 1) + df.Spec.H
+	ports71.SwitchPorts = df.portsUsed()
 	noGap := c
 	noGap.PPSOverhead = 0
 	if c.camCalibrated() {

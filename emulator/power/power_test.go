@@ -219,6 +219,47 @@ func TestFabricMatchesEq1(t *testing.T) {
 	}
 }
 
+// Fig. 11's flat TCAM bars (5–10× the rest) are cut, not allowed to
+// flatten the others; the axis still shows every other bar whole.
+func TestFig11AxisCut(t *testing.T) {
+	r := paper(t)
+	c := r.Fig11()
+	if c.YMax == 0 {
+		t.Fatal("paper figure not cut")
+	}
+	for _, x := range r.Rows {
+		if x.Organization != Flat && x.NetworkMW.Total > c.YMax {
+			t.Errorf("%s %s: %.2f MW above the cut %v", x.Topology, x.Organization, x.NetworkMW.Total, c.YMax)
+		}
+		if x.Organization == Flat && x.NetworkMW.Total < 2*c.YMax {
+			t.Errorf("%s flat: %.2f MW, cut at %v: the cut buys little", x.Topology, x.NetworkMW.Total, c.YMax)
+		}
+	}
+	if u, _ := r.unit(); u != "MW" {
+		t.Errorf("paper unit %s", u)
+	}
+	small := &Report{Rows: []Row{{NetworkMW: Components{Total: 0.0123}}}}
+	if u, f := small.unit(); u != "kW" || f != 1e3 {
+		t.Errorf("a 12 kW fabric shown in %s (×%v)", u, f)
+	}
+}
+
+// The paper's networks are built from 72-port switches: the Clos uses
+// every port, the DF 71, the FB 62; fewer ports cannot price them.
+func TestPaperPortsUsed(t *testing.T) {
+	want := map[string]int{"Folded-Clos": 72, "4D FB": 62, "Dragonfly": 71}
+	for _, n := range PaperNetworks() {
+		if got := n.portsUsed(); got != want[n.Name] {
+			t.Errorf("%s uses %d ports, want %d", n.Name, got, want[n.Name])
+		}
+	}
+	c := Default()
+	c.SwitchPorts = 64
+	if _, err := Paper(PaperOptions{Constants: c, SampleSwitches: 1}); err == nil || !strings.Contains(err.Error(), "needs 72 ports") {
+		t.Errorf("64-port switches priced the paper's networks: %v", err)
+	}
+}
+
 // Scripts depend on the JSON names of the issue.
 func TestJSONNames(t *testing.T) {
 	b, err := json.Marshal(paper(t))

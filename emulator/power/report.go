@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,17 +69,35 @@ func (r *Report) Find(top string, o Organization) *Row {
 	return nil
 }
 
+// unit is how the text, summary.md and the figure show network power:
+// MW for the paper's networks, kW or W for the small fabrics ethfab runs
+// (0.001 MW says nothing). JSON keeps network_mw.
+func (r *Report) unit() (name string, perMW float64) {
+	top := 0.0
+	for _, x := range r.Rows {
+		top = max(top, x.NetworkMW.Total)
+	}
+	switch {
+	case top >= 1:
+		return "MW", 1
+	case top >= 1e-3:
+		return "kW", 1e3
+	}
+	return "W", 1e6
+}
+
 // WriteText prints the table, the decomposition, the constants and the
 // assumptions: a result is never shown without what it rests on.
 func (r *Report) WriteText(w io.Writer) {
+	u, perMW := r.unit()
 	fmt.Fprintf(w, "%-13s %-10s %15s %9s %9s %7s %7s %8s %7s %8s %8s\n", "topology", "org", "entries/sw", "table W", "switch W",
-		"CPU MW", "ports", "buffers", "table", "total MW", "saving")
+		"CPU "+u, "ports", "buffers", "table", "total "+u, "saving")
 	for _, x := range r.Rows {
 		name := x.Topology
 		if r.Mode != "paper" {
 			name = "fabric"
 		}
-		n := x.NetworkMW
+		n := x.NetworkMW.scale(perMW)
 		fmt.Fprintf(w, "%-13s %-10s %15s %9.2f %9.1f %7.3f %7.3f %8.3f %7.3f %8.3f %7.1f%%\n", name, x.Organization, x.EntriesPerSwitch,
 			x.SwitchW.Table, x.SwitchW.Total, n.CPU, n.Ports, n.Buffers, n.Table, n.Total, 100*x.SavingVsReference)
 	}
@@ -86,7 +105,7 @@ func (r *Report) WriteText(w io.Writer) {
 		x := r.Rows[0]
 		fmt.Fprintf(w, "fabric: %s, %d switches, %d hosts (ethfab's counts)\n", x.Spec, x.Switches, x.Hosts)
 	}
-	fmt.Fprintf(w, "saving is against %s %s (%.3f MW)\n", r.Reference.Topology, r.Reference.Organization, r.Reference.NetworkMW)
+	fmt.Fprintf(w, "saving is against %s %s (%.3f %s)\n", r.Reference.Topology, r.Reference.Organization, r.Reference.NetworkMW*perMW, u)
 	if d := r.Decomposition; d != nil {
 		fmt.Fprintf(w, "decomposition (%s → %s → %s): total %.1f %% = compaction %.1f %% + topology %.1f %%", d.From, d.Via, d.To,
 			100*d.Total, 100*d.Compaction, 100*d.Topology)
@@ -109,14 +128,15 @@ func (r *Report) WriteText(w io.Writer) {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	b.WriteString("# Network power (seed 000 §VI-A, Fig. 11)\n\n")
-	b.WriteString("| topology | organization | switches | hosts | entries/switch | table W/sw | switch W | CPU MW | ports MW | buffers MW | table MW | total MW | saving |\n")
+	u, perMW := r.unit()
+	fmt.Fprintf(&b, "| topology | organization | switches | hosts | entries/switch | table W/sw | switch W | CPU %[1]s | ports %[1]s | buffers %[1]s | table %[1]s | total %[1]s | saving |\n", u)
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range r.Rows {
-		n := x.NetworkMW
+		n := x.NetworkMW.scale(perMW)
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %s | %.2f | %.1f | %.3f | %.3f | %.3f | %.3f | %.3f | %.1f %% |\n", x.Topology, x.Organization,
 			x.Switches, x.Hosts, x.EntriesPerSwitch, x.SwitchW.Table, x.SwitchW.Total, n.CPU, n.Ports, n.Buffers, n.Table, n.Total, 100*x.SavingVsReference)
 	}
-	fmt.Fprintf(&b, "\nReference: %s %s, %.3f MW. Saving is 1 − total / reference (negative: more power).\n", r.Reference.Topology, r.Reference.Organization, r.Reference.NetworkMW)
+	fmt.Fprintf(&b, "\nReference: %s %s, %.3f %s. Saving is 1 − total / reference (negative: more power).\n", r.Reference.Topology, r.Reference.Organization, r.Reference.NetworkMW*perMW, u)
 	if d := r.Decomposition; d != nil {
 		b.WriteString("\n## Decomposition\n\n| | model | paper |\n|---|---|---|\n")
 		p := r.Claims
@@ -166,7 +186,8 @@ func (r *Report) WriteDir(dir string) ([]string, error) {
 // Fig11 is the analogue of seed 000 Fig. 11 ("Network power consumption
 // dissection"): one stacked bar per topology × organization.
 func (r *Report) Fig11() plot.StackedBars {
-	c := plot.StackedBars{Title: "Network power consumption dissection (seed 000 Fig. 11)", YLabel: "network power (MW)"}
+	u, perMW := r.unit()
+	c := plot.StackedBars{Title: "Network power consumption dissection (seed 000 Fig. 11)", YLabel: "network power (" + u + ")"}
 	parts := []struct {
 		name string
 		get  func(Components) float64
@@ -199,7 +220,7 @@ func (r *Report) Fig11() plot.StackedBars {
 		for _, x := range rows {
 			v := 0.0
 			if x != nil {
-				v = p.get(x.NetworkMW)
+				v = p.get(x.NetworkMW) * perMW
 			}
 			s.Values = append(s.Values, v)
 		}
@@ -208,7 +229,40 @@ func (r *Report) Fig11() plot.StackedBars {
 	if r.Mode != "paper" && len(r.Rows) > 0 {
 		c.Title = "Network power dissection: " + r.Rows[0].Spec
 	}
+	if c.YMax = niceCeil(r.axisCut() * perMW); c.YMax > 0 {
+		c.YLabel = fmt.Sprintf("network power (%s; axis cut at %g)", u, c.YMax)
+	}
 	return c
+}
+
+// axisCut is where Fig11 cuts its axis (MW; 0: not cut): 1.25× the
+// tallest bar that is not a flat TCAM, when a flat TCAM bar is more than
+// twice that. The flat bars' size is the paper's point too, so their
+// totals stay printed on them; the cut keeps the rest, and the 17 % and
+// 37 % steps between them, readable.
+func (r *Report) axisCut() float64 {
+	rest, flat := 0.0, 0.0
+	for _, x := range r.Rows {
+		if x.Organization == Flat {
+			flat = max(flat, x.NetworkMW.Total)
+		} else {
+			rest = max(rest, x.NetworkMW.Total)
+		}
+	}
+	if rest == 0 || flat <= 2*rest {
+		return 0
+	}
+	return 1.25 * rest
+}
+
+// niceCeil rounds v up to a whole number of its leading digit's unit
+// (6.01 → 7, 0.43 → 0.5), so the cut axis ends on a tick.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 0
+	}
+	unit := math.Pow(10, math.Floor(math.Log10(v)))
+	return math.Ceil(v/unit-1e-9) * unit
 }
 
 // shortName keeps bar labels short enough to sit under a bar.

@@ -3,12 +3,15 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"math"
 	"strconv"
 
+	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // A Stack is one component of every bar (e.g. the CPU's share of each
@@ -25,6 +28,12 @@ type StackedBars struct {
 	Title, YLabel string
 	Bars          []string
 	Stacks        []Stack
+	// YMax, when > 0, cuts the value axis there: a taller bar is drawn
+	// up to the top, broken by a slanted gap, with its real total printed
+	// above it. Seed 000's flat TCAM bars are 5–10× the others; on a full
+	// axis they squeeze every other bar, and the differences the figure
+	// is about, into the bottom tenth.
+	YMax float64
 }
 
 // Save renders the chart to path (.png, .svg or .pdf).
@@ -80,7 +89,11 @@ func (c StackedBars) render(cv vg.CanvasSizer) (err error) {
 		if c.Bars[i] == "" {
 			continue
 		}
-		xys = append(xys, plotter.XY{X: float64(i), Y: t})
+		y := t
+		if c.YMax > 0 && t > c.YMax {
+			y = c.YMax // a cut bar's total sits on its broken top
+		}
+		xys = append(xys, plotter.XY{X: float64(i), Y: y})
 		labels = append(labels, strconv.FormatFloat(t, 'g', 3, 64))
 	}
 	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
@@ -93,7 +106,42 @@ func (c StackedBars) render(cv vg.CanvasSizer) (err error) {
 	}
 	lbl.Offset = vg.Point{Y: vg.Points(2)}
 	p.Add(lbl)
+	if cut := c.cutBars(totals); len(cut) > 0 {
+		p.Add(breakMarks{xs: cut, y: 0.95 * c.YMax})
+		p.Y.Max = c.YMax // after every Add, which widens the range to the data
+	}
 	return drawBeside(cv, p, leg, true)
+}
+
+// cutBars are the bars taller than YMax.
+func (c StackedBars) cutBars(totals []float64) []float64 {
+	var cut []float64
+	for i, t := range totals {
+		if c.YMax > 0 && t > c.YMax {
+			cut = append(cut, float64(i))
+		}
+	}
+	return cut
+}
+
+// breakMarks draw the slanted gap across each cut bar at value y: a white
+// band with a black edge on each side, the usual broken-axis sign.
+type breakMarks struct {
+	xs []float64
+	y  float64
+}
+
+func (b breakMarks) Plot(c draw.Canvas, p *gplot.Plot) {
+	trX, trY := p.Transforms(&c)
+	half, rise, gap := barWidth/2+vg.Points(3), vg.Points(4), vg.Points(3)
+	edge := draw.LineStyle{Color: color.Black, Width: vg.Points(0.75)}
+	for _, x := range b.xs {
+		cx, cy := trX(x), trY(b.y)
+		lo := []vg.Point{{X: cx - half, Y: cy - rise}, {X: cx + half, Y: cy + rise}}
+		hi := []vg.Point{{X: cx - half, Y: cy - rise + gap}, {X: cx + half, Y: cy + rise + gap}}
+		c.FillPolygon(color.White, []vg.Point{lo[0], lo[1], hi[1], hi[0]})
+		c.StrokeLines(edge, lo, hi)
+	}
 }
 
 // runs are the [first, end) bar indices between gaps.

@@ -26,6 +26,23 @@ func TestStackedBarsFormats(t *testing.T) {
 	}
 }
 
+// A cut axis draws the bars above YMax broken, without error, and only
+// those.
+func TestStackedBarsCut(t *testing.T) {
+	c := StackedBars{Title: "power", YLabel: "MW", Bars: []string{"a", "b", "c"}, YMax: 5,
+		Stacks: []Stack{{Name: "cpu", Values: []float64{1, 1, 1}}, {Name: "table", Values: []float64{0.5, 30, 4}}}}
+	totals, err := c.totals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut := c.cutBars(totals); len(cut) != 1 || cut[0] != 1 {
+		t.Errorf("cut bars %v, want [1] (31 > 5; 5 is not)", cut)
+	}
+	if err := c.Save(filepath.Join(t.TempDir(), "cut.png")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestStackedBarsBadInput(t *testing.T) {
 	for name, c := range map[string]StackedBars{
 		"no bars":   {Stacks: []Stack{{Name: "cpu"}}},
