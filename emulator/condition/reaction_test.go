@@ -91,7 +91,7 @@ func TestReactionTimeMeasured(t *testing.T) {
 // stream sends full-size frames from a host namespace's interface, one
 // every gap, for d.
 func stream(ns, ifname string, dst, src net.HardwareAddr, gap, d time.Duration) error {
-	return sendFrames(ns, ifname, dst, src, int(d/gap), gap)
+	return sendFrames(context.Background(), ns, ifname, dst, src, int(d/gap), gap)
 }
 
 // hookedPacketSockets counts the packet sockets of the namespaces hooked
