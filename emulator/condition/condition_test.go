@@ -272,6 +272,25 @@ func waitUntil(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
+// quiet reports whether every port of every switch has resumed and every
+// flip's reaction has been recorded: stopping the monitor then cancels no
+// prober, which would count its flip as unmeasured.
+func quiet(m *Monitor) bool {
+	for name := range m.switches {
+		if m.Mask(name) != 0 {
+			return false
+		}
+	}
+	flips := 0
+	for _, e := range m.Events() {
+		if e.Flip {
+			flips++
+		}
+	}
+	_, n := m.Reactions(0)
+	return n == uint64(flips)
+}
+
 // sendFrames writes up to n full-size probe frames from src to dst on a
 // host's interface, gap apart (0: back to back), until ctx ends.
 func sendFrames(ctx context.Context, ns, ifname string, dst, src net.HardwareAddr, n int, gap time.Duration) error {
