@@ -29,23 +29,6 @@ func flatFlyShapes(maxDims int) [][]int {
 	return out
 }
 
-func compileSpec(t testing.TB, sp topology.Spec, o Options) *Controller {
-	t.Helper()
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := addressing.New(top, addressing.PerGroup, o.Compact)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := New(plan, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // Seed 000 §III-B: with the switch coordinates in separate sub-fields "a FB
 // of any dimension can reach the minimum number of rules", its port count.
 // Every shape of up to 4 dimensions of 2 to 6 switches, with 1 to 6 hosts
@@ -56,9 +39,9 @@ func compileSpec(t testing.TB, sp topology.Spec, o Options) *Controller {
 // of up to fullWalk switches, with broadcasts and DMP, and a seeded
 // sample of pairs of the larger ones. Compiling every switch of every
 // fabric would take 40 s of CPU; the larger fabrics' tables differ from the
-// smaller ones' only in the sub-fields' values. Building the fabrics is
-// most of the remaining 6 s, so -short gives each 4-dimension shape one
-// host count (in turn) and takes a second.
+// smaller ones' only in the sub-fields' values. Building the fabrics and
+// walking the samples take about 12 s of CPU on a 2-core VM, so -short
+// gives each 4-dimension shape one host count (in turn) and takes 3 s.
 func TestCompactFlatFlyReachesPortCountOnEveryShape(t *testing.T) {
 	const fullWalk, samplePairs = 36, 4
 	shapes := flatFlyShapes(4)
@@ -69,7 +52,7 @@ func TestCompactFlatFlyReachesPortCountOnEveryShape(t *testing.T) {
 				continue
 			}
 			sp := topology.Spec{Kind: topology.FlatFly, Dims: dims, T: hosts}
-			c := compileSpec(t, sp, Options{Compact: true})
+			c := compileSpec(t, sp, addressing.PerGroup, Options{Compact: true})
 			n := len(c.top.Switches)
 			for _, sw := range []int{0, n / 2, n - 1} {
 				tab, err := c.Table(sw)
