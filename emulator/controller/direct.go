@@ -90,10 +90,11 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 // An address whose sub-field holds such a code is forwarded by the
 // wildcard towards the coordinate above it and dropped at the first switch
 // where that sub-field is the highest one differing from the switch's
-// own, since no entry matches it there. It cannot loop: every hop makes
-// the switch's coordinates agree with the address in one more leading
-// sub-field and never disagree in one that agreed, so a frame is
-// delivered or dropped within the dimension count of inter-switch hops
+// own, since no entry matches it there. It cannot loop: every minimal hop
+// makes the switch's coordinates agree with the address in one more
+// leading sub-field and never disagree in one that agreed, and the
+// non-minimal detours (Valiant, conditional alternatives) are taken once,
+// at injection, so a frame is delivered or dropped within the hop bound
 // (TestCompactFlatFlyWildcardsCannotLoop walks such addresses).
 func (c *Controller) coordEntries(s *topology.Switch, own, remote []entry) ([]entry, []entry) {
 	for d := len(s.Coords) - 1; d >= 0; d-- {
