@@ -197,7 +197,7 @@ func TestAddressChangePolicies(t *testing.T) {
 	for _, policy := range []AddressChangePolicy{Ignore, NewRound} {
 		t.Run(string(policy), func(t *testing.T) {
 			nsA, nsB := vethPair(t)
-			o := Options{Announce: true, Connect: true, Schedule: omx.Schedule{Burst: 1, Interval: time.Hour},
+			o := Options{Announce: true, Connect: true, Schedule: fastSchedule(),
 				OnAddressChange: policy, ConnectAfter: time.Second, ConnectInterval: 200 * time.Millisecond,
 				MACPoll: 50 * time.Millisecond, RecordPeers: true}
 			f, err := OpenFleet([]Endpoint{{"a", nsA, "eth0"}, {"b", nsB, "eth0"}}, o, nil)
@@ -205,8 +205,24 @@ func TestAddressChangePolicies(t *testing.T) {
 				t.Fatal(err)
 			}
 			newMAC := "02:00:00:0a:0b:0c"
+			// a changes its address once b has its old one, not after a
+			// guessed 300 ms: a's first announcements on a fresh veth can
+			// be lost (1 run in 3 here, both of a's within the first
+			// millisecond), and a single one left b with only the new
+			// address. The burst repeats them.
+			agents := f.Agents()
+			knowsOld := func() bool {
+				agents[0].mu.Lock()
+				old := agents[0].mac
+				agents[0].mu.Unlock()
+				agents[1].mu.Lock()
+				defer agents[1].mu.Unlock()
+				return old != (ether.MAC{}) && agents[1].table != nil && agents[1].table.Has(old)
+			}
 			go func() {
-				time.Sleep(300 * time.Millisecond)
+				for deadline := time.Now().Add(time.Second); !knowsOld() && time.Now().Before(deadline); {
+					time.Sleep(5 * time.Millisecond)
+				}
 				if err := kernel.SetMAC(nsA, "eth0", newMAC); err != nil {
 					t.Error(err)
 				}

@@ -413,7 +413,19 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}()
 	var last, lastWarm time.Time
 	warm, tapsOpen := true, false
+	// Taps switch on and off in the background (opening them takes a
+	// namespace entry per port); the last switch-off waits for them, or a
+	// late switch-on would leave taps open on an idle fabric.
+	var taps sync.WaitGroup
+	setTaps := func(on bool) {
+		taps.Add(1)
+		go func() {
+			defer taps.Done()
+			m.setTaps(on)
+		}()
+	}
 	defer func() {
+		taps.Wait()
 		if tapsOpen {
 			m.setTaps(false)
 		}
@@ -452,11 +464,11 @@ func (m *Monitor) Run(ctx context.Context) error {
 			lastWarm = start
 			if !tapsOpen {
 				tapsOpen = true
-				go m.setTaps(true)
+				setTaps(true)
 			}
 		case tapsOpen && start.Sub(lastWarm) > tapLinger:
 			tapsOpen = false
-			go m.setTaps(false)
+			setTaps(false)
 		}
 		t.Reset(time.Until(start.Add(next)))
 	}

@@ -39,7 +39,9 @@ func TestReactionTimeMeasured(t *testing.T) {
 	if err := stream(host.NetNS, host.Iface, dmac, smac, 3*time.Millisecond, 1500*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // drain, let the last probers finish
+	// Drained, and the last resume's reaction recorded (no frame came
+	// back: unrecovered), before the monitor stops.
+	waitUntil(10*time.Second, func() bool { return m.Counters().ResumeEvents > 0 && quiet(m) })
 	stop()
 	c := m.Counters()
 	rs, n := m.Reactions(0)
@@ -77,9 +79,12 @@ func TestReactionTimeMeasured(t *testing.T) {
 	}
 	// Stopped, the monitor has closed its taps: the switches' ports pay
 	// nothing for them.
-	time.Sleep(300 * time.Millisecond)
-	if n := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS); n != hookedBefore {
-		t.Errorf("%d packet sockets hooked in the fabric after the monitor went idle, %d before it started", n, hookedBefore)
+	var hooked int
+	if !waitUntil(5*time.Second, func() bool {
+		hooked = hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)
+		return hooked == hookedBefore
+	}) {
+		t.Errorf("%d packet sockets hooked in the fabric after the monitor went idle, %d before it started", hooked, hookedBefore)
 	}
 	if len(resume) == 0 {
 		t.Fatalf("no recovery measured on %s port %d; counters %+v", sw0.Name, def.Cond, c)
@@ -91,7 +96,7 @@ func TestReactionTimeMeasured(t *testing.T) {
 // stream sends full-size frames from a host namespace's interface, one
 // every gap, for d.
 func stream(ns, ifname string, dst, src net.HardwareAddr, gap, d time.Duration) error {
-	return sendFrames(ns, ifname, dst, src, int(d/gap), gap)
+	return sendFrames(context.Background(), ns, ifname, dst, src, int(d/gap), gap)
 }
 
 // hookedPacketSockets counts the packet sockets of the namespaces hooked

@@ -81,7 +81,7 @@ func TestPauseGoesUpstream(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			time.Sleep(300 * time.Millisecond)
+			waitUntil(10*time.Second, func() bool { return quiet(m) })
 			stop()
 			for _, err := range errs {
 				if err != nil {

@@ -15,6 +15,11 @@ func compile(t testing.TB, spec string, sc addressing.Scheme, o Options) *Contro
 	if err != nil {
 		t.Fatal(err)
 	}
+	return compileSpec(t, sp, sc, o)
+}
+
+func compileSpec(t testing.TB, sp topology.Spec, sc addressing.Scheme, o Options) *Controller {
+	t.Helper()
 	top, err := topology.Build(sp)
 	if err != nil {
 		t.Fatal(err)

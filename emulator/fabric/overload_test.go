@@ -58,13 +58,21 @@ func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Host 0 receives 3 x 0.6 of its rate: its switch port drops. Host 5
-	// receives 0.6 from host 4 alone and must get all of it.
+	// Host 0 is offered 3 x 0.6 of its rate: its switch port drops. Host 5
+	// receives 0.6 from host 4 alone and must get all of it. That the
+	// hotspot's queue overflowed is read from the frames its senders lost,
+	// not from a throughput floor: how close to the rate the senders get
+	// depends on the CPU left on a shared machine, and any overflow is the
+	// condition under test.
 	h0, h5 := res.Hosts[0].Stats, res.Hosts[5].Stats
-	t.Logf("hotspot host 0 accepted %.3f; bystander host 5 accepted %.3f (host 4 sent %d, lost %d)",
-		h0.AcceptedLoad, h5.AcceptedLoad, res.Hosts[4].Stats.Sent, res.Hosts[4].Stats.Lost)
-	if h0.AcceptedLoad < 0.9 {
-		t.Errorf("the hotspot port carried %.2f of its rate, want about 1: the overload did not saturate it", h0.AcceptedLoad)
+	var hotLost uint64
+	for _, h := range res.Hosts[1:4] {
+		hotLost += h.Stats.Lost
+	}
+	t.Logf("hotspot host 0 accepted %.3f (its senders lost %d); bystander host 5 accepted %.3f (host 4 sent %d, lost %d)",
+		h0.AcceptedLoad, hotLost, h5.AcceptedLoad, res.Hosts[4].Stats.Sent, res.Hosts[4].Stats.Lost)
+	if hotLost == 0 {
+		t.Errorf("the hotspot's senders lost no frame: host 0's queue never overflowed, so the test shows nothing")
 	}
 	if lost := res.Hosts[4].Stats.Lost; lost > 0 {
 		t.Errorf("bystander flow lost %d of %d frames to another port's full queue", lost, res.Hosts[4].Stats.Sent)

@@ -38,6 +38,7 @@ func buildFlatFly(s Spec) *Topology {
 	t := &Topology{Spec: s, groups: n / s.Dims[0]}
 	t.Switches = make([]Switch, 0, n)
 	t.Hosts = make([]Host, 0, n*s.T)
+	t.Links = make([]Link, 0, n*s.T+n*(nports-s.T)/2) // hosts, then each pair of neighbours once
 	for id := 0; id < n; id++ {
 		c := make([]int, len(s.Dims))
 		r := id
