@@ -184,7 +184,7 @@ func paperAssumptions(c Constants) []string {
 		append(switchAssumptions(c),
 			"table power is linear in entries (TCAM: the Agrawal–Sherwood tool is not reproduced, one constant from \"more than 900 W\"; CAM: calibrated on the 17.0 %) unless a TCAM curve is given; entry width is the same in every organization (OpenFlow 1.5, > 1,000 bits)",
 			"every switch holds an access switch's table (Eq. 1; transit switches of a Clos need about as many)",
-			"compact tables: ethfab's ORTC tables compiled for the networks ethfab builds as the paper counts them (FB, DF), which keep \"drop\" for unassigned addresses; the paper's port count (72) for the Folded-Clos",
+			"compact tables: ethfab's ORTC tables compiled for the networks ethfab builds as the paper counts them (FB, DF): the FB reaches its port count, the DF lies between it and Eq. 1, as the paper says; the paper's port count (72) for the Folded-Clos",
 			"the 54.1 % decomposes only as compaction first (Clos CAM-flat → Clos compact), then topology (→ DF compact); topology first would need a DF switch drawing 11 % more than a Clos switch with the same CAM")...)
 }
 
