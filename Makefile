@@ -30,6 +30,8 @@ FUZZ_TARGETS = \
 	FuzzParse:./emulator/scenario \
 	FuzzParseRate:./emulator/kernel \
 	FuzzParsePacketDiag:./emulator/kernel \
+	FuzzParseMemAvailable:./emulator/kernel \
+	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./emulator/traffic \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \

@@ -9,6 +9,8 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/emulator/topology"
 )
@@ -59,8 +61,18 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("--routing: %w", err)
 			}
+			avail, err := kernel.MemAvailableMiB()
+			if err != nil {
+				return err
+			}
+			// A plan that takes gigabytes says so before it starts.
+			if e := resources.ForPlan(spec); e.MemoryMiB > 1024 {
+				fmt.Fprintf(c.App.ErrWriter, "planning %s: about %.1f GiB of memory (%.1f GiB available), %d hosts, %d switch ports\n",
+					spec, e.MemoryMiB/1024, avail/1024, e.Hosts, e.Ports)
+			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
-				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches")})
+				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
+				AvailableMiB: avail})
 			if err != nil {
 				return err
 			}

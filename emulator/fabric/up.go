@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/ovs"
@@ -256,6 +258,9 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 	}
 	cached := FlowCached(sc, datapath)
+	if err := fitsMachine(sc); err != nil {
+		return nil, err
+	}
 	step(1, "compiling the controller's tables")
 	t0 := time.Now()
 	comp, err := Compile(sc)
@@ -523,4 +528,27 @@ func randomOriginalMAC() addressing.MAC {
 	rand.Read(b[2:])
 	b[2] = 0x0e
 	return addressing.MAC(binary.BigEndian.Uint64(b))
+}
+
+// MaxPortsEnv overrides resources.MaxOVSPorts, for a machine whose
+// teardown of more ports is known to be safe (or that can be restarted).
+const MaxPortsEnv = "ETHFAB_MAX_PORTS"
+
+// fitsMachine refuses, before anything is built, a fabric this machine
+// cannot hold or cannot safely tear down (see package resources).
+func fitsMachine(sc *scenario.Scenario) error {
+	avail, err := kernel.MemAvailableMiB()
+	if err != nil {
+		return err
+	}
+	maxPorts := 0
+	if v := os.Getenv(MaxPortsEnv); v != "" {
+		if maxPorts, err = strconv.Atoi(v); err != nil || maxPorts <= 0 {
+			return fmt.Errorf("%s=%q: want a positive number of ports", MaxPortsEnv, v)
+		}
+	}
+	if err := resources.CheckLab(resources.ForLab(sc.Topology), avail, maxPorts); err != nil {
+		return fmt.Errorf("%s: topology: %w", sc.Source, err)
+	}
+	return nil
 }

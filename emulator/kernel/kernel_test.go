@@ -540,3 +540,28 @@ func TestExpediteRCURestores(t *testing.T) {
 		t.Fatalf("rcu_expedited %q before, %q after restore", before, after)
 	}
 }
+
+func TestParseMemAvailable(t *testing.T) {
+	v, err := parseMemAvailable(strings.NewReader("MemTotal:       24576000 kB\nMemFree: 1 kB\nMemAvailable:   2097152 kB\n"))
+	if err != nil || v != 2048 {
+		t.Errorf("got %g, %v", v, err)
+	}
+	for _, bad := range []string{"", "MemAvailable: x kB", "MemFree: 5 kB"} {
+		if _, err := parseMemAvailable(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if v, err := MemAvailableMiB(); err != nil || v <= 0 {
+		t.Errorf("this machine: %g, %v", v, err)
+	}
+}
+
+func FuzzParseMemAvailable(f *testing.F) {
+	f.Add("MemTotal: 1 kB\nMemAvailable: 2097152 kB\n")
+	f.Add("MemAvailable: 18446744073709551615 kB")
+	f.Fuzz(func(t *testing.T, s string) {
+		if v, err := parseMemAvailable(strings.NewReader(s)); err == nil && v < 0 {
+			t.Errorf("negative: %g", v)
+		}
+	})
+}

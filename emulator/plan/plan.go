@@ -14,6 +14,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/emulator/topology"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	MaxPairs   int64 // verify: sample above this many ordered pairs
 	Seed       int64
 	SampleSize int // compile only this many switches, evenly spread (0: all)
+	// AvailableMiB, when positive, is the memory the machine has: a
+	// fabric whose plan would not fit is refused before it is built.
+	AvailableMiB float64
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
@@ -73,6 +77,11 @@ type Timing struct {
 // Run plans one fabric.
 func Run(o Options) (*Report, error) {
 	t0 := time.Now()
+	if o.AvailableMiB > 0 {
+		if err := resources.CheckPlan(resources.ForPlan(o.Topology), o.AvailableMiB); err != nil {
+			return nil, err
+		}
+	}
 	top, err := topology.Build(o.Topology)
 	if err != nil {
 		return nil, err

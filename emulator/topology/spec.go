@@ -273,3 +273,34 @@ func (s Spec) String() string {
 	}
 	return string(s.Kind) + ":" + strings.Join(parts, ",")
 }
+
+// Size is the fabric's size computed from the parameters alone, without
+// building it (so a size that would not fit in memory can be refused
+// before it is built): hosts, switches and switch ports. A Dragonfly
+// counts every global port, used or spare; a Clos is counted as a full
+// fat tree of its hosts ((2L-1)/K switches per host), which the paper's
+// own Clos count follows (29,484 switches for 303,264 hosts at K=72).
+func (s Spec) Size() (hosts, switches, ports int) {
+	s = s.Normalize()
+	switch s.Kind {
+	case Dragonfly:
+		switches = s.G * s.A
+		return switches * s.P, switches, switches * (s.P + s.A - 1 + s.H)
+	case FlatFly:
+		switches, radix := 1, s.T
+		for _, k := range s.Dims {
+			switches *= k
+			radix += k - 1
+		}
+		return switches * s.T, switches, switches * radix
+	case Clos:
+		if s.K < 2 {
+			return 0, 0, 0
+		}
+		half := s.K / 2
+		hosts = s.Pods * half * half
+		switches = (hosts*(2*s.Levels-1) + s.K - 1) / s.K
+		return hosts, switches, switches * s.K
+	}
+	return 0, 0, 0
+}

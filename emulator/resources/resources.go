@@ -1,0 +1,184 @@
+// Package resources estimates what a fabric will cost this machine before
+// anything is built — memory, kernel objects, time — from per-object costs
+// measured here, and refuses a size that does not fit with the estimate,
+// what the machine has and the largest size that would. Pure: the caller
+// says how much memory is available.
+//
+// Why: a 16,512-host `up` once ran for 7 minutes towards ~11 GB before it
+// was stopped, its `down` released ~64k packet-socket BPF filters at once
+// and wedged the kernel's events workqueue (every later BPF attach hung
+// until the machine restarted), and `plan` of a 16.7M-host Dragonfly grew
+// past 12 GB without a word.
+package resources
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ethfab/ethfab/emulator/topology"
+)
+
+// Per-object costs, measured on the 2-core, 24 GiB test VM with
+// DF(4,8,4) (1,056 hosts, 264 switches, 3,960 OVS ports, 2,508 veth
+// pairs, 8 vswitchd instances): kernel slab +510 MiB, the lab's OVS
+// daemons 431 MiB resident, MemAvailable down 849 MiB once up.
+const (
+	// KernelPerVethMiB: slab per veth pair with its share of namespaces
+	// and the tbf queues on both ends.
+	KernelPerVethMiB = 0.21
+	// OVSPerPortMiB: ovs-vswitchd and ovsdb-server resident memory per
+	// port (userspace datapath).
+	OVSPerPortMiB = 0.11
+	// AgentPerHostMiB: the ethfab process per host while its agents and
+	// traffic engine run (1,056 agents take 173 MB).
+	AgentPerHostMiB = 0.17
+	// PlanPerHostB and PlanPerPortB: `ethfab plan`'s memory per host and
+	// per switch port (topology, addresses, the switches' tables being
+	// compiled): 310 MB for the paper's 300,024-host Dragonfly, 355 MB
+	// for its 303,750-host Flattened Butterfly, 45 MB for DF(8,16,8).
+	PlanPerHostB = 300
+	PlanPerPortB = 200
+	PlanBaseMiB  = 30
+)
+
+// MaxOVSPorts is the largest lab `up` builds until teardown is paced. Each
+// port is a packet socket with a BPF filter, and a dying ovs-vswitchd
+// releases them all at once: with DF(4,8,4)'s 3,960 the kernel's workers
+// went from 35 to 37, none blocked (down in 1.4–2.1 s), while ~64k at once
+// (dragonfly:p=8,a=16,h=8) blocked ~2,050 workers and every later BPF
+// attach until a restart. Twice the largest size measured safe.
+const MaxOVSPorts = 8192
+
+// Fraction of the available memory an estimate may use: the rest is
+// headroom for the estimate's error and for what else runs.
+const MemoryHeadroom = 0.8
+
+// Estimate is what a fabric is expected to cost.
+type Estimate struct {
+	Spec          string  `json:"spec"`
+	Hosts         int     `json:"hosts"`
+	Switches      int     `json:"switches"`
+	Ports         int     `json:"ports"`
+	VethPairs     int     `json:"veth_pairs"`
+	Namespaces    int     `json:"namespaces"`
+	PacketSockets int     `json:"packet_sockets"` // with a BPF filter each: one per OVS port
+	MemoryMiB     float64 `json:"memory_mib"`
+	UpSeconds     float64 `json:"up_seconds,omitempty"`
+}
+
+// ForLab estimates `ethfab up` (and a run on it) of the fabric s.
+func ForLab(s topology.Spec) Estimate {
+	hosts, switches, ports := s.Size()
+	// Every host link is a veth pair; every inter-switch link takes two
+	// switch ports.
+	links := hosts + (ports-hosts)/2
+	e := Estimate{Spec: s.String(), Hosts: hosts, Switches: switches, Ports: ports, VethPairs: links,
+		Namespaces: hosts + 1, PacketSockets: ports}
+	e.MemoryMiB = KernelPerVethMiB*float64(links) + OVSPerPortMiB*float64(ports) + AgentPerHostMiB*float64(hosts)
+	e.UpSeconds = upSeconds(hosts, links, ports)
+	return e
+}
+
+// upSeconds is bring-up time from the steps' measured costs: namespaces
+// 0.4 s for 1,057 but 197 s for 16,520 (the kernel's cost per namespace
+// grows with the namespaces there are: exponent 2.26 between the two),
+// veth pairs ~0.7 ms each, shaping 0.33 ms per link end, bridges and
+// ports 0.54 ms per port, rules ~4 per port at 0.34 ms per rule.
+func upSeconds(hosts, links, ports int) float64 {
+	ns := 0.4 * math.Pow(float64(hosts+1)/1057, 2.26)
+	return ns + 0.0007*float64(links) + 0.00033*float64(2*links) + 0.00054*float64(ports) + 0.00034*4*float64(ports)
+}
+
+// ForPlan estimates `ethfab plan` of the fabric s.
+func ForPlan(s topology.Spec) Estimate {
+	hosts, switches, ports := s.Size()
+	e := Estimate{Spec: s.String(), Hosts: hosts, Switches: switches, Ports: ports}
+	e.MemoryMiB = PlanBaseMiB + (PlanPerHostB*float64(hosts)+PlanPerPortB*float64(ports))/(1<<20)
+	return e
+}
+
+// CheckLab refuses a lab that does not fit: memory above MemoryHeadroom
+// of availMiB, or more OVS ports than MaxOVSPorts (maxPorts overrides it
+// when positive).
+func CheckLab(e Estimate, availMiB float64, maxPorts int) error {
+	if maxPorts <= 0 {
+		maxPorts = MaxOVSPorts
+	}
+	var why []string
+	if e.MemoryMiB > MemoryHeadroom*availMiB {
+		why = append(why, fmt.Sprintf("it needs about %.1f GiB of memory and %.1f GiB is available (%.0f%% of it may be used)",
+			e.MemoryMiB/1024, availMiB/1024, 100*MemoryHeadroom))
+	}
+	if e.Ports > maxPorts {
+		why = append(why, fmt.Sprintf("its %d switch ports are %d packet sockets with BPF filters, more than the %d this machine tears down safely until teardown is paced (ETHFAB_MAX_PORTS overrides it on a machine you can restart)",
+			e.Ports, e.PacketSockets, maxPorts))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s is too large for this machine: %s; estimate: %s; %s",
+		e.Spec, strings.Join(why, "; "), e.Text(), largestFit(e.Spec, func(s topology.Spec) bool {
+			f := ForLab(s)
+			return f.MemoryMiB <= MemoryHeadroom*availMiB && f.Ports <= maxPorts
+		}))
+}
+
+// CheckPlan refuses a plan whose memory does not fit.
+func CheckPlan(e Estimate, availMiB float64) error {
+	if e.MemoryMiB <= MemoryHeadroom*availMiB {
+		return nil
+	}
+	return fmt.Errorf("planning %s needs about %.1f GiB of memory (%d hosts, %d switch ports) and %.1f GiB is available; %s",
+		e.Spec, e.MemoryMiB/1024, e.Hosts, e.Ports, availMiB/1024, largestFit(e.Spec, func(s topology.Spec) bool {
+			return ForPlan(s).MemoryMiB <= MemoryHeadroom*availMiB
+		}))
+}
+
+// Text is the estimate in one line.
+func (e Estimate) Text() string {
+	s := fmt.Sprintf("%d hosts, %d switches, %d ports, %d veth pairs, %d namespaces, %d packet sockets, %.2f GiB",
+		e.Hosts, e.Switches, e.Ports, e.VethPairs, e.Namespaces, e.PacketSockets, e.MemoryMiB/1024)
+	if e.UpSeconds > 0 {
+		s += fmt.Sprintf(", up in about %.0f s", math.Ceil(e.UpSeconds))
+	}
+	return s
+}
+
+// largestFit names the largest fabric of the same kind that fits: for a
+// Dragonfly the largest balanced one (a = 2p = 2h, every group), for a
+// Flattened Butterfly the same dimensions and hosts per switch with the
+// first dimension shrunk, for a Clos the fewest pods cut.
+func largestFit(spec string, fits func(topology.Spec) bool) string {
+	s, err := topology.ParseSpec(spec)
+	if err != nil {
+		return ""
+	}
+	var cands []topology.Spec
+	switch s.Kind {
+	case topology.Dragonfly:
+		for p := max(s.P, s.H, s.A/2); p >= 1; p-- {
+			cands = append(cands, topology.Spec{Kind: topology.Dragonfly, P: p, A: 2 * p, H: p})
+		}
+	case topology.FlatFly:
+		for k := s.Dims[0]; k >= 2; k-- {
+			c := s
+			c.Dims = append([]int{k}, s.Dims[1:]...)
+			cands = append(cands, c)
+		}
+	case topology.Clos:
+		s = s.Normalize()
+		for pods := s.Pods; pods >= 1; pods-- {
+			c := s
+			c.Pods = pods
+			cands = append(cands, c)
+		}
+	}
+	for _, c := range cands {
+		if c = c.Normalize(); c.Validate() == nil && fits(c) {
+			h, _, _ := c.Size()
+			return fmt.Sprintf("the largest %s that fits is %s (%d hosts)", s.Kind, c, h)
+		}
+	}
+	return "no " + string(s.Kind) + " of this shape fits"
+}
