@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
