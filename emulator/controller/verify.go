@@ -197,9 +197,7 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 		}
 	} else {
 		rng := rand.New(rand.NewSource(o.Seed + 1))
-		for _, h := range rng.Perm(int(n))[:o.MaxBroadcasts] {
-			srcs = append(srcs, h)
-		}
+		srcs = append(srcs, rng.Perm(int(n))[:o.MaxBroadcasts]...)
 	}
 	r.BroadcastSources = len(srcs)
 	for _, h := range srcs {
