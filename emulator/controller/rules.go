@@ -28,10 +28,12 @@ const (
 	KindConditional             // default rule, disabled while its output port is paused (§V-B)
 	KindAlternative             // lower-priority rule a disabled default falls back to
 	KindCondition               // table 0: loads the paused-port bitmask the conditions test
+	KindGuard                   // source guard: drops a host port's frames from a source not its own
+	KindAdmit                   // source guard: passes the port's own source, DMP and transit frames on
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -234,7 +236,9 @@ func (t *Table) LookupPaused(inPort int, dst addressing.MAC, dlType uint16, paus
 	return nil
 }
 
-func pipelineOnly(k Kind) bool { return k == KindRewrite || k == KindCondition }
+func pipelineOnly(k Kind) bool {
+	return k == KindRewrite || k == KindCondition || k == KindGuard || k == KindAdmit
+}
 
 // loadsConditions reports whether a frame meets the table-0 rule that
 // loads the condition bitmask (frames on other ports see every condition
