@@ -73,6 +73,11 @@ type VerifyReport struct {
 	Examples      []Failure `json:"examples,omitempty"`
 }
 
+// Failed says whether anything the walk checked failed.
+func (r *VerifyReport) Failed() bool {
+	return r.Failures+r.BroadcastFailures+r.DMPFailures+r.GuardFailures > 0
+}
+
 // VerifyOptions bound the walk.
 type VerifyOptions struct {
 	// MaxPairs above which ordered pairs are sampled (0: 2,000,000).
