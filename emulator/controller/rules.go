@@ -74,8 +74,10 @@ const (
 	PrioRewrite   = 100 // table 0 of assign rewrite
 )
 
-// TableRouting is where the routing rules live when assign rewrite puts
-// the source rewrite in table 0 before them.
+// TableRouting is the table a table-0 stage (assign rewrite's source
+// rewrite, conditional routing's condition loader) continues in: the
+// routing rules, or, with the source guard, the guard in front of them
+// (guard.go).
 const TableRouting = 1
 
 // Match is an OpenFlow 1.3 match on the fields ethfab uses. Zero fields
