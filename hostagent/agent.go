@@ -114,7 +114,7 @@ func (a *Agent) Run(ctx context.Context) (*Result, error) {
 	a.mu.Lock()
 	a.mac, a.payloadMAC = mac, mac
 	a.res.MACBefore = mac.String()
-	a.table = omx.NewPeerTable(a.epoch)
+	a.table = omx.NewPeerTable(a.epoch, a.o.MaxPeers)
 	a.event(start, "start", mac.String())
 	a.mu.Unlock()
 
@@ -424,8 +424,15 @@ func (a *Agent) heard(an omx.Announcement, now time.Time) {
 		a.res.Drops.Malformed++
 		return
 	}
-	change := a.table.Observe(mac, an.Serial, an.PeerIndex, now)
-	if change == omx.Known {
+	change := a.table.Observe(an.Src, mac, an.Serial, an.PeerIndex, now)
+	switch change {
+	case omx.Refused:
+		a.res.Drops.PeerTableFull++
+		return
+	case omx.Conflict:
+		a.res.Drops.PeerConflict++
+		return
+	case omx.Known:
 		return
 	}
 	if a.ann != nil && !a.o.QuietOnNewPeer && a.ann.Heard(change, now.Add(a.jitter())) {
@@ -450,6 +457,15 @@ func (a *Agent) connectFrame(c omx.Connect, now time.Time) []byte {
 	}
 	if !a.table.Has(c.Src) {
 		a.res.Drops.BadPeerAddr++
+		return nil
+	}
+	// Open-MX ties a connection to the peer's index and session; here a
+	// request or reply must carry the index and serial its source
+	// announced, so one sent in another host's name (a request forged so
+	// that the reply goes to a third host, or a reply reflected from
+	// elsewhere) is dropped rather than answered or counted.
+	if !a.table.Matches(c.Src, c.PeerIndex, c.Serial) {
+		a.res.Drops.PeerMismatch++
 		return nil
 	}
 	if !c.Reply {

@@ -23,7 +23,7 @@ func bareAgent(o Options) *Agent {
 	a.epoch = time.Now()
 	a.mac = ether.MAC{0x02, 0, 0, 0, 0, 1}
 	a.payloadMAC = a.mac
-	a.table = omx.NewPeerTable(a.epoch)
+	a.table = omx.NewPeerTable(a.epoch, a.o.MaxPeers)
 	a.ann = omx.NewAnnouncer(a.o.Schedule, 1)
 	return a
 }
@@ -35,7 +35,7 @@ func TestHandleCountsAndDrops(t *testing.T) {
 	now := time.Now()
 	ann := omx.Announcement{Header: ether.Header{Dst: ether.Broadcast, Src: peer}, NIC: peer, Serial: 5}.Marshal()
 	req := func(src ether.MAC) []byte {
-		return omx.Connect{Header: ether.Header{Dst: a.mac, Src: src}, Seq: 9}.Marshal()
+		return omx.Connect{Header: ether.Header{Dst: a.mac, Src: src}, Seq: 9, Serial: 5}.Marshal()
 	}
 	if r := a.handle(req(peer), now); r != nil || a.res.Drops.BadPeerAddr != 1 {
 		t.Fatalf("request before the announcement answered (%v) or not dropped: %+v", r, a.res.Drops)
@@ -57,7 +57,7 @@ func TestHandleCountsAndDrops(t *testing.T) {
 		t.Fatalf("frame for another host answered: %+v", a.res.Drops)
 	}
 	// Unsolicited reply from a known peer: counted, not a connection.
-	rep := omx.Connect{Header: ether.Header{Dst: a.mac, Src: peer}, Reply: true, Seq: 1}.Marshal()
+	rep := omx.Connect{Header: ether.Header{Dst: a.mac, Src: peer}, Reply: true, Seq: 1, Serial: 5}.Marshal()
 	if a.handle(rep, now); a.res.Drops.Unexpected != 1 || a.res.Connect.Succeeded != 0 {
 		t.Fatalf("unsolicited reply: %+v %+v", a.res.Drops, a.res.Connect)
 	}
@@ -291,4 +291,97 @@ func roundsOnChange(r *Result) int {
 		}
 	}
 	return n
+}
+
+// The spoofing campaign against one listener (issue 16), frame by frame:
+// forged announcements neither grow the peer table without bound, nor
+// overwrite another host's entry, nor make the table look full, and
+// connect frames sent in another host's name are neither answered nor
+// counted as connections.
+func TestSpoofedAnnouncementsAndConnects(t *testing.T) {
+	now := time.Now()
+	victim := ether.MAC{0x02, 0, 0, 0, 0, 2}
+	spoofer := ether.MAC{0x02, 0, 0, 0, 0, 3}
+	third := ether.MAC{0x02, 0, 0, 0, 0, 4}
+	announce := func(src, nic ether.MAC, index uint16, serial uint32) []byte {
+		return omx.Announcement{Header: ether.Header{Dst: ether.Broadcast, Src: src}, PeerIndex: index, NIC: nic, Serial: serial}.Marshal()
+	}
+	junk := func(i int) ether.MAC { return ether.MAC{0x02, 0xee, byte(i >> 16), byte(i >> 8), byte(i), 1} }
+
+	t.Run("junk from one source", func(t *testing.T) {
+		a := bareAgent(Options{Announce: true, ExpectPeers: 3})
+		a.handle(announce(victim, victim, 2, 5), now)
+		for i := 0; i < 10_000; i++ {
+			a.handle(announce(spoofer, junk(i), uint16(i), uint32(i+1)), now)
+		}
+		if a.table.Len() != 2 || a.res.Drops.PeerConflict != 9_999 || a.res.PeersFullMs != nil {
+			t.Fatalf("%d peers, %d conflicts, full at %v: want 2, 9999, never", a.table.Len(), a.res.Drops.PeerConflict, a.res.PeersFullMs)
+		}
+	})
+	t.Run("junk from forged sources", func(t *testing.T) {
+		a := bareAgent(Options{Announce: true, MaxPeers: 100})
+		for i := 0; i < 10_000; i++ {
+			a.handle(announce(junk(i), junk(i), uint16(i), 1), now)
+		}
+		if a.table.Len() != 100 || a.res.Drops.PeerTableFull != 9_900 {
+			t.Fatalf("%d peers, %d refused: want 100, 9900", a.table.Len(), a.res.Drops.PeerTableFull)
+		}
+	})
+	t.Run("overwrite", func(t *testing.T) {
+		a := bareAgent(Options{Announce: true})
+		a.handle(announce(victim, victim, 2, 5), now)
+		a.handle(announce(spoofer, spoofer, 3, 7), now)
+		a.ann.Sent(now) // the burst is over: news would start a round
+		a.ann.Sent(now)
+		a.ann.Sent(now)
+		rounds := a.ann.Rounds
+		a.handle(announce(spoofer, victim, 3, 99), now) // the spoofer's own source
+		a.handle(announce(victim, victim, 3, 99), now)  // the victim's source, another index
+		if !a.table.Matches(victim, 2, 5) || a.res.Drops.PeerConflict != 2 || a.ann.Rounds != rounds {
+			t.Fatalf("victim's entry %+v, %d conflicts, %d rounds (were %d)", a.table.Peers(), a.res.Drops.PeerConflict, a.ann.Rounds, rounds)
+		}
+		a.handle(announce(victim, victim, 2, 6), now) // the victim restarts
+		if !a.table.Matches(victim, 2, 6) || a.ann.Rounds != rounds+1 {
+			t.Fatalf("the victim's restart was not taken: %+v, %d rounds", a.table.Peers(), a.ann.Rounds)
+		}
+	})
+	t.Run("connects", func(t *testing.T) {
+		a := bareAgent(Options{Announce: true, Connect: true})
+		a.handle(announce(victim, victim, 2, 5), now)
+		a.handle(announce(spoofer, spoofer, 3, 7), now)
+		a.handle(announce(third, third, 4, 9), now)
+		req := func(src ether.MAC, index uint16, serial uint32) []byte {
+			return omx.Connect{Header: ether.Header{Dst: a.mac, Src: src}, PeerIndex: index, Seq: 1, Serial: serial}.Marshal()
+		}
+		// A request in the third host's name, so that the reply goes to
+		// it: the spoofer's index and serial give it away.
+		if r := a.handle(req(third, 3, 7), now); r != nil || a.res.Drops.PeerMismatch != 1 || a.res.Connect.Served != 0 {
+			t.Fatalf("forged request answered (%v): %+v", r, a.res.Drops)
+		}
+		if r := a.handle(req(third, 4, 9), now); r == nil || a.res.Connect.Served != 1 {
+			t.Fatalf("the third host's own request not answered: %+v", a.res.Drops)
+		}
+		// This host asked the victim (request 10, as connectPass records
+		// it); a reply from the victim's address carrying another peer's
+		// index or serial is not the victim's.
+		const seq = 10
+		a.conns[victim] = conn{first: seq, last: seq, doneMs: -1}
+		rep := func(index uint16, serial uint32) []byte {
+			return omx.Connect{Header: ether.Header{Dst: a.mac, Src: victim}, Reply: true, PeerIndex: index, Seq: seq, Serial: serial}.Marshal()
+		}
+		a.handle(rep(3, 7), now)
+		if a.res.Connect.Succeeded != 0 || a.res.Drops.PeerMismatch != 2 {
+			t.Fatalf("forged reply counted: %+v %+v", a.res.Connect, a.res.Drops)
+		}
+		// A reply reflected from the third host answers nothing asked of it.
+		reflected := omx.Connect{Header: ether.Header{Dst: a.mac, Src: third}, Reply: true, PeerIndex: 4, Seq: seq, Serial: 9}.Marshal()
+		a.handle(reflected, now)
+		if a.res.Connect.Succeeded != 0 || a.res.Drops.Unexpected != 1 {
+			t.Fatalf("reflected reply counted: %+v %+v", a.res.Connect, a.res.Drops)
+		}
+		a.handle(rep(2, 5), now)
+		if a.res.Connect.Succeeded != 1 {
+			t.Fatalf("the victim's own reply not counted: %+v %+v", a.res.Connect, a.res.Drops)
+		}
+	})
 }

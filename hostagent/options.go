@@ -108,6 +108,9 @@ type Options struct {
 	// keeps all-pairs checks on big fabrics affordable.
 	ConnectLimit int
 
+	// MaxPeers bounds the peer table (0: omx.DefaultMaxPeers); new peers
+	// beyond it are refused and counted (Drops.PeerTableFull).
+	MaxPeers int
 	// ExpectPeers is the peer-table size that counts as full (and the
 	// number of connections that counts as all); 0: unknown.
 	ExpectPeers int

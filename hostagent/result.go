@@ -83,12 +83,18 @@ type Received struct {
 // DROP_BAD_PEER_ADDR: a connect frame from a source not in the peer table.
 // Socket counts frames the kernel dropped for want of buffer.
 type Drops struct {
-	BadPeerAddr int    `json:"bad_peer_addr"`
-	Malformed   int    `json:"malformed"`
-	Foreign     int    `json:"foreign"`
-	Unexpected  int    `json:"unexpected"` // replies to nothing we asked
-	OtherHost   int    `json:"other_host"` // connect frames for another MAC
-	Socket      uint32 `json:"socket"`
+	BadPeerAddr int `json:"bad_peer_addr"`
+	Malformed   int `json:"malformed"`
+	Foreign     int `json:"foreign"`
+	Unexpected  int `json:"unexpected"` // replies to nothing we asked
+	OtherHost   int `json:"other_host"` // connect frames for another MAC
+	// PeerTableFull and PeerConflict count announcements the peer table
+	// turned away (omx.Refused, omx.Conflict); PeerMismatch counts connect
+	// frames whose peer index or serial is not their source's entry's.
+	PeerTableFull int    `json:"peer_table_full"`
+	PeerConflict  int    `json:"peer_conflict"`
+	PeerMismatch  int    `json:"peer_mismatch"`
+	Socket        uint32 `json:"socket"`
 }
 
 // Event is one timestamped step.

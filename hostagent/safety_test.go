@@ -102,8 +102,10 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 				probe{what: "DMP to victim's pseudo-MAC", dst: v.PseudoMAC, src: aMAC, etherType: dmp.EtherType},
 				probe{what: "unicast to victim's original MAC", dst: v.MAC, src: aMAC, etherType: fabric.EtherTypePing},
 				// The one probe that must arrive: proves the capture at
-				// the victim works.
-				probe{what: "control", dst: v.PseudoMAC, src: aMAC, etherType: fabric.EtherTypePing},
+				// the victim works. From A's pseudo-MAC, the one source
+				// the guard on A's port admits for data (before DMP, A's
+				// own original MAC is no address the fabric knows).
+				probe{what: "control", dst: v.PseudoMAC, src: a.PseudoMAC, etherType: fabric.EtherTypePing},
 			)
 		}
 		for i := range ps {

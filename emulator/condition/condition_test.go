@@ -90,13 +90,21 @@ func divertable(t *testing.T, comp *fabric.Compiled) (in int, dst int, def, alt 
 var outputRe = regexp.MustCompile(`(?m)^\s*output:(\d+)\s*$`)
 
 // trace asks the switch itself where a frame goes (ovs-appctl
-// ofproto/trace: the installed rules, the current metadata loader).
+// ofproto/trace: the installed rules, the current metadata loader). A
+// frame entering on a host port comes from that host's address, as the
+// source guard requires.
 func trace(t *testing.T, lab *fabric.Lab, sw, in int, dst string) int {
 	t.Helper()
 	s := lab.Switches[sw]
+	src := "00:00:00:00:00:00"
+	for _, h := range lab.Hosts {
+		if h.Switch == s.Name && h.Port == in {
+			src = h.MAC
+		}
+	}
 	ctl := filepath.Join(lab.OVS.Instances[s.Instance].RunDir, "ovs-vswitchd.ctl")
 	out, err := exec.Command("ovs-appctl", "-t", ctl, "ofproto/trace", s.Bridge,
-		fmt.Sprintf("in_port=%d,dl_dst=%s,dl_type=0x88b6", in, dst)).CombinedOutput()
+		fmt.Sprintf("in_port=%d,dl_src=%s,dl_dst=%s,dl_type=0x88b6", in, src, dst)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("trace: %v\n%s", err, out)
 	}

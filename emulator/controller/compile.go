@@ -45,6 +45,9 @@ type Options struct {
 	// on ingress and the destination back to the original on egress, so
 	// the fabric still routes on pseudo-MACs.
 	Originals []addressing.MAC
+	// SourceGuard drops, at each access switch, frames from a host port
+	// whose source is not that port's host (guard.go).
+	SourceGuard bool
 }
 
 // Controller compiles the tables of one fabric.
@@ -169,6 +172,9 @@ func (c *Controller) Table(sw int) (*Table, error) {
 		if err := c.conditionTable(s, t); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
+	}
+	if c.opts.SourceGuard {
+		c.guardTable(s, t)
 	}
 	return t, nil
 }

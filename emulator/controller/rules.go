@@ -28,10 +28,12 @@ const (
 	KindConditional             // default rule, disabled while its output port is paused (§V-B)
 	KindAlternative             // lower-priority rule a disabled default falls back to
 	KindCondition               // table 0: loads the paused-port bitmask the conditions test
+	KindGuard                   // source guard: drops a host port's frames from a source not its own
+	KindAdmit                   // source guard: passes the port's own source, DMP and transit frames on
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -72,8 +74,10 @@ const (
 	PrioRewrite   = 100 // table 0 of assign rewrite
 )
 
-// TableRouting is where the routing rules live when assign rewrite puts
-// the source rewrite in table 0 before them.
+// TableRouting is the table a table-0 stage (assign rewrite's source
+// rewrite, conditional routing's condition loader) continues in: the
+// routing rules, or, with the source guard, the guard in front of them
+// (guard.go).
 const TableRouting = 1
 
 // Match is an OpenFlow 1.3 match on the fields ethfab uses. Zero fields
@@ -234,7 +238,9 @@ func (t *Table) LookupPaused(inPort int, dst addressing.MAC, dlType uint16, paus
 	return nil
 }
 
-func pipelineOnly(k Kind) bool { return k == KindRewrite || k == KindCondition }
+func pipelineOnly(k Kind) bool {
+	return k == KindRewrite || k == KindCondition || k == KindGuard || k == KindAdmit
+}
 
 // loadsConditions reports whether a frame meets the table-0 rule that
 // loads the condition bitmask (frames on other ports see every condition

@@ -56,17 +56,26 @@ type VerifyReport struct {
 	PairsChecked int64 `json:"pairs_checked"`
 	// Paths is how many delivered paths the walk followed: one per pair,
 	// more in conditional mode, where every set of paused ports counts.
-	Paths             int64     `json:"paths"`
-	PairsTotal        int64     `json:"pairs_total"`
-	Sampled           bool      `json:"sampled"`
-	Seed              int64     `json:"seed,omitempty"`
-	Failures          int64     `json:"failures"`
-	MaxHops           int       `json:"max_hops"`
-	HopBound          int       `json:"hop_bound"`
-	BroadcastSources  int       `json:"broadcast_sources"`
-	BroadcastFailures int64     `json:"broadcast_failures"`
-	DMPFailures       int64     `json:"dmp_failures"`
-	Examples          []Failure `json:"examples,omitempty"`
+	Paths             int64 `json:"paths"`
+	PairsTotal        int64 `json:"pairs_total"`
+	Sampled           bool  `json:"sampled"`
+	Seed              int64 `json:"seed,omitempty"`
+	Failures          int64 `json:"failures"`
+	MaxHops           int   `json:"max_hops"`
+	HopBound          int   `json:"hop_bound"`
+	BroadcastSources  int   `json:"broadcast_sources"`
+	BroadcastFailures int64 `json:"broadcast_failures"`
+	DMPFailures       int64 `json:"dmp_failures"`
+	// GuardFailures counts host ports whose source guard (when on) drops
+	// the host's own frames or its DMP request, or lets through a frame
+	// sent as another host.
+	GuardFailures int64     `json:"guard_failures"`
+	Examples      []Failure `json:"examples,omitempty"`
+}
+
+// Failed says whether anything the walk checked failed.
+func (r *VerifyReport) Failed() bool {
+	return r.Failures+r.BroadcastFailures+r.DMPFailures+r.GuardFailures > 0
 }
 
 // VerifyOptions bound the walk.
@@ -214,6 +223,14 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 			return nil, err
 		} else if reason != "" {
 			fail(Failure{Src: top.Hosts[h].Name, Reason: reason}, &r.DMPFailures)
+		}
+		if !ts.c.opts.SourceGuard {
+			continue
+		}
+		if reason, err := guard(ts, h); err != nil {
+			return nil, err
+		} else if reason != "" {
+			fail(Failure{Src: top.Hosts[h].Name, Reason: reason}, &r.GuardFailures)
 		}
 	}
 	return r, nil
@@ -382,6 +399,40 @@ func dmp(ts *Tables, h int) (string, error) {
 	want := ts.c.plan.HostMAC(h)
 	if rule == nil || rule.Kind != KindDMP || rule.SetSrc != want || len(rule.Out) != 1 || rule.Out[0] != PortInPort {
 		return fmt.Sprintf("DMP request on port %d is not answered with %s", host.Port, want), nil
+	}
+	return "", nil
+}
+
+// guard checks the source guard on a host's port: the host's own frames
+// (from its pseudo-MAC, or its original MAC under assign rewrite) and its
+// DMP request pass; frames sent as another host, or as an address nobody
+// has, do not.
+func guard(ts *Tables, h int) (string, error) {
+	top := ts.c.top
+	host := top.Hosts[h]
+	t, err := ts.Get(host.Switch)
+	if err != nil {
+		return "", err
+	}
+	own := func(h int) addressing.MAC {
+		if ts.c.opts.Originals != nil {
+			return ts.c.opts.Originals[h]
+		}
+		return ts.c.plan.HostMAC(h)
+	}
+	const stranger addressing.MAC = 0x0e0000000001 // as in dmp: no host's
+	other := (h + 1) % len(top.Hosts)
+	switch {
+	case !t.Admits(host.Port, own(h), EtherTypeProbe):
+		return fmt.Sprintf("source guard on port %d drops the host's own frames (from %s)", host.Port, own(h)), nil
+	case !t.Admits(host.Port, stranger, EtherTypeDMP):
+		return fmt.Sprintf("source guard on port %d drops DMP requests", host.Port), nil
+	case other != h && t.Admits(host.Port, own(other), EtherTypeProbe):
+		return fmt.Sprintf("source guard on port %d passes frames sent as %s (%s)", host.Port, top.Hosts[other].Name, own(other)), nil
+	case other != h && t.Admits(host.Port, ts.c.plan.HostMAC(other), EtherTypeProbe):
+		return fmt.Sprintf("source guard on port %d passes frames from %s's pseudo-MAC", host.Port, top.Hosts[other].Name), nil
+	case own(h) != stranger && t.Admits(host.Port, stranger, EtherTypeProbe):
+		return fmt.Sprintf("source guard on port %d passes frames from %s", host.Port, stranger), nil
 	}
 	return "", nil
 }

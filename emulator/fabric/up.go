@@ -101,7 +101,7 @@ func Compile(sc *scenario.Scenario) (*Compiled, error) {
 	if sc.Addressing.Assign == scenario.AssignRewrite {
 		originals = initial
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact, Originals: originals})
+	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact, Originals: originals, SourceGuard: sc.Addressing.SourceGuard})
 	if err != nil {
 		return nil, err
 	}

@@ -31,22 +31,26 @@ type Options struct {
 	// AvailableMiB, when positive, is the memory the machine has: a
 	// fabric whose plan would not fit is refused before it is built.
 	AvailableMiB float64
+	// SourceGuard compiles each access switch's source guard, as `up`
+	// installs it unless the scenario turns it off.
+	SourceGuard bool
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
 type Report struct {
-	Topology   string                       `json:"topology"`
-	Addressing addressing.Scheme            `json:"addressing"`
-	Compact    bool                         `json:"compact"`
-	Routing    controller.Mode              `json:"routing"`
-	Switches   int                          `json:"switches"`
-	Hosts      int                          `json:"hosts"`
-	Links      int                          `json:"links"`
-	Groups     int                          `json:"groups"`
-	Diameter   int                          `json:"diameter"`
-	HopBound   int                          `json:"hop_bound"`
-	Address    AddressReport                `json:"address"`
-	Rules      map[string]controller.Spread `json:"rules"`
+	Topology    string                       `json:"topology"`
+	Addressing  addressing.Scheme            `json:"addressing"`
+	Compact     bool                         `json:"compact"`
+	Routing     controller.Mode              `json:"routing"`
+	SourceGuard bool                         `json:"source_guard"`
+	Switches    int                          `json:"switches"`
+	Hosts       int                          `json:"hosts"`
+	Links       int                          `json:"links"`
+	Groups      int                          `json:"groups"`
+	Diameter    int                          `json:"diameter"`
+	HopBound    int                          `json:"hop_bound"`
+	Address     AddressReport                `json:"address"`
+	Rules       map[string]controller.Spread `json:"rules"`
 	// CoS is the Class-of-Service (802.1p) level per hop class that keeps
 	// the routing deadlock-free under PAUSE (seed 000 §V-E).
 	CoS   controller.CoSPlan `json:"cos"`
@@ -90,12 +94,12 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("addressing %s: %w", o.Topology, err)
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact})
+	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard})
 	if err != nil {
 		return nil, err
 	}
 	r := &Report{
-		Topology: top.Spec.String(), Addressing: o.Scheme, Compact: o.Compact, Routing: ctl.Options().Mode,
+		Topology: top.Spec.String(), Addressing: o.Scheme, Compact: o.Compact, Routing: ctl.Options().Mode, SourceGuard: o.SourceGuard,
 		Switches: len(top.Switches), Hosts: len(top.Hosts), Links: top.NumLinks(), Groups: top.NumGroups(),
 		Diameter: top.Diameter(), HopBound: ctl.HopBound(), CoS: ctl.CoS(),
 		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
@@ -230,15 +234,19 @@ func (r *Report) WriteText(w io.Writer) {
 			how = fmt.Sprintf("random sample (seed %d) of %d ordered pairs", v.Seed, v.PairsTotal)
 		}
 		status := "OK"
-		if v.Failures+v.BroadcastFailures+v.DMPFailures > 0 {
+		if v.Failed() {
 			status = "FAILED"
 		}
 		paths := ""
 		if v.Paths > v.PairsChecked {
 			paths = fmt.Sprintf(" over %d paths (every set of paused ports)", v.Paths)
 		}
-		fmt.Fprintf(w, "  verify %s: %d pairs checked%s (%s), %d failures, max %d hops (bound %d); broadcast from %d hosts, %d failures; DMP %d failures\n",
-			status, v.PairsChecked, paths, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures)
+		guard := "off"
+		if r.SourceGuard {
+			guard = fmt.Sprintf("%d failures", v.GuardFailures)
+		}
+		fmt.Fprintf(w, "  verify %s: %d pairs checked%s (%s), %d failures, max %d hops (bound %d); broadcast from %d hosts, %d failures; DMP %d failures; source guard %s\n",
+			status, v.PairsChecked, paths, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures, guard)
 		for _, f := range v.Examples {
 			fmt.Fprintf(w, "    %s -> %s: %s\n", f.Src, f.Dst, f.Reason)
 		}

@@ -50,6 +50,32 @@ func TestJSONNames(t *testing.T) {
 	}
 }
 
+// With the source guard, as up installs it: its rules are counted apart
+// (T guard and T+2 admit rules per access switch), the walk checks it,
+// and the routing rules are still Eq. 1's.
+func TestSourceGuardCounted(t *testing.T) {
+	sp, _ := topology.ParseSpec("dragonfly:p=2,a=4,h=2")
+	r, err := Run(Options{Topology: sp, Scheme: addressing.PerGroup, Mode: controller.Minimal, Verify: true, SourceGuard: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	var m struct {
+		SourceGuard bool `json:"source_guard"`
+		Rules       map[string]struct{ Min, Max int }
+		Verify      map[string]any
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !m.SourceGuard || m.Rules["guard"].Max != 2 || m.Rules["admit"].Max != 4 || m.Rules["routing"].Max != *r.Equation1 {
+		t.Errorf("source_guard %v, rules %+v, Eq. 1 %d", m.SourceGuard, m.Rules, *r.Equation1)
+	}
+	if gf, ok := m.Verify["guard_failures"].(float64); !ok || gf != 0 || r.Verify.Failed() {
+		t.Errorf("verify %v", m.Verify)
+	}
+}
+
 // Table I: hosts per access switch and network size for P-port switches.
 func TestSweepShapesFollowTableI(t *testing.T) {
 	for _, p := range SweepPorts {

@@ -49,6 +49,9 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 		// of them from overrunning the fabric at once.
 		o.Jitter = a.Interval / 2
 		o.ExpectPeers = n - 1
+		// Each host stands for at most two entries: the address it
+		// announced before DMP (before_dmp) and the one after.
+		o.MaxPeers = 2 * n
 		o.ExitWhenComplete = a.Until
 		if a.BeforeDMP {
 			o.DMP = true

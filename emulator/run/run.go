@@ -488,7 +488,7 @@ func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, doc doctor.Report) (res
 		mode = controller.Valiant
 	}
 	pr, err := plan.Run(plan.Options{Topology: sc.Topology, Scheme: addressing.Scheme(sc.Addressing.Scheme), Compact: sc.Addressing.Compact,
-		Mode: mode, Verify: true, MaxPairs: 200_000, Seed: 1})
+		Mode: mode, Verify: true, MaxPairs: 200_000, Seed: 1, SourceGuard: sc.Addressing.SourceGuard})
 	if err != nil {
 		return a, fmt.Errorf("rules summary: %w", err)
 	}

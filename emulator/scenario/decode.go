@@ -374,11 +374,11 @@ func (d *decoder) dims(n *node, path string) []int {
 }
 
 func (d *decoder) addressing(e *entry) Addressing {
-	a := Addressing{Scheme: PerGroup, Assign: AssignStatic}
+	a := Addressing{Scheme: PerGroup, Assign: AssignStatic, SourceGuard: true}
 	if e == nil {
 		return a
 	}
-	f := d.fields(e.val, "addressing", "scheme", "compact", "assign")
+	f := d.fields(e.val, "addressing", "scheme", "compact", "assign", "source_guard")
 	if e := f["scheme"]; e != nil {
 		if v, ok := d.enum(e.val, "addressing.scheme", "flat", "per-switch", "per-group"); ok {
 			a.Scheme = AddressScheme(v)
@@ -390,6 +390,11 @@ func (d *decoder) addressing(e *entry) Addressing {
 	if e := f["assign"]; e != nil {
 		if v, ok := d.enum(e.val, "addressing.assign", "static", "dmp", "rewrite"); ok {
 			a.Assign = AssignMode(v)
+		}
+	}
+	if e := f["source_guard"]; e != nil {
+		if v, ok := d.boolean(e.val, "addressing.source_guard"); ok {
+			a.SourceGuard = v
 		}
 	}
 	return a
@@ -849,6 +854,17 @@ func (d *decoder) expect(n *node, path string) []Expectation {
 	return out
 }
 
+// beforeDMPNode is where phase i's announce.before_dmp is written.
+func beforeDMPNode(f map[string]*entry, i int) *node {
+	n := f["phases"].val.items[i]
+	if e := n.get("announce"); e != nil && e.val.kind == mapNode {
+		if b := e.val.get("before_dmp"); b != nil {
+			n = b.val
+		}
+	}
+	return n
+}
+
 // crossChecks are the rules that span sections.
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 	if s.Addressing.Assign == AssignDMP {
@@ -868,13 +884,12 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 	}
 	for i, ph := range s.Phases {
 		if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.Assign != AssignDMP {
-			n := f["phases"].val.items[i]
-			if e := n.get("announce"); e != nil && e.val.kind == mapNode {
-				if b := e.val.get("before_dmp"); b != nil {
-					n = b.val
-				}
-			}
-			d.errf(n, index("phases", i)+".announce.before_dmp", "needs addressing.assign: dmp (it boots the hosts with DMP)")
+			d.errf(beforeDMPNode(f, i), index("phases", i)+".announce.before_dmp", "needs addressing.assign: dmp (it boots the hosts with DMP)")
+		} else if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.SourceGuard {
+			// Announcements sent before DMP carry the host's original
+			// source MAC, which the access switch's source guard drops:
+			// the experiment would show nothing.
+			d.errf(beforeDMPNode(f, i), index("phases", i)+".announce.before_dmp", "needs addressing.source_guard: false (the source guard drops what a host sends before DMP gives it its address)")
 		}
 	}
 }

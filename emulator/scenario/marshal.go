@@ -96,7 +96,8 @@ func (s *Scenario) effectiveTree() *node {
 	root.add("addressing", mkMap(true,
 		"scheme", mkStr(string(s.Addressing.Scheme)),
 		"compact", mkBool(s.Addressing.Compact),
-		"assign", mkStr(string(s.Addressing.Assign))))
+		"assign", mkStr(string(s.Addressing.Assign)),
+		"source_guard", mkBool(s.Addressing.SourceGuard)))
 	routing := mkMap(true, "mode", mkStr(string(s.Routing.Mode)))
 	if !s.Routing.XOff.IsZero() {
 		routing.add("xoff", mkStr(s.Routing.XOff.String()))

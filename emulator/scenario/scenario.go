@@ -59,6 +59,9 @@ type Addressing struct {
 	Scheme  AddressScheme // default PerGroup
 	Compact bool          // rule compaction; default false
 	Assign  AssignMode    // default AssignStatic
+	// SourceGuard: access switches drop frames from a host port whose
+	// source MAC is not its host's; default true.
+	SourceGuard bool
 }
 
 // RoutingMode is the routing algorithm.

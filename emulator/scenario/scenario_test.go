@@ -46,7 +46,7 @@ func TestParseFull(t *testing.T) {
 	if want := (topology.Spec{Kind: topology.Dragonfly, P: 2, A: 4, H: 2, G: 9}); s.Topology.String() != want.String() {
 		t.Errorf("topology %v, want %v", s.Topology, want)
 	}
-	if s.Addressing != (Addressing{Scheme: PerGroup, Compact: true, Assign: AssignDMP}) {
+	if s.Addressing != (Addressing{Scheme: PerGroup, Compact: true, Assign: AssignDMP, SourceGuard: true}) {
 		t.Errorf("addressing %+v", s.Addressing)
 	}
 	if s.Routing != (Routing{Mode: Conditional, XOff: Threshold{30 << 10, Bytes}, XOn: Threshold{10 << 10, Bytes}, Pause: PausePort}) {
@@ -112,7 +112,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Version != 1 || s.Addressing != (Addressing{Scheme: PerGroup, Assign: AssignStatic}) ||
+	if s.Version != 1 || s.Addressing != (Addressing{Scheme: PerGroup, Assign: AssignStatic, SourceGuard: true}) ||
 		s.Routing != (Routing{Mode: Minimal}) || s.OVS.Datapath != DatapathAuto || len(s.Phases) != 0 {
 		t.Errorf("defaults not applied: %+v", s)
 	}
@@ -162,6 +162,8 @@ func TestErrors(t *testing.T) {
 		{"version 2", "version: 2\n" + head, 1, 10, "version", "unsupported version 2"},
 		{"bad scheme", head + "addressing: {scheme: per-pod}\n", 3, 22, "addressing.scheme", `unknown value "per-pod" (want flat, per-switch, per-group)`},
 		{"compact not bool", head + "addressing:\n  compact: maybe\n", 4, 12, "addressing.compact", "true or false"},
+		{"source guard not bool", head + "addressing: {source_guard: off}\n", 3, 28, "addressing.source_guard", "true or false"},
+		{"announce before dmp guarded", head + "addressing: {assign: dmp}\nphases:\n  - name: a\n    announce: {before_dmp: true}\n", 6, 28, "phases[0].announce.before_dmp", "needs addressing.source_guard: false"},
 		{"bad mode", head + "routing: {mode: ugal}\n", 3, 17, "routing.mode", `unknown value "ugal"`},
 		{"xoff without conditional", head + "routing: {mode: minimal, xoff: 20}\n", 3, 32, "routing.xoff", "only applies to mode: conditional"},
 		{"xon above xoff", head + "routing: {mode: conditional, xoff: 20, xon: 30}\n", 3, 45, "routing.xon", "must be below xoff"},

@@ -15,9 +15,21 @@ const (
 	Known     Change = iota // same peer, same serial
 	NewPeer                 // a MAC not in the table
 	NewSerial               // a known MAC with another serial: the peer restarted
+	// Refused: a new MAC while the table is full; nothing changes.
+	Refused
+	// Conflict: the announcement contradicts an entry — a known MAC under
+	// another peer index or from another sender, or a sender that already
+	// announced a different MAC; nothing changes.
+	Conflict
 )
 
-func (c Change) String() string { return [...]string{"known", "new-peer", "new-serial"}[c] }
+func (c Change) String() string {
+	return [...]string{"known", "new-peer", "new-serial", "refused", "conflict"}[c]
+}
+
+// Changed says whether the table took the announcement as news: a peer
+// to answer with a fresh round.
+func (c Change) Changed() bool { return c == NewPeer || c == NewSerial }
 
 // Peer is one peer-table entry.
 type Peer struct {
@@ -33,30 +45,66 @@ type peer struct {
 	serial  uint32
 	index   uint16
 	firstMs int32
+	src     ether.MAC // the Ethernet source that announced it
 }
+
+// DefaultMaxPeers bounds a table whose owner set no bound: Open-MX's peer
+// table is a fixed array too, and a table that grows with every forged
+// announcement is memory anyone on the segment can take.
+const DefaultMaxPeers = 65536
 
 // PeerTable is a listener's view of its peers, keyed by MAC as Open-MX's
 // is. Entries are never removed: a peer whose address changed leaves its
 // old entry behind, as it would in Open-MX.
+//
+// Entries change only as Open-MX lets them: a peer restarts (a new serial)
+// under the same MAC and peer index, announced from the same Ethernet
+// source; anything else that names a known MAC, or a sender that already
+// announced another MAC, is a Conflict and changes nothing. So one
+// sender stands for one entry: an announcement cannot overwrite another
+// host's entry, and behind the fabric's source guard (which pins every
+// host to its own source) a host cannot fill a table with invented peers
+// or make it look full. The table holds at most Max entries; new MACs
+// beyond are Refused.
 type PeerTable struct {
 	epoch time.Time
 	m     map[ether.MAC]peer
+	by    map[ether.MAC]ether.MAC // Ethernet source -> the MAC it announced
+	max   int
+	// Refused and Conflicts count the announcements turned away.
+	Refused, Conflicts int
 }
 
-// NewPeerTable makes an empty table; times are kept relative to epoch.
-func NewPeerTable(epoch time.Time) *PeerTable {
-	return &PeerTable{epoch: epoch, m: map[ether.MAC]peer{}}
+// NewPeerTable makes an empty table of at most max peers (0:
+// DefaultMaxPeers); times are kept relative to epoch.
+func NewPeerTable(epoch time.Time, max int) *PeerTable {
+	if max <= 0 {
+		max = DefaultMaxPeers
+	}
+	return &PeerTable{epoch: epoch, m: map[ether.MAC]peer{}, by: map[ether.MAC]ether.MAC{}, max: max}
 }
 
-// Observe records an announcement from mac and says what it changed.
-func (t *PeerTable) Observe(mac ether.MAC, serial uint32, index uint16, now time.Time) Change {
+// Observe records an announcement of mac (serial, peer index) sent from
+// Ethernet source src, and says what it changed.
+func (t *PeerTable) Observe(src, mac ether.MAC, serial uint32, index uint16, now time.Time) Change {
+	if prev, ok := t.by[src]; ok && prev != mac {
+		t.Conflicts++
+		return Conflict
+	}
 	p, ok := t.m[mac]
 	switch {
+	case !ok && len(t.m) >= t.max:
+		t.Refused++
+		return Refused
 	case !ok:
-		t.m[mac] = peer{serial: serial, index: index, firstMs: int32(now.Sub(t.epoch).Milliseconds())}
+		t.m[mac] = peer{serial: serial, index: index, firstMs: int32(now.Sub(t.epoch).Milliseconds()), src: src}
+		t.by[src] = mac
 		return NewPeer
+	case p.index != index || p.src != src:
+		t.Conflicts++
+		return Conflict
 	case p.serial != serial:
-		p.serial, p.index = serial, index
+		p.serial = serial
 		t.m[mac] = p
 		return NewSerial
 	}
@@ -67,6 +115,15 @@ func (t *PeerTable) Observe(mac ether.MAC, serial uint32, index uint16, now time
 func (t *PeerTable) Has(mac ether.MAC) bool {
 	_, ok := t.m[mac]
 	return ok
+}
+
+// Matches says whether mac is a peer whose entry has this peer index and
+// serial: a connect frame from mac that carries others was not sent by
+// the peer the table knows (a forged or reflected request or reply) or
+// comes from an incarnation the table has not heard announce.
+func (t *PeerTable) Matches(mac ether.MAC, index uint16, serial uint32) bool {
+	p, ok := t.m[mac]
+	return ok && p.index == index && p.serial == serial
 }
 
 // Len is the number of peers.
@@ -168,7 +225,7 @@ func (a *Announcer) Sent(now time.Time) {
 // and it must hear from us. While a burst is going the rest of it serves;
 // otherwise a fresh round starts at first.
 func (a *Announcer) Heard(c Change, first time.Time) bool {
-	if c == Known || a.InRound() || a.next.IsZero() {
+	if !c.Changed() || a.InRound() || a.next.IsZero() {
 		return false
 	}
 	a.NewRound(first)

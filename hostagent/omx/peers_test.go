@@ -9,7 +9,7 @@ import (
 
 func TestPeerTable(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	tab := NewPeerTable(t0)
+	tab := NewPeerTable(t0, 0)
 	steps := []struct {
 		mac    ether.MAC
 		serial uint32
@@ -22,7 +22,7 @@ func TestPeerTable(t *testing.T) {
 		{macA, 2, Known},
 	}
 	for i, s := range steps {
-		if got := tab.Observe(s.mac, s.serial, 0, t0.Add(time.Duration(i)*time.Second)); got != s.want {
+		if got := tab.Observe(s.mac, s.mac, s.serial, 0, t0.Add(time.Duration(i)*time.Second)); got != s.want {
 			t.Fatalf("step %d: %v, want %v", i, got, s.want)
 		}
 	}
@@ -97,5 +97,43 @@ func TestNewSerialTriggersFreshRound(t *testing.T) {
 	a2.Sent(t0)
 	if !a2.Heard(NewPeer, at) {
 		t.Fatal("a late new peer did not start a round")
+	}
+}
+
+// The rules an announcement must meet to change a table: bounded, one
+// entry per sender, a known entry changed only by its own sender under
+// its own peer index.
+func TestPeerTableRules(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	v, x := ether.MAC{2, 0, 0, 0, 0, 0x0a}, ether.MAC{2, 0, 0, 0, 0, 0x0b}
+	tab := NewPeerTable(t0, 3)
+	steps := []struct {
+		what        string
+		src, mac    ether.MAC
+		serial      uint32
+		index       uint16
+		want        Change
+		refused, cf int
+	}{
+		{"victim announces", v, v, 5, 1, NewPeer, 0, 0},
+		{"spoofer announces itself", x, x, 7, 2, NewPeer, 0, 0},
+		{"spoofer invents a peer", x, ether.MAC{2, 0, 0, 0, 0, 0x0c}, 8, 3, Conflict, 0, 1},
+		{"another sender claims the victim's MAC, new serial", x, v, 6, 1, Conflict, 0, 2},
+		{"the victim's own source under another index", v, v, 6, 9, Conflict, 0, 3},
+		{"the victim restarts", v, v, 6, 1, NewSerial, 0, 3},
+		{"a third host", ether.MAC{2, 0, 0, 0, 0, 0x0d}, ether.MAC{2, 0, 0, 0, 0, 0x0d}, 1, 4, NewPeer, 0, 3},
+		{"a fourth host: table full", ether.MAC{2, 0, 0, 0, 0, 0x0e}, ether.MAC{2, 0, 0, 0, 0, 0x0e}, 1, 5, Refused, 1, 3},
+		{"known peers still heard when full", v, v, 6, 1, Known, 1, 3},
+	}
+	for _, s := range steps {
+		if got := tab.Observe(s.src, s.mac, s.serial, s.index, t0); got != s.want || tab.Refused != s.refused || tab.Conflicts != s.cf {
+			t.Fatalf("%s: %v (refused %d, conflicts %d), want %v (%d, %d)", s.what, got, tab.Refused, tab.Conflicts, s.want, s.refused, s.cf)
+		}
+	}
+	if tab.Len() != 3 || !tab.Matches(v, 1, 6) || tab.Matches(v, 1, 5) || tab.Matches(v, 2, 6) || tab.Matches(ether.MAC{2, 0, 0, 0, 0, 0x0e}, 5, 1) {
+		t.Fatalf("table %+v", tab.Peers())
+	}
+	if NewPeerTable(t0, 0).max != DefaultMaxPeers {
+		t.Fatal("an unset bound is not DefaultMaxPeers")
 	}
 }
