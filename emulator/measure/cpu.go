@@ -12,6 +12,9 @@ import (
 // every core since boot.
 type CPUTimes struct {
 	Busy, Idle uint64
+	// Softirq (part of Busy) is the kernel's packet work outside any
+	// thread: veth, tbf, packet-socket delivery.
+	Softirq uint64
 }
 
 // ReadCPU reads the all-cores line of /proc/stat. Idle counts idle and
@@ -51,6 +54,9 @@ func parseCPULine(line string) (CPUTimes, error) {
 			t.Idle += v
 		} else {
 			t.Busy += v
+		}
+		if i == 6 {
+			t.Softirq = v
 		}
 	}
 	return t, nil

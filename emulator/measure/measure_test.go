@@ -17,8 +17,8 @@ func TestCPULine(t *testing.T) {
 		t.Fatal(err)
 	}
 	// busy = user+nice+system+irq+softirq+steal; guest (7) is inside user.
-	if a.Busy != 170 || a.Idle != 1020 {
-		t.Errorf("parsed %+v, want busy 170 idle 1020", a)
+	if a.Busy != 170 || a.Idle != 1020 || a.Softirq != 4 {
+		t.Errorf("parsed %+v, want busy 170 idle 1020 softirq 4", a)
 	}
 	b := CPUTimes{Busy: a.Busy + 90, Idle: a.Idle + 10}
 	if f := BusyFraction(a, b); f != 0.9 {

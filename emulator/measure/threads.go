@@ -1,7 +1,6 @@
 package measure
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -80,29 +79,6 @@ func parseSchedstat(s string) (uint64, error) {
 	return strconv.ParseUint(f[0], 10, 64)
 }
 
-// readSoftirq returns the softirq jiffies summed over every core (the
-// seventh field of /proc/stat's "cpu" line).
-func readSoftirq() (uint64, error) {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0, fmt.Errorf("cpu: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0, fmt.Errorf("cpu: /proc/stat is empty")
-	}
-	return parseSoftirq(sc.Text())
-}
-
-func parseSoftirq(line string) (uint64, error) {
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0, fmt.Errorf("cpu: unexpected /proc/stat line %q", line)
-	}
-	return strconv.ParseUint(f[7], 10, 64)
-}
-
 // clockTicks is USER_HZ, the unit of /proc/stat; 100 on every Linux
 // architecture ethfab runs on.
 const clockTicks = 100
@@ -120,7 +96,9 @@ func snapshotCPU(procs []watchedProc) cpuSnapshot {
 			s.procs = append(s.procs, t)
 		}
 	}
-	s.softirq, _ = readSoftirq()
+	if t, err := ReadCPU(); err == nil {
+		s.softirq = t.Softirq
+	}
 	return s
 }
 

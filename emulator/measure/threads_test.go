@@ -17,18 +17,6 @@ func TestParseSchedstat(t *testing.T) {
 	}
 }
 
-func TestParseSoftirq(t *testing.T) {
-	v, err := parseSoftirq("cpu  10 0 20 300 4 5 77 0 0 0")
-	if err != nil || v != 77 {
-		t.Errorf("got %d, %v", v, err)
-	}
-	for _, bad := range []string{"cpu 1 2 3", "cpu0 1 2 3 4 5 6 7", "cpu 1 2 3 4 5 6 x 8"} {
-		if _, err := parseSoftirq(bad); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-}
-
 // The split is per thread in cores over the interval; the busiest
 // vswitchd thread is named even when the all-core average is low.
 func TestCPUSplit(t *testing.T) {
