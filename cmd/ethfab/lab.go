@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -81,7 +82,7 @@ func upCommand() *cli.Command {
 func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "down",
-		Usage:     "remove everything a lab made (idempotent; works after a crash)",
+		Usage:     "remove everything a lab made (works after a crash; a lab that does not exist is an error)",
 		ArgsUsage: "[LAB...]",
 		Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
 		Action: func(c *cli.Context) error {
@@ -92,20 +93,44 @@ func downCommand() *cli.Command {
 					return err
 				}
 				labs = all
+				if len(labs) == 0 {
+					fmt.Fprintln(c.App.Writer, "no labs")
+					// A down killed after removing the last lab leaves
+					// host settings to the next down: this one.
+					return fabric.RestoreHostSettings()
+				}
+			} else {
+				if len(labs) == 0 {
+					return fmt.Errorf("usage: ethfab down LAB... | ethfab down --all")
+				}
+				// Every name is checked before anything is removed.
+				for i, l := range labs {
+					if err := checkLab(fmt.Sprintf("LAB %d", i+1), l); err != nil {
+						return err
+					}
+				}
 			}
-			if len(labs) == 0 && !c.Bool("all") {
-				return fmt.Errorf("usage: ethfab down LAB... | ethfab down --all")
-			}
+			var errs []error
 			for _, l := range labs {
 				t := time.Now()
 				if err := fabric.Down(l); err != nil {
-					return fmt.Errorf("down %s: %w", l, err)
+					errs = append(errs, fmt.Errorf("down %s: %w", scenario.Abbrev(l), err))
+					continue
 				}
 				fmt.Fprintf(c.App.Writer, "lab %s removed (%.2fs)\n", l, time.Since(t).Seconds())
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
+}
+
+// checkLab checks a lab name given on the command line, naming the
+// argument or flag it came from.
+func checkLab(what, name string) error {
+	if err := scenario.CheckLabName(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func statusCommand() *cli.Command {
@@ -135,6 +160,9 @@ func statusCommand() *cli.Command {
 					fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%d hosts\t%d switches\n", l, lab.State, lab.Topology, len(lab.Hosts), len(lab.Switches))
 				}
 				return nil
+			}
+			if err := checkLab("LAB", c.Args().First()); err != nil {
+				return err
 			}
 			lab, err := fabric.Load(c.Args().First())
 			if err != nil {
@@ -180,13 +208,16 @@ func execCommand() *cli.Command {
 			if len(args) < 3 {
 				return fmt.Errorf("usage: ethfab exec LAB HOST -- CMD [ARGS...]")
 			}
+			if err := checkLab("LAB", args[0]); err != nil {
+				return err
+			}
 			lab, err := fabric.Load(args[0])
 			if err != nil {
 				return err
 			}
 			h := lab.Host(args[1])
 			if h == nil {
-				return fmt.Errorf("lab %s has no host %q", lab.Lab, args[1])
+				return fmt.Errorf("lab %s has no host %s", lab.Lab, scenario.Abbrev(args[1]))
 			}
 			cmd := exec.Command("ip", append([]string{"netns", "exec", h.NetNS}, args[2:]...)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -221,6 +252,9 @@ func pingCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
+			}
+			if err := checkLab("LAB", c.Args().First()); err != nil {
+				return err
 			}
 			lab, err := fabric.Load(c.Args().First())
 			if err != nil {

@@ -14,20 +14,25 @@ import (
 // PIDs in their pidfiles), its namespaces (which takes every veth with
 // them) and its state directory — and nothing else. It is idempotent and
 // works from the state directory alone, after a crash at any point of Up.
+// A lab that does not exist is ErrNoLab.
 func Down(name string) error {
 	l, err := Load(name)
-	if errors.Is(err, ErrNoLab) {
-		return nil
-	}
 	if err != nil {
 		return err
 	}
+	if os.Geteuid() != 0 {
+		// Said once, instead of one EPERM per daemon and namespace.
+		return fmt.Errorf("ethfab down needs root (it stops the lab's daemons and deletes its namespaces)")
+	}
+	// The directory follows from the checked name; l.Dir is data read
+	// from a file, not a path to remove.
+	dir := LabDir(name)
 	// Sockets and namespaces die one RCU grace period at a time: with
 	// expedited ones the lab is gone when Down returns, instead of dying
 	// in the background through the next measurement.
 	defer kernel.ExpediteRCU()()
 	var errs []error
-	if err := ovs.StopPoolRunDir(filepath.Join(l.Dir, "ovs")); err != nil {
+	if err := ovs.StopPoolRunDir(filepath.Join(dir, "ovs")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping open vswitch: %w", err))
 	}
 	if len(l.Namespaces) > 0 {
@@ -52,8 +57,8 @@ func Down(name string) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := os.RemoveAll(l.Dir); err != nil {
+	if err := removeLabDir(dir); err != nil {
 		return fmt.Errorf("lab directory: %w", err)
 	}
-	return restoreSendBuffer()
+	return RestoreHostSettings()
 }

@@ -65,9 +65,9 @@ func raiseSendBuffer() (string, error) {
 		"(vswitchd sends every port's frames through one socket; a full tbf queue would otherwise make it drop frames for all ports)", cur, wmemWanted), nil
 }
 
-// restoreSendBuffer puts back the setting raiseSendBuffer changed, once no
+// RestoreHostSettings puts back the setting raiseSendBuffer changed, once no
 // lab is left.
-func restoreSendBuffer() error {
+func RestoreHostSettings() error {
 	saved := filepath.Join(StateRoot, sysctlStateFile)
 	b, err := os.ReadFile(saved)
 	if errors.Is(err, os.ErrNotExist) {

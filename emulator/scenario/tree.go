@@ -177,7 +177,7 @@ func tokenPos(n ast.Node) pos {
 }
 
 func (c *converter) errAt(p pos, format string, args ...any) error {
-	return Errors{{File: c.file, Line: p.line, Col: p.col, Msg: fmt.Sprintf(format, args...)}}
+	return Errors{{File: c.file, Line: p.line, Col: p.col, Msg: fmt.Sprintf(format, clipArgs(args)...)}}
 }
 
 func (c *converter) convert(an ast.Node) (*node, error) {
@@ -323,21 +323,21 @@ func parsePath(s string) ([]pathStep, error) {
 		if rest[0] == '[' {
 			end := strings.IndexByte(rest, ']')
 			if end < 0 {
-				return nil, fmt.Errorf("path %q: unclosed [", s)
+				return nil, fmt.Errorf("path %s: unclosed [", Abbrev(s))
 			}
 			i, err := strconv.Atoi(rest[1:end])
 			if err != nil || i < 0 {
-				return nil, fmt.Errorf("path %q: index %q is not a non-negative integer", s, rest[1:end])
+				return nil, fmt.Errorf("path %s: index %s is not a non-negative integer", Abbrev(s), Abbrev(rest[1:end]))
 			}
 			steps = append(steps, pathStep{index: i})
 			rest = rest[end+1:]
 			if rest != "" && rest[0] == '.' {
 				rest = rest[1:]
 				if rest == "" {
-					return nil, fmt.Errorf("path %q: ends with a dot", s)
+					return nil, fmt.Errorf("path %s: ends with a dot", Abbrev(s))
 				}
 			} else if rest != "" && rest[0] != '[' {
-				return nil, fmt.Errorf("path %q: want . or [ after ]", s)
+				return nil, fmt.Errorf("path %s: want . or [ after ]", Abbrev(s))
 			}
 			continue
 		}
@@ -347,14 +347,14 @@ func parsePath(s string) ([]pathStep, error) {
 		}
 		key := rest[:end]
 		if key == "" {
-			return nil, fmt.Errorf("path %q: empty field name", s)
+			return nil, fmt.Errorf("path %s: empty field name", Abbrev(s))
 		}
 		steps = append(steps, pathStep{key: key, index: -1})
 		rest = rest[end:]
 		if rest != "" && rest[0] == '.' {
 			rest = rest[1:]
 			if rest == "" {
-				return nil, fmt.Errorf("path %q: ends with a dot", s)
+				return nil, fmt.Errorf("path %s: ends with a dot", Abbrev(s))
 			}
 		}
 	}
