@@ -31,7 +31,7 @@ func TestCheckLabName(t *testing.T) {
 // neither repeats a megabyte of input in its error.
 func TestLabNameInScenario(t *testing.T) {
 	const topo = "topology: {kind: clos, k: 4}\n"
-	huge := strings.Repeat("x", 1<<20)
+	huge := strings.Repeat("x", 200<<10)
 	for _, doc := range []string{"name: ..\n" + topo, "name: \"a/b\"\n" + topo, "name: " + huge + "\n" + topo} {
 		_, err := Parse("n.yaml", []byte(doc))
 		if err == nil || !strings.Contains(err.Error(), "n.yaml:1:7: name:") {

@@ -100,10 +100,6 @@ func (n *node) setOverride(o string) {
 	}
 }
 
-// maxNodes bounds alias expansion ("billion laughs") and absurd inputs;
-// a real scenario has a few hundred nodes.
-const maxNodes = 20000
-
 type converter struct {
 	file    string
 	anchors map[string]ast.Node
@@ -120,6 +116,10 @@ func parseTree(file string, data []byte) (n *node, err error) {
 			n, err = nil, Errors{{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
+	data = stripBOM(data)
+	if err := checkLimits(file, data); err != nil {
+		return nil, err
+	}
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
 		return nil, Errors{yamlError(file, perr)}
@@ -142,13 +142,17 @@ func parseTree(file string, data []byte) (n *node, err error) {
 }
 
 func yamlError(file string, err error) *Error {
-	e := &Error{File: file, Line: 1, Col: 1, Msg: err.Error()}
+	e := &Error{File: file, Line: 1, Col: 1}
 	var ye yaml.Error
-	if errors.As(err, &ye) {
-		e.Msg = ye.GetMessage()
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
-			e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
-		}
+	if !errors.As(err, &ye) {
+		e.Msg = err.Error()
+		return e
+	}
+	// Not ye.Error(): it prints the source around the error, which takes
+	// time quadratic in the length of the line (8 s for a 192 KB line).
+	e.Msg = ye.GetMessage()
+	if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+		e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
 	}
 	return e
 }
@@ -187,8 +191,8 @@ func (c *converter) convert(an ast.Node) (*node, error) {
 	}
 	c.depth++
 	defer func() { c.depth-- }()
-	if c.depth > 100 {
-		return nil, c.errAt(tokenPos(an), "document nested too deeply")
+	if c.depth > MaxDepth {
+		return nil, c.errAt(tokenPos(an), "document nested too deeply (more than %d levels)", MaxDepth)
 	}
 	p := tokenPos(an)
 	switch v := an.(type) {
