@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/ovs"
@@ -15,8 +16,13 @@ import (
 // them) and its state directory — and nothing else. It is idempotent and
 // works from the state directory alone, after a crash at any point of Up.
 // A lab that does not exist is ErrNoLab.
-func Down(name string) error {
+func Down(name string) (err error) {
 	l, err := Load(name)
+	if errors.Is(err, ErrNoLab) {
+		// The down that would have restored host settings may have been
+		// killed: whichever runs last does it.
+		return errors.Join(err, RestoreHostSettings())
+	}
 	if err != nil {
 		return err
 	}
@@ -30,28 +36,26 @@ func Down(name string) error {
 	// Sockets and namespaces die one RCU grace period at a time: with
 	// expedited ones the lab is gone when Down returns, instead of dying
 	// in the background through the next measurement.
-	defer kernel.ExpediteRCU()()
+	expediteRCU()
+	defer func() { err = errors.Join(err, RestoreHostSettings()) }()
 	var errs []error
 	if err := ovs.StopPoolRunDir(filepath.Join(dir, "ovs")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping open vswitch: %w", err))
 	}
 	if len(l.Namespaces) > 0 {
-		existing, err := kernel.ListNamespaces(name + "-")
-		if err != nil {
-			errs = append(errs, err)
-		}
 		mine := map[string]bool{}
 		for _, n := range l.Namespaces {
 			mine[n] = true
 		}
-		var del []string
-		for _, n := range existing {
-			if mine[n] {
-				del = append(del, n)
-			}
+		del, err := existingOf(name, mine)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		if err := kernel.DeleteNamespaces(del); err != nil {
 			errs = append(errs, fmt.Errorf("namespaces: %w", err))
+		}
+		if left, _ := existingOf(name, mine); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("%d namespaces survive: %s", len(left), strings.Join(left[:min(len(left), 5)], ", ")))
 		}
 	}
 	if len(errs) > 0 {
@@ -60,5 +64,17 @@ func Down(name string) error {
 	if err := removeLabDir(dir); err != nil {
 		return fmt.Errorf("lab directory: %w", err)
 	}
-	return RestoreHostSettings()
+	return nil
+}
+
+// existingOf lists the lab's namespaces (those in mine) that exist.
+func existingOf(lab string, mine map[string]bool) ([]string, error) {
+	existing, err := kernel.ListNamespaces(lab + "-")
+	var out []string
+	for _, n := range existing {
+		if mine[n] {
+			out = append(out, n)
+		}
+	}
+	return out, err
 }
