@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -49,6 +50,9 @@ func upCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab up SCENARIO.yaml")
+			}
+			if err := flagInRange(c, "instances", 0, scenario.MaxInstances); err != nil {
+				return err
 			}
 			sc, err := loadScenario(c, c.Args().First())
 			if err != nil {
@@ -122,6 +126,14 @@ func downCommand() *cli.Command {
 			return errors.Join(errs...)
 		},
 	}
+}
+
+// flagInRange checks an integer flag, when given, against lo..hi.
+func flagInRange(c *cli.Context, name string, lo, hi int) error {
+	if v := c.Int(name); c.IsSet(name) && (v < lo || v > hi) {
+		return fmt.Errorf("--%s: %d is out of range %d..%d", name, v, lo, hi)
+	}
+	return nil
 }
 
 // checkLab checks a lab name given on the command line, naming the
@@ -254,6 +266,10 @@ func pingCommand() *cli.Command {
 				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
 			}
 			if err := checkLab("LAB", c.Args().First()); err != nil {
+				return err
+			}
+			// --sample 0 or below would silently mean every pair.
+			if err := flagInRange(c, "sample", 1, math.MaxInt32); err != nil {
 				return err
 			}
 			lab, err := fabric.Load(c.Args().First())

@@ -148,3 +148,22 @@ func TestDownNeedsRoot(t *testing.T) {
 		t.Errorf("down as nobody touched the lab: %v", err)
 	}
 }
+
+// Integer flags out of range fail, naming the flag, before anything runs.
+func TestFlagRanges(t *testing.T) {
+	root, _ := stateRoot(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "--instances", "-1", "none.yaml"}, "--instances: -1 is out of range 0..64"},
+		{[]string{"up", "--instances", "65", "none.yaml"}, "--instances: 65 is out of range"},
+		{[]string{"ping", "lab", "--sample", "0"}, "--sample: 0 is out of range"},
+		{[]string{"ping", "lab", "--sample", "-5"}, "--sample: -5 is out of range"},
+	} {
+		r := ethfab(t, os.Args[0], root, nil, c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("ethfab %q: exit %d, %s, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}

@@ -95,3 +95,17 @@ func TestBOM(t *testing.T) {
 		t.Errorf("a BOM shifts positions: %v", err)
 	}
 }
+
+// A rate tc cannot shape fails when the file is read, at its line, not
+// in tc after the lab's namespaces were built.
+func TestRateTooSlow(t *testing.T) {
+	for _, r := range []string{"1bit", "999", "0.9kbit", "100bps"} {
+		_, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: "+r+"}\n"))
+		if err == nil || !strings.Contains(err.Error(), "r.yaml:4:16: links.host.rate: ") || !strings.Contains(err.Error(), "below 1kbit") {
+			t.Errorf("rate %s: %v", r, err)
+		}
+	}
+	if _, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: 1kbit}\n")); err != nil {
+		t.Errorf("1kbit: %v", err)
+	}
+}
