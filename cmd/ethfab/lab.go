@@ -188,6 +188,11 @@ func statusCommand() *cli.Command {
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, lab.Assign, lab.Routing)
+			if lab.State != "up" {
+				for _, warning := range lab.Warnings {
+					fmt.Fprintln(w, "warning:", warning)
+				}
+			}
 			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
 				len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
 			for _, in := range lab.OVS.Instances {

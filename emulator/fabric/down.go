@@ -33,6 +33,14 @@ func Down(name string) (err error) {
 	// The directory follows from the checked name; l.Dir is data read
 	// from a file, not a path to remove.
 	dir := LabDir(name)
+	if l.State != "broken" {
+		// Said before anything goes, so that a down killed half-way
+		// leaves a lab `status` does not call up.
+		l.State, l.Dir = "tearing-down", dir
+		if err := l.save(); err != nil {
+			return err
+		}
+	}
 	// Sockets and namespaces die one RCU grace period at a time: with
 	// expedited ones the lab is gone when Down returns, instead of dying
 	// in the background through the next measurement.

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
 )
 
@@ -89,7 +90,7 @@ type OVSRef struct {
 type Lab struct {
 	Lab        string   `json:"lab"`
 	Dir        string   `json:"dir"`
-	State      string   `json:"state"` // building, up
+	State      string   `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
 	Scenario   string   `json:"scenario"`
 	Topology   string   `json:"topology"`
 	Addressing string   `json:"addressing"`
@@ -189,7 +190,34 @@ func Load(lab string) (*Lab, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("lab %q: state file: %w", lab, err)
 	}
+	if l.State == "up" {
+		l.checkNamespaces()
+	}
 	return &l, nil
+}
+
+// checkNamespaces marks a lab whose state file says up as broken when
+// some of its namespaces are gone (a `down` killed half-way, or one
+// deleted by hand): a lab is up only if the kernel agrees.
+func (l *Lab) checkNamespaces() {
+	existing, err := kernel.ListNamespaces(l.Lab + "-")
+	if err != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, n := range existing {
+		have[n] = true
+	}
+	gone := 0
+	for _, n := range l.Namespaces {
+		if !have[n] {
+			gone++
+		}
+	}
+	if gone > 0 {
+		l.State = "broken"
+		l.Warnings = append(l.Warnings, fmt.Sprintf("%d of %d namespaces are gone (ethfab down %s removes the rest)", gone, len(l.Namespaces), l.Lab))
+	}
 }
 
 // List names every lab with a state directory.

@@ -93,3 +93,20 @@ func TestRemoveLabDirStaysInRoot(t *testing.T) {
 		t.Errorf("through a symlinked root: %v", err)
 	}
 }
+
+// A lab whose state file says up but whose namespaces are partly gone (a
+// down killed half-way) is not reported as up.
+func TestHalfTornDownLabIsNotUp(t *testing.T) {
+	root, _ := useStateRoot(t)
+	state := `{"lab": "lab", "state": "up", "namespaces": ["lab-fab0", "lab-h0"]}`
+	if err := os.WriteFile(filepath.Join(root, "lab", stateFile), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load("lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.State != "broken" || len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "2 of 2 namespaces are gone") {
+		t.Errorf("state %q, warnings %q", l.State, l.Warnings)
+	}
+}
