@@ -22,6 +22,12 @@ func TestStopKeepsPidfileOfSurvivor(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// Until it has exec'ed, the child's command line is this test's.
+	for deadline := time.Now().Add(5 * time.Second); !processAlive(cmd.Process.Pid, dir); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in daemon never showed its run directory")
+		}
+	}
 	pidfile := filepath.Join(dir, switchPid)
 	if err := os.WriteFile(pidfile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)

@@ -92,7 +92,6 @@ func readJournal() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Values were numbers in older versions: read any JSON value.
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return nil, fmt.Errorf("failed to read %s: %w", sysctlStateFile, err)
@@ -111,7 +110,17 @@ func writeJournal(j map[string]string) error {
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(j, "", "  ")
+	// Numbers stay JSON numbers, as older versions wrote and read them
+	// (an older down may share the machine's state root).
+	out := map[string]any{}
+	for k, v := range j {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		} else {
+			out[k] = v
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
 	}

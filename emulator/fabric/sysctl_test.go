@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -52,6 +53,13 @@ func TestHostSettingsSurviveAKill(t *testing.T) {
 	expediteRCU()
 	if j, _ := readJournal(); j["kernel.rcu_expedited"] != "0" || j["net.core.wmem_default"] != "212992" {
 		t.Fatalf("journal %v", j)
+	}
+	// An older ethfab sharing the machine reads the wmem value as a number.
+	var old struct {
+		WmemDefault int `json:"net.core.wmem_default"`
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, sysctlStateFile)); json.Unmarshal(b, &old) != nil || old.WmemDefault != 212992 {
+		t.Errorf("an older version cannot read the journal: %s", b)
 	}
 	// The killed processes are gone; the next down, of a lab that does
 	// not exist, restores what is no longer needed.
