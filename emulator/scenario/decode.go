@@ -530,9 +530,14 @@ func (d *decoder) linkSpec(n *node, path string) LinkSpec {
 
 // impairment reads either a scalar (a required impairment) or
 // {value: X, required: bool} (required defaults to true).
+// A zero value is no impairment (the zero Impairment), whatever required
+// says, so that the effective scenario, which omits it, reads back equal.
 func impairment[T time.Duration | float64](d *decoder, n *node, path string, read func(*node, string) (T, bool)) Impairment[T] {
 	if n.kind != mapNode {
 		v, _ := read(n, path)
+		if v == 0 {
+			return Impairment[T]{}
+		}
 		return Impairment[T]{Value: v, Required: true}
 	}
 	f := d.fields(n, path, "value", "required")
@@ -544,6 +549,9 @@ func impairment[T time.Duration | float64](d *decoder, n *node, path string, rea
 	}
 	if e := f["required"]; e != nil {
 		im.Required, _ = d.boolean(e.val, join(path, "required"))
+	}
+	if im.Value == 0 {
+		return Impairment[T]{}
 	}
 	return im
 }
