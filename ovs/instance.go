@@ -423,6 +423,11 @@ func StopRunDir(runDir string) error {
 			errs = append(errs, fmt.Errorf("ovs: stop %s: %w", p, err))
 		}
 	}
+	if len(errs) > 0 {
+		// A daemon survives: its pidfile is the only way the next
+		// `down` finds it, so nothing is removed.
+		return errors.Join(errs...)
+	}
 	// Daemons killed with SIGKILL leave their sockets and pidfiles behind.
 	socks, _ := filepath.Glob(filepath.Join(abs, "*.mgmt"))
 	snoops, _ := filepath.Glob(filepath.Join(abs, "*.snoop"))
@@ -435,19 +440,23 @@ func StopRunDir(runDir string) error {
 	return errors.Join(errs...)
 }
 
+// signalProcess is syscall.Kill; a test replaces it to play a daemon that
+// does not die.
+var signalProcess = syscall.Kill
+
 // killWait sends SIGTERM to pid if it is still the daemon of runDir, then
 // SIGKILL after timeout, and waits until it is gone.
 func killWait(pid int, runDir string, timeout time.Duration) error {
 	if !processAlive(pid, runDir) {
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signalProcess(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	deadline := time.Now().Add(timeout)
 	for processAlive(pid, runDir) {
 		if time.Now().After(deadline) {
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			if err := signalProcess(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 				return err
 			}
 			deadline = time.Now().Add(DieTimeout)

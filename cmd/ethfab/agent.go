@@ -131,6 +131,9 @@ func runAgent(c *cli.Context) error {
 
 // runLabAgents serves every host of a running lab from this process.
 func runLabAgents(ctx context.Context, c *cli.Context, o hostagent.Options) error {
+	if err := checkLab("--lab", c.String("lab")); err != nil {
+		return err
+	}
 	lab, err := fabric.Load(c.String("lab"))
 	if err != nil {
 		return err

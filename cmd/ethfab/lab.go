@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -49,6 +51,9 @@ func upCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab up SCENARIO.yaml")
 			}
+			if err := flagInRange(c, "instances", 0, scenario.MaxInstances); err != nil {
+				return err
+			}
 			sc, err := loadScenario(c, c.Args().First())
 			if err != nil {
 				return err
@@ -81,7 +86,7 @@ func upCommand() *cli.Command {
 func downCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "down",
-		Usage:     "remove everything a lab made (idempotent; works after a crash)",
+		Usage:     "remove everything a lab made (works after a crash; a lab that does not exist is an error)",
 		ArgsUsage: "[LAB...]",
 		Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
 		Action: func(c *cli.Context) error {
@@ -92,20 +97,52 @@ func downCommand() *cli.Command {
 					return err
 				}
 				labs = all
+				if len(labs) == 0 {
+					fmt.Fprintln(c.App.Writer, "no labs")
+					// A down killed after removing the last lab leaves
+					// host settings to the next down: this one.
+					return fabric.RestoreHostSettings()
+				}
+			} else {
+				if len(labs) == 0 {
+					return fmt.Errorf("usage: ethfab down LAB... | ethfab down --all")
+				}
+				// Every name is checked before anything is removed.
+				for i, l := range labs {
+					if err := checkLab(fmt.Sprintf("LAB %d", i+1), l); err != nil {
+						return err
+					}
+				}
 			}
-			if len(labs) == 0 && !c.Bool("all") {
-				return fmt.Errorf("usage: ethfab down LAB... | ethfab down --all")
-			}
+			var errs []error
 			for _, l := range labs {
 				t := time.Now()
 				if err := fabric.Down(l); err != nil {
-					return fmt.Errorf("down %s: %w", l, err)
+					errs = append(errs, fmt.Errorf("down %s: %w", scenario.Abbrev(l), err))
+					continue
 				}
 				fmt.Fprintf(c.App.Writer, "lab %s removed (%.2fs)\n", l, time.Since(t).Seconds())
 			}
-			return nil
+			return errors.Join(errs...)
 		},
 	}
+}
+
+// flagInRange checks an integer flag, when given, against lo..hi.
+func flagInRange(c *cli.Context, name string, lo, hi int) error {
+	if v := c.Int(name); c.IsSet(name) && (v < lo || v > hi) {
+		return fmt.Errorf("--%s: %d is out of range %d..%d", name, v, lo, hi)
+	}
+	return nil
+}
+
+// checkLab checks a lab name given on the command line, naming the
+// argument or flag it came from.
+func checkLab(what, name string) error {
+	if err := scenario.CheckLabName(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 func statusCommand() *cli.Command {
@@ -136,6 +173,9 @@ func statusCommand() *cli.Command {
 				}
 				return nil
 			}
+			if err := checkLab("LAB", c.Args().First()); err != nil {
+				return err
+			}
 			lab, err := fabric.Load(c.Args().First())
 			if err != nil {
 				return err
@@ -148,6 +188,11 @@ func statusCommand() *cli.Command {
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
 			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, lab.Assign, lab.Routing)
+			if lab.State != "up" {
+				for _, warning := range lab.Warnings {
+					fmt.Fprintln(w, "warning:", warning)
+				}
+			}
 			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
 				len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
 			for _, in := range lab.OVS.Instances {
@@ -180,13 +225,16 @@ func execCommand() *cli.Command {
 			if len(args) < 3 {
 				return fmt.Errorf("usage: ethfab exec LAB HOST -- CMD [ARGS...]")
 			}
+			if err := checkLab("LAB", args[0]); err != nil {
+				return err
+			}
 			lab, err := fabric.Load(args[0])
 			if err != nil {
 				return err
 			}
 			h := lab.Host(args[1])
 			if h == nil {
-				return fmt.Errorf("lab %s has no host %q", lab.Lab, args[1])
+				return fmt.Errorf("lab %s has no host %s", lab.Lab, scenario.Abbrev(args[1]))
 			}
 			cmd := exec.Command("ip", append([]string{"netns", "exec", h.NetNS}, args[2:]...)...)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -221,6 +269,13 @@ func pingCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
+			}
+			if err := checkLab("LAB", c.Args().First()); err != nil {
+				return err
+			}
+			// --sample 0 or below would silently mean every pair.
+			if err := flagInRange(c, "sample", 1, math.MaxInt32); err != nil {
+				return err
 			}
 			lab, err := fabric.Load(c.Args().First())
 			if err != nil {

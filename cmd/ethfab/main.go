@@ -14,7 +14,15 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	app := &cli.App{
+	app := newApp()
+	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
+		fmt.Fprintln(os.Stderr, "ethfab:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
 		Name:    "ethfab",
 		Usage:   "emulate commodity-Ethernet HPC fabrics (Dragonfly, Flattened Butterfly, folded-Clos) on Open vSwitch",
 		Version: version,
@@ -36,10 +44,6 @@ func main() {
 			compareCommand(),
 			versionCommand(),
 		},
-	}
-	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
-		fmt.Fprintln(os.Stderr, "ethfab:", err)
-		os.Exit(1)
 	}
 }
 

@@ -28,6 +28,11 @@ func runCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab run SCENARIO.yaml")
 			}
+			if c.IsSet("lab") {
+				if err := checkLab("--lab", c.String("lab")); err != nil {
+					return err
+				}
+			}
 			sc, err := loadScenario(c, c.Args().First())
 			if err != nil {
 				return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/ovs"
@@ -14,46 +15,74 @@ import (
 // PIDs in their pidfiles), its namespaces (which takes every veth with
 // them) and its state directory — and nothing else. It is idempotent and
 // works from the state directory alone, after a crash at any point of Up.
-func Down(name string) error {
+// A lab that does not exist is ErrNoLab.
+func Down(name string) (err error) {
 	l, err := Load(name)
 	if errors.Is(err, ErrNoLab) {
-		return nil
+		// The down that would have restored host settings may have been
+		// killed: whichever runs last does it.
+		return errors.Join(err, RestoreHostSettings())
 	}
 	if err != nil {
 		return err
 	}
+	if os.Geteuid() != 0 {
+		// Said once, instead of one EPERM per daemon and namespace.
+		return fmt.Errorf("ethfab down needs root (it stops the lab's daemons and deletes its namespaces)")
+	}
+	// The directory follows from the checked name; l.Dir is data read
+	// from a file, not a path to remove.
+	dir := LabDir(name)
+	if l.State != "broken" {
+		// Said before anything goes, so that a down killed half-way
+		// leaves a lab `status` does not call up.
+		l.State, l.Dir = "tearing-down", dir
+		if err := l.save(); err != nil {
+			return err
+		}
+	}
 	// Sockets and namespaces die one RCU grace period at a time: with
 	// expedited ones the lab is gone when Down returns, instead of dying
 	// in the background through the next measurement.
-	defer kernel.ExpediteRCU()()
+	expediteRCU()
+	defer func() { err = errors.Join(err, RestoreHostSettings()) }()
 	var errs []error
-	if err := ovs.StopPoolRunDir(filepath.Join(l.Dir, "ovs")); err != nil {
+	if err := ovs.StopPoolRunDir(filepath.Join(dir, "ovs")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping open vswitch: %w", err))
 	}
 	if len(l.Namespaces) > 0 {
-		existing, err := kernel.ListNamespaces(name + "-")
-		if err != nil {
-			errs = append(errs, err)
-		}
 		mine := map[string]bool{}
 		for _, n := range l.Namespaces {
 			mine[n] = true
 		}
-		var del []string
-		for _, n := range existing {
-			if mine[n] {
-				del = append(del, n)
-			}
+		del, err := existingOf(name, mine)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		if err := kernel.DeleteNamespaces(del); err != nil {
 			errs = append(errs, fmt.Errorf("namespaces: %w", err))
+		}
+		if left, _ := existingOf(name, mine); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("%d namespaces survive: %s", len(left), strings.Join(left[:min(len(left), 5)], ", ")))
 		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if err := os.RemoveAll(l.Dir); err != nil {
+	if err := removeLabDir(dir); err != nil {
 		return fmt.Errorf("lab directory: %w", err)
 	}
-	return restoreSendBuffer()
+	return nil
+}
+
+// existingOf lists the lab's namespaces (those in mine) that exist.
+func existingOf(lab string, mine map[string]bool) ([]string, error) {
+	existing, err := kernel.ListNamespaces(lab + "-")
+	var out []string
+	for _, n := range existing {
+		if mine[n] {
+			out = append(out, n)
+		}
+	}
+	return out, err
 }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,8 +76,8 @@ func TestUpPingDown(t *testing.T) {
 			if err := Down(c.name); err != nil {
 				t.Fatal(err)
 			}
-			if err := Down(c.name); err != nil {
-				t.Fatalf("second down: %v", err)
+			if err := Down(c.name); !errors.Is(err, ErrNoLab) {
+				t.Fatalf("second down: %v, want ErrNoLab", err)
 			}
 			left, _ := kernel.ListNamespaces(c.name + "-")
 			if len(left) != 0 {

@@ -3,6 +3,7 @@ package fabric
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,8 +17,8 @@ import (
 	"github.com/ethfab/ethfab/emulator/scenario"
 )
 
-// TestMain lets the test binary play `ethfab up` in a child process, so a
-// test can kill it with SIGKILL at a chosen step.
+// TestMain lets the test binary play `ethfab up` or `ethfab down` in a
+// child process, so a test can kill it with SIGKILL at a chosen point.
 func TestMain(m *testing.M) {
 	if name := os.Getenv("ETHFAB_TEST_UP"); name != "" {
 		sc, err := scenario.Parse(name+".yaml", []byte(os.Getenv("ETHFAB_TEST_SCENARIO")))
@@ -25,6 +26,14 @@ func TestMain(m *testing.M) {
 			_, err = Up(context.Background(), sc, UpOptions{Progress: os.Stdout})
 		}
 		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if name := os.Getenv("ETHFAB_TEST_DOWN"); name != "" {
+		fmt.Println("down")
+		if err := Down(name); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
@@ -75,7 +84,9 @@ func TestKilledUpIsCleanedByDown(t *testing.T) {
 			if ns, _ := kernel.ListNamespaces(lab + "-"); after != "" && after != "compiled" && len(ns) == 0 {
 				t.Fatalf("killed after %q but no namespace exists", after)
 			}
-			if err := Down(lab); err != nil {
+			// Killed before it wrote the lab's state, up made nothing, and
+			// down says there is no such lab.
+			if err := Down(lab); err != nil && !(errors.Is(err, ErrNoLab) && (after == "" || after == "compiled")) {
 				t.Fatalf("down after a killed up: %v", err)
 			}
 			assertGone(t, lab, runDir)
@@ -104,5 +115,66 @@ func assertGone(t *testing.T, lab, runDir string) {
 		if strings.Contains(line, runDir) && !strings.HasPrefix(line, "Z") {
 			t.Errorf("daemon left: %s", line)
 		}
+	}
+}
+
+// A `down` killed at any point leaves a lab that `status` does not call
+// up, and host settings that the next `down` restores; that down removes
+// everything.
+func TestKilledDownIsFinishedByDown(t *testing.T) {
+	needRoot(t)
+	const lab = "eft-kdown"
+	wmem, _ := readSetting(wmemSetting.path)
+	rcu, _ := readSetting(rcuSetting.path)
+	for _, after := range []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 80 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			t.Cleanup(func() { Down(lab) })
+			sc := scenarioFor(t, lab, "{kind: dragonfly, p: 2, a: 4, h: 2}")
+			l, err := Up(context.Background(), sc, UpOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runDir := l.OVS.RunDir
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "ETHFAB_TEST_DOWN="+lab)
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// From the moment the child calls Down.
+			bufio.NewScanner(out).Scan()
+			time.Sleep(after)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			// Up means untouched: killed before it began, the down left
+			// every daemon running (and Load checked the namespaces).
+			if l, err := Load(lab); err == nil && l.State == "up" {
+				pids, _ := filepath.Glob(filepath.Join(runDir, "*", "*.pid"))
+				for _, p := range pids {
+					b, _ := os.ReadFile(p)
+					if _, err := os.Stat("/proc/" + strings.TrimSpace(string(b))); err != nil || len(pids) == 0 {
+						t.Errorf("killed after %v, the lab reads as up but %s is gone", after, p)
+					}
+				}
+				if len(pids) == 0 {
+					t.Errorf("killed after %v, the lab reads as up without pidfiles", after)
+				}
+			}
+			if err := Down(lab); err != nil && !errors.Is(err, ErrNoLab) {
+				t.Fatalf("down after a killed down: %v", err)
+			}
+			assertGone(t, lab, runDir)
+			if w, _ := readSetting(wmemSetting.path); w != wmem {
+				if labs, _ := List(); len(labs) == 0 {
+					t.Errorf("wmem_default %s, was %s", w, wmem)
+				}
+			}
+			if r, _ := readSetting(rcuSetting.path); r != rcu {
+				t.Errorf("rcu_expedited %s, was %s", r, rcu)
+			}
+		})
 	}
 }

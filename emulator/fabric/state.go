@@ -12,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/emulator/scenario"
 )
 
 // StateRoot holds one directory per lab. It lives on /run (tmpfs), like
@@ -87,7 +90,7 @@ type OVSRef struct {
 type Lab struct {
 	Lab        string   `json:"lab"`
 	Dir        string   `json:"dir"`
-	State      string   `json:"state"` // building, up
+	State      string   `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
 	Scenario   string   `json:"scenario"`
 	Topology   string   `json:"topology"`
 	Addressing string   `json:"addressing"`
@@ -115,8 +118,43 @@ type Timing struct {
 	Total      float64 `json:"total"`
 }
 
-// LabDir is where a lab's state lives.
+// LabDir is where a lab's state lives. The name must have passed
+// scenario.CheckLabName: Load, Down and Up check it.
 func LabDir(lab string) string { return filepath.Join(StateRoot, lab) }
+
+// removeLabDir removes a lab's state directory after checking that it is
+// one: a directory (not a symlink) whose resolved parent is the resolved
+// state root, under a valid lab name. Names are checked where they come
+// in; this check is the last line that keeps a bug elsewhere (or a path
+// read back from a state file) from removing anything outside the root.
+func removeLabDir(dir string) error {
+	root, err := filepath.EvalSymlinks(StateRoot)
+	if err != nil {
+		return fmt.Errorf("failed to resolve the state root: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("failed to resolve %s: %w", dir, err)
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return fmt.Errorf("failed to resolve %s: %w", dir, err)
+	}
+	if parent != root || scenario.CheckLabName(filepath.Base(abs)) != nil {
+		return fmt.Errorf("refusing to remove %s: not a lab directory directly under %s", dir, StateRoot)
+	}
+	fi, err := os.Lstat(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("refusing to remove %s: not a directory", dir)
+	}
+	return os.RemoveAll(abs)
+}
 
 func (l *Lab) save() error {
 	b, err := json.MarshalIndent(l, "", "  ")
@@ -135,6 +173,9 @@ var ErrNoLab = errors.New("no such lab")
 
 // Load reads a lab's state.
 func Load(lab string) (*Lab, error) {
+	if err := scenario.CheckLabName(lab); err != nil {
+		return nil, err
+	}
 	b, err := os.ReadFile(filepath.Join(LabDir(lab), stateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		if _, derr := os.Stat(LabDir(lab)); derr == nil {
@@ -149,7 +190,34 @@ func Load(lab string) (*Lab, error) {
 	if err := json.Unmarshal(b, &l); err != nil {
 		return nil, fmt.Errorf("lab %q: state file: %w", lab, err)
 	}
+	if l.State == "up" {
+		l.checkNamespaces()
+	}
 	return &l, nil
+}
+
+// checkNamespaces marks a lab whose state file says up as broken when
+// some of its namespaces are gone (a `down` killed half-way, or one
+// deleted by hand): a lab is up only if the kernel agrees.
+func (l *Lab) checkNamespaces() {
+	existing, err := kernel.ListNamespaces(l.Lab + "-")
+	if err != nil {
+		return
+	}
+	have := map[string]bool{}
+	for _, n := range existing {
+		have[n] = true
+	}
+	gone := 0
+	for _, n := range l.Namespaces {
+		if !have[n] {
+			gone++
+		}
+	}
+	if gone > 0 {
+		l.State = "broken"
+		l.Warnings = append(l.Warnings, fmt.Sprintf("%d of %d namespaces are gone (ethfab down %s removes the rest)", gone, len(l.Namespaces), l.Lab))
+	}
 }
 
 // List names every lab with a state directory.

@@ -8,7 +8,21 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
+
+// hostSetting is a machine-wide kernel setting ethfab changes. Its value
+// before the change goes to a journal in the state root first, so that
+// whichever `down` runs last puts it back, even when the process that
+// changed it was killed before it could.
+type hostSetting struct {
+	name string // key in the journal, as sysctl names it
+	path string
+	// untilLastLab: the setting stays while any lab exists and the last
+	// `down` restores it; otherwise the `down` that changed it does (or
+	// the next one, if it was killed).
+	untilLastLab bool
+}
 
 // The userspace datapath sends every port's frames through one packet
 // socket per ovs-vswitchd, created with the machine's default send buffer
@@ -19,72 +33,194 @@ import (
 // counted. The default is global — a network namespace cannot change it —
 // so ethfab raises it while userspace-datapath labs exist and puts the old
 // value back when the last lab goes down.
+var wmemSetting = &hostSetting{name: "net.core.wmem_default", path: "/proc/sys/net/core/wmem_default", untilLastLab: true}
+
+// Expedited RCU grace periods make a lab's teardown finish when Down
+// returns (see kernel.ExpediteRCU); Down turns them on for its own run.
+var rcuSetting = &hostSetting{name: "kernel.rcu_expedited", path: "/sys/kernel/rcu_expedited"}
+
+var hostSettings = []*hostSetting{wmemSetting, rcuSetting}
+
 const (
-	wmemDefault     = "/proc/sys/net/core/wmem_default"
-	wmemWanted      = 16 << 20
+	wmemWanted = 16 << 20
+	// sysctlStateFile is the journal: each changed setting's value before
+	// ethfab changed it, by name.
 	sysctlStateFile = "sysctl.json"
+	sysctlLockFile  = "sysctl.lock"
 )
 
-type savedSysctl struct {
-	WmemDefault int `json:"net.core.wmem_default"`
+func readSetting(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return strings.TrimSpace(string(b)), err
 }
 
-func readInt(path string) (int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
+// lockJournal serialises the journal's read-modify-write between ethfab
+// processes (two labs going up and down side by side).
+func lockJournal() (unlock func(), err error) {
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create the state root: %w", err)
 	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
+	f, err := os.OpenFile(filepath.Join(StateRoot, sysctlLockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("failed to open the host settings lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("failed to lock the host settings: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// openJournal locks the journal and reads it; unlock releases it.
+func openJournal() (j map[string]string, unlock func(), err error) {
+	if unlock, err = lockJournal(); err != nil {
+		return nil, nil, err
+	}
+	if j, err = readJournal(); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return j, unlock, nil
+}
+
+func readJournal() (map[string]string, error) {
+	j := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(StateRoot, sysctlStateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return j, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("failed to read %s: %w", sysctlStateFile, err)
+	}
+	for k, v := range raw {
+		j[k] = fmt.Sprint(v)
+	}
+	return j, nil
+}
+
+func writeJournal(j map[string]string) error {
+	path := filepath.Join(StateRoot, sysctlStateFile)
+	if len(j) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	// Numbers stay JSON numbers, as older versions wrote and read them
+	// (an older down may share the machine's state root).
+	out := map[string]any{}
+	for k, v := range j {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		} else {
+			out[k] = v
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path+".tmp", b, 0o644); err != nil {
+		return fmt.Errorf("failed to save host settings: %w", err)
+	}
+	return os.Rename(path+".tmp", path)
+}
+
+// changeSetting sets s to val after recording the value it had, unless a
+// value is recorded already: that is the original, left by an earlier
+// change (perhaps of a process that was killed), and must survive.
+func changeSetting(s *hostSetting, val string) error {
+	j, unlock, err := openJournal()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := readSetting(s.path)
+	if err != nil {
+		return fmt.Errorf("failed to read %s: %w", s.name, err)
+	}
+	if _, ok := j[s.name]; !ok {
+		if cur == val {
+			return nil
+		}
+		j[s.name] = cur
+		if err := writeJournal(j); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(s.path, []byte(val), 0o644); err != nil {
+		return fmt.Errorf("failed to set %s: %w", s.name, err)
+	}
+	return nil
+}
+
+// RestoreHostSettings puts back every setting ethfab changed whose time is
+// over: per-down settings always, the others once no lab is left. Every
+// `down` calls it, also for a lab that does not exist, so a killed `up` or
+// `down` leaves nothing changed past the next `down`.
+func RestoreHostSettings() error {
+	if os.Geteuid() != 0 {
+		return nil // only root changes them, and only root can restore them
+	}
+	if _, err := os.Stat(filepath.Join(StateRoot, sysctlStateFile)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	j, unlock, err := openJournal()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	labs, err := List()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range hostSettings {
+		old, ok := j[s.name]
+		if !ok || s.untilLastLab && len(labs) > 0 {
+			continue
+		}
+		if err := os.WriteFile(s.path, []byte(old), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("failed to restore %s to %s: %w", s.name, old, err))
+			continue
+		}
+		delete(j, s.name)
+	}
+	return errors.Join(append(errs, writeJournal(j))...)
 }
 
 // raiseSendBuffer makes sure sockets created from now on get a send buffer
 // big enough for every queue of a vswitchd; it returns a warning to show
 // when it changed the machine's setting.
 func raiseSendBuffer() (string, error) {
-	cur, err := readInt(wmemDefault)
+	s, err := readSetting(wmemSetting.path)
 	if err != nil {
-		return "", fmt.Errorf("reading %s: %w", wmemDefault, err)
+		return "", fmt.Errorf("failed to read %s: %w", wmemSetting.name, err)
+	}
+	cur, err := strconv.Atoi(s)
+	if err != nil {
+		return "", fmt.Errorf("failed to read %s: %w", wmemSetting.name, err)
 	}
 	if cur >= wmemWanted {
 		return "", nil
 	}
-	saved := filepath.Join(StateRoot, sysctlStateFile)
-	if _, err := os.Stat(saved); errors.Is(err, os.ErrNotExist) {
-		b, _ := json.Marshal(savedSysctl{WmemDefault: cur})
-		if err := os.MkdirAll(StateRoot, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(saved, b, 0o644); err != nil {
-			return "", err
-		}
-	}
-	if err := os.WriteFile(wmemDefault, []byte(strconv.Itoa(wmemWanted)), 0o644); err != nil {
-		return "", fmt.Errorf("raising %s: %w", wmemDefault, err)
+	if err := changeSetting(wmemSetting, strconv.Itoa(wmemWanted)); err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("raised net.core.wmem_default from %d to %d while userspace-datapath labs are up "+
 		"(vswitchd sends every port's frames through one socket; a full tbf queue would otherwise make it drop frames for all ports)", cur, wmemWanted), nil
 }
 
-// restoreSendBuffer puts back the setting raiseSendBuffer changed, once no
-// lab is left.
-func restoreSendBuffer() error {
-	saved := filepath.Join(StateRoot, sysctlStateFile)
-	b, err := os.ReadFile(saved)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// expediteRCU turns on expedited RCU grace periods for a teardown, with
+// the old value in the journal; RestoreHostSettings puts it back. A kernel
+// without the switch, or a read-only /sys, makes this a no-op.
+func expediteRCU() {
+	if _, err := readSetting(rcuSetting.path); err != nil {
+		return
 	}
-	if err != nil {
-		return err
-	}
-	if labs, err := List(); err != nil || len(labs) > 0 {
-		return err
-	}
-	var s savedSysctl
-	if err := json.Unmarshal(b, &s); err != nil || s.WmemDefault <= 0 {
-		return fmt.Errorf("%s: %v", saved, err)
-	}
-	if err := os.WriteFile(wmemDefault, []byte(strconv.Itoa(s.WmemDefault)), 0o644); err != nil {
-		return fmt.Errorf("restoring %s: %w", wmemDefault, err)
-	}
-	return os.Remove(saved)
+	changeSetting(rcuSetting, "1")
 }

@@ -241,6 +241,10 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 			o.Step(i, upSteps, what)
 		}
 	}
+	// A Scenario can be built or edited in code, past the parser's check.
+	if err := scenario.CheckLabName(sc.Name); err != nil {
+		return nil, fmt.Errorf("%s: name: %w", sc.Source, err)
+	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("ethfab up needs root (namespaces, veths, Open vSwitch)")
 	}
@@ -273,10 +277,13 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, onOff(cached), allocator, tCompile)
 
 	dir := LabDir(sc.Name)
-	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return nil, fmt.Errorf("failed to create the state root: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Mkdir, not MkdirAll: of two ups of one name, one must lose.
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
+	} else if err != nil {
 		return nil, fmt.Errorf("lab directory: %w", err)
 	}
 
@@ -324,7 +331,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	// The names go to disk before anything exists, so `down` can always
 	// find what this run may have made.
 	if err := lab.save(); err != nil {
-		os.RemoveAll(dir)
+		removeLabDir(dir)
 		return nil, err
 	}
 	defer func() {

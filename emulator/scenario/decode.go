@@ -33,7 +33,7 @@ func decode(file string, tree *node) (*Scenario, error) {
 }
 
 func (d *decoder) errAt(p pos, path, format string, args ...any) {
-	e := &Error{File: d.file, Line: p.line, Col: p.col, Override: p.override, Path: path, Msg: fmt.Sprintf(format, args...)}
+	e := &Error{File: d.file, Line: p.line, Col: p.col, Override: p.override, Path: clip(path), Msg: fmt.Sprintf(format, clipArgs(args)...)}
 	if e.Override == "" && e.Line < 1 {
 		e.Line, e.Col = 1, 1
 	}
@@ -101,7 +101,7 @@ func describe(n *node) string {
 	case boolScalar:
 		return "boolean " + n.text
 	}
-	return strconv.Quote(n.text)
+	return Abbrev(n.text)
 }
 
 // str reads a scalar as text; numbers and booleans read as written.
@@ -182,12 +182,6 @@ func (d *decoder) enum(n *node, path string, want ...string) (string, bool) {
 	return "", false
 }
 
-var labNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-
-// MaxNameLen bounds the lab name: it prefixes interface names, which
-// Linux limits to 15 bytes.
-const MaxNameLen = 12
-
 var phaseNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 func (d *decoder) scenario(root *node) *Scenario {
@@ -207,12 +201,9 @@ func (d *decoder) scenario(root *node) *Scenario {
 	if e := f["name"]; e == nil {
 		d.errf(root, "name", "required: the lab name, e.g. name: df-small")
 	} else if v, ok := d.str(e.val, "name"); ok {
-		switch {
-		case !labNameRe.MatchString(v):
-			d.errf(e.val, "name", "%q is not a lab name (lower-case letters, digits and -, starting with a letter or digit)", v)
-		case len(v) > MaxNameLen:
-			d.errf(e.val, "name", "%q is %d characters; at most %d (it prefixes interface names)", v, len(v), MaxNameLen)
-		default:
+		if err := CheckLabName(v); err != nil {
+			d.errf(e.val, "name", "%v", err)
+		} else {
 			s.Name = v
 		}
 	}
@@ -544,9 +535,14 @@ func (d *decoder) linkSpec(n *node, path string) LinkSpec {
 
 // impairment reads either a scalar (a required impairment) or
 // {value: X, required: bool} (required defaults to true).
+// A zero value is no impairment (the zero Impairment), whatever required
+// says, so that the effective scenario, which omits it, reads back equal.
 func impairment[T time.Duration | float64](d *decoder, n *node, path string, read func(*node, string) (T, bool)) Impairment[T] {
 	if n.kind != mapNode {
 		v, _ := read(n, path)
+		if v == 0 {
+			return Impairment[T]{}
+		}
 		return Impairment[T]{Value: v, Required: true}
 	}
 	f := d.fields(n, path, "value", "required")
@@ -558,6 +554,9 @@ func impairment[T time.Duration | float64](d *decoder, n *node, path string, rea
 	}
 	if e := f["required"]; e != nil {
 		im.Required, _ = d.boolean(e.val, join(path, "required"))
+	}
+	if im.Value == 0 {
+		return Impairment[T]{}
 	}
 	return im
 }

@@ -22,7 +22,7 @@ type Error struct {
 func (e *Error) Error() string {
 	var b strings.Builder
 	if e.Override != "" {
-		fmt.Fprintf(&b, "--set %s: ", e.Override)
+		fmt.Fprintf(&b, "--set %s: ", clip(e.Override))
 	} else {
 		fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Col)
 	}
@@ -32,6 +32,37 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(e.Msg)
 	return b.String()
+}
+
+// An error message repeats what the user wrote, which may be a megabyte of
+// it: values longer than maxEcho bytes are cut to their first echoLen.
+const (
+	maxEcho = 256
+	echoLen = 64
+)
+
+// clip cuts s for an error message, saying how long it was.
+func clip(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:echoLen], len(s))
+}
+
+// clipArgs cuts the string and error arguments of an error message
+// (clip), so every message built from the user's values stays short.
+func clipArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			a = clip(v)
+		case error:
+			a = clip(v.Error())
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // Errors is every problem found in one pass over a scenario, in document

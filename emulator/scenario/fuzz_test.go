@@ -16,6 +16,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &x [1, 2]\nb: *x\n"))
 	f.Add([]byte("name: !!str x\n---\nname: y\n"))
 	f.Add([]byte(""))
+	f.Add([]byte(nestedBrackets))
+	f.Add([]byte("\xef\xbb\xbf" + limitsHead))
 	files, _ := filepath.Glob("../../scenarios/*.yaml")
 	for _, p := range files {
 		if data, err := os.ReadFile(p); err == nil {

@@ -338,11 +338,11 @@ func (s *Scenario) Set(path, value string) error {
 	override := path + "=" + value
 	steps, err := parsePath(path)
 	if err != nil {
-		return fmt.Errorf("--set %s: %w", override, err)
+		return fmt.Errorf("--set %s: %w", clip(override), err)
 	}
 	val, err := parseTree("--set", []byte(value))
 	if err != nil {
-		return fmt.Errorf("--set %s: value: %w", override, err)
+		return fmt.Errorf("--set %s: value: %w", clip(override), err)
 	}
 	val.setOverride(override)
 	tree := s.tree.clone()
@@ -350,7 +350,7 @@ func (s *Scenario) Set(path, value string) error {
 		tree = &node{kind: mapNode, pos: pos{line: 1, col: 1}}
 	}
 	if err := setPath(tree, path, steps, val, override); err != nil {
-		return fmt.Errorf("--set %s: %w", override, err)
+		return fmt.Errorf("--set %s: %w", clip(override), err)
 	}
 	ns, err := decode(s.Source, tree)
 	if err != nil {

@@ -100,10 +100,6 @@ func (n *node) setOverride(o string) {
 	}
 }
 
-// maxNodes bounds alias expansion ("billion laughs") and absurd inputs;
-// a real scenario has a few hundred nodes.
-const maxNodes = 20000
-
 type converter struct {
 	file    string
 	anchors map[string]ast.Node
@@ -120,6 +116,10 @@ func parseTree(file string, data []byte) (n *node, err error) {
 			n, err = nil, Errors{{File: file, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
+	data = stripBOM(data)
+	if err := checkLimits(file, data); err != nil {
+		return nil, err
+	}
 	f, perr := parser.ParseBytes(data, 0)
 	if perr != nil {
 		return nil, Errors{yamlError(file, perr)}
@@ -142,13 +142,17 @@ func parseTree(file string, data []byte) (n *node, err error) {
 }
 
 func yamlError(file string, err error) *Error {
-	e := &Error{File: file, Line: 1, Col: 1, Msg: err.Error()}
+	e := &Error{File: file, Line: 1, Col: 1}
 	var ye yaml.Error
-	if errors.As(err, &ye) {
-		e.Msg = ye.GetMessage()
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
-			e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
-		}
+	if !errors.As(err, &ye) {
+		e.Msg = err.Error()
+		return e
+	}
+	// Not ye.Error(): it prints the source around the error, which takes
+	// time quadratic in the length of the line (8 s for a 192 KB line).
+	e.Msg = ye.GetMessage()
+	if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+		e.Line, e.Col = tk.Position.Line, max(tk.Position.Column, 1)
 	}
 	return e
 }
@@ -177,7 +181,7 @@ func tokenPos(n ast.Node) pos {
 }
 
 func (c *converter) errAt(p pos, format string, args ...any) error {
-	return Errors{{File: c.file, Line: p.line, Col: p.col, Msg: fmt.Sprintf(format, args...)}}
+	return Errors{{File: c.file, Line: p.line, Col: p.col, Msg: fmt.Sprintf(format, clipArgs(args)...)}}
 }
 
 func (c *converter) convert(an ast.Node) (*node, error) {
@@ -187,8 +191,8 @@ func (c *converter) convert(an ast.Node) (*node, error) {
 	}
 	c.depth++
 	defer func() { c.depth-- }()
-	if c.depth > 100 {
-		return nil, c.errAt(tokenPos(an), "document nested too deeply")
+	if c.depth > MaxDepth {
+		return nil, c.errAt(tokenPos(an), "document nested too deeply (more than %d levels)", MaxDepth)
 	}
 	p := tokenPos(an)
 	switch v := an.(type) {
@@ -323,21 +327,21 @@ func parsePath(s string) ([]pathStep, error) {
 		if rest[0] == '[' {
 			end := strings.IndexByte(rest, ']')
 			if end < 0 {
-				return nil, fmt.Errorf("path %q: unclosed [", s)
+				return nil, fmt.Errorf("path %s: unclosed [", Abbrev(s))
 			}
 			i, err := strconv.Atoi(rest[1:end])
 			if err != nil || i < 0 {
-				return nil, fmt.Errorf("path %q: index %q is not a non-negative integer", s, rest[1:end])
+				return nil, fmt.Errorf("path %s: index %s is not a non-negative integer", Abbrev(s), Abbrev(rest[1:end]))
 			}
 			steps = append(steps, pathStep{index: i})
 			rest = rest[end+1:]
 			if rest != "" && rest[0] == '.' {
 				rest = rest[1:]
 				if rest == "" {
-					return nil, fmt.Errorf("path %q: ends with a dot", s)
+					return nil, fmt.Errorf("path %s: ends with a dot", Abbrev(s))
 				}
 			} else if rest != "" && rest[0] != '[' {
-				return nil, fmt.Errorf("path %q: want . or [ after ]", s)
+				return nil, fmt.Errorf("path %s: want . or [ after ]", Abbrev(s))
 			}
 			continue
 		}
@@ -347,14 +351,14 @@ func parsePath(s string) ([]pathStep, error) {
 		}
 		key := rest[:end]
 		if key == "" {
-			return nil, fmt.Errorf("path %q: empty field name", s)
+			return nil, fmt.Errorf("path %s: empty field name", Abbrev(s))
 		}
 		steps = append(steps, pathStep{key: key, index: -1})
 		rest = rest[end:]
 		if rest != "" && rest[0] == '.' {
 			rest = rest[1:]
 			if rest == "" {
-				return nil, fmt.Errorf("path %q: ends with a dot", s)
+				return nil, fmt.Errorf("path %s: ends with a dot", Abbrev(s))
 			}
 		}
 	}

@@ -22,6 +22,13 @@ var rateUnits = map[string]float64{
 // maxRate keeps rates far from overflow; no veth gets near 100 Tbit/s.
 const maxRate = 1e14
 
+// MinRate is the slowest link: tbf keeps its bucket (at least two full
+// frames) as a transmit time in a 32-bit count of scheduler ticks, which
+// rates of a few bit/s overflow; the kernel refused 1bit, 7bit and 8bit
+// here, after `up` had built the lab's namespaces. At 1 kbit/s the bucket
+// is 24 s.
+const MinRate = 1000
+
 var numUnitRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z%]*)$`)
 
 // ParseRate reads a rate in tc notation ("100mbit", "1gbit", "12.5mbps";
@@ -42,6 +49,9 @@ func ParseRate(s string) (uint64, error) {
 	bits := math.Round(v * mult)
 	if bits < 1 {
 		return 0, fmt.Errorf("rate %q must be positive", s)
+	}
+	if bits < MinRate {
+		return 0, fmt.Errorf("rate %q is below 1kbit, the slowest link tc's tbf can shape", s)
 	}
 	if bits > maxRate {
 		return 0, fmt.Errorf("rate %q is beyond any link", s)

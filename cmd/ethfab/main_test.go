@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
+)
+
+// The test binary doubles as ethfab: with ETHFAB_TEST_STATE_ROOT set it
+// runs its arguments as an ethfab command line against that state root
+// and exits as ethfab would.
+func TestMain(m *testing.M) {
+	if root, ok := os.LookupEnv("ETHFAB_TEST_STATE_ROOT"); ok {
+		fabric.StateRoot = root
+		app := newApp()
+		if err := app.Run(flagsFirst(app, os.Args)); err != nil {
+			io.WriteString(os.Stderr, "ethfab: "+err.Error()+"\n")
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// ethfab runs the command line in a child process against root; cred, if
+// not nil, runs it as another user.
+func ethfab(t *testing.T, bin, root string, cred *syscall.Credential, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "ETHFAB_TEST_STATE_ROOT="+root)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stateRoot makes a state root holding one lab ("lab", with a namespace
+// that does not exist) beside a directory that must survive, readable by
+// every user.
+func stateRoot(t *testing.T) (root, outside string) {
+	t.Helper()
+	base := t.TempDir()
+	root, outside = filepath.Join(base, "ethfab"), filepath.Join(base, "victim")
+	for _, d := range []string{filepath.Join(root, "lab"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := `{"lab": "lab", "state": "up", "namespaces": ["lab-h0", "lab-h1"]}`
+	if err := os.WriteFile(filepath.Join(root, "lab", "lab.json"), []byte(state), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d := base; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o005 == 0 {
+			os.Chmod(d, fi.Mode().Perm()|0o005)
+		}
+	}
+	return root, outside
+}
+
+// Names that read as paths are refused before anything happens, naming the
+// argument; the state root and what lies beside it survive.
+func TestDownArguments(t *testing.T) {
+	root, outside := stateRoot(t)
+	bin := os.Args[0]
+	for _, args := range [][]string{{"down", ""}, {"down", ".."}, {"down", "../.."}, {"down", "x/../lab"}, {"down", "lab", "../victim"},
+		{"status", ".."}, {"exec", "..", "h0", "--", "true"}, {"ping", "../lab"}, {"run", "--lab", "..", "none.yaml"},
+		{"down", strings.Repeat("a", 100<<10)}} { // an argument holds at most 128 KiB
+		r := ethfab(t, bin, root, nil, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, "not a lab name") && !strings.Contains(r.stderr, "lab name is empty") {
+			t.Errorf("ethfab %.40q: exit %d, %.300s", args, r.code, r.stderr)
+		}
+		if len(r.stderr) > 400 {
+			t.Errorf("ethfab %.40q: %d bytes of error", args, len(r.stderr))
+		}
+		for _, p := range []string{filepath.Join(root, "lab", "lab.json"), outside} {
+			if _, err := os.Stat(p); err != nil {
+				t.Fatalf("ethfab %.40q removed %s", args, p)
+			}
+		}
+	}
+	if r := ethfab(t, bin, root, nil, "down", "lab", ".."); !strings.Contains(r.stderr, "LAB 2") {
+		t.Errorf("the error does not name the argument: %s", r.stderr)
+	}
+	if r := ethfab(t, bin, root, nil, "run", "--lab", "..", "none.yaml"); !strings.Contains(r.stderr, "--lab") {
+		t.Errorf("the error does not name the flag: %s", r.stderr)
+	}
+}
+
+// `down` of a lab that does not exist says so and fails; `down --all`
+// with no lab is fine.
+func TestDownUnknownLab(t *testing.T) {
+	root, _ := stateRoot(t)
+	r := ethfab(t, os.Args[0], root, nil, "down", "nosuch")
+	if r.code == 0 || !strings.Contains(r.stderr, "no such lab") {
+		t.Errorf("down nosuch: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	}
+	empty := t.TempDir()
+	if r := ethfab(t, os.Args[0], empty, nil, "down", "--all"); r.code != 0 || !strings.Contains(r.stdout, "no labs") {
+		t.Errorf("down --all without labs: exit %d, %s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Without root, `down` says once that it needs root, instead of an EPERM
+// per daemon and namespace, and leaves the lab's state alone.
+func TestDownNeedsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a command as another user")
+	}
+	root, _ := stateRoot(t)
+	// The test binary's own directory may be closed to other users.
+	bin := filepath.Join(filepath.Dir(root), "ethfab.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := ethfab(t, bin, root, &syscall.Credential{Uid: 65534, Gid: 65534}, "down", "lab")
+	if r.code == 0 || strings.Count(r.stderr, "needs root") != 1 || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("down as nobody: exit %d, %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(root, "lab", "lab.json")); err != nil {
+		t.Errorf("down as nobody touched the lab: %v", err)
+	}
+}
+
+// Integer flags out of range fail, naming the flag, before anything runs.
+func TestFlagRanges(t *testing.T) {
+	root, _ := stateRoot(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "--instances", "-1", "none.yaml"}, "--instances: -1 is out of range 0..64"},
+		{[]string{"up", "--instances", "65", "none.yaml"}, "--instances: 65 is out of range"},
+		{[]string{"ping", "lab", "--sample", "0"}, "--sample: 0 is out of range"},
+		{[]string{"ping", "lab", "--sample", "-5"}, "--sample: -5 is out of range"},
+	} {
+		r := ethfab(t, os.Args[0], root, nil, c.args...)
+		if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("ethfab %q: exit %d, %s, want %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
