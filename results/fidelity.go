@@ -45,7 +45,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, thread_cpu, drops, shaping, link_rate
+	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, shaping, link_rate
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -65,6 +65,9 @@ type FidelityInput struct {
 	// Cores (and an empty Process) when not measured.
 	Busiest ThreadCPU
 	Sent    uint64 // frames the traffic engine sent
+	// Offered and Unsent: frames the hosts' arrival processes made, and
+	// those the traffic engine fell too far behind to send at all.
+	Offered, Unsent uint64
 	Drops   Drops
 	Links   []LinkRate
 	// Unshaped lists link ends configured with a rate that carry no
@@ -102,6 +105,13 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 				OK: b.Cores <= MaxThreadBusy, What: fmt.Sprintf("busiest ovs-vswitchd thread (%s, %s), fraction of one core", b.Process, b.Thread)},
 				fmt.Sprintf("ovs-vswitchd thread %s of %s was %.0f%% busy (limit %.0f%%): it forwards that instance's frames, so they queued behind it ahead of the modelled queues",
 					b.Thread, b.Process, 100*b.Cores, 100*MaxThreadBusy))
+		}
+		if p.Offered > 0 {
+			frac := float64(p.Unsent) / float64(p.Offered)
+			add(FidelityCheck{Check: "unsent", Phase: p.Phase, Load: p.Load, Value: frac, Limit: MaxOutsideDrops,
+				OK: frac <= MaxOutsideDrops, What: "frames the traffic engine never sent / frames offered"},
+				fmt.Sprintf("the traffic engine sent only %d of %d offered frames (%.2g%% never sent): the hosts could not offer the load asked for, the machine could not keep up",
+					p.Offered-p.Unsent, p.Offered, 100*frac))
 		}
 		out := p.Drops.Outside()
 		frac := 0.0

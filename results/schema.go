@@ -80,6 +80,13 @@ type Point struct {
 	FrameBytes int     `json:"frame_bytes,omitempty"`
 	DurationS  float64 `json:"duration_s,omitempty"`
 	Sent       uint64  `json:"sent"`
+	// Offered counts the frames the hosts' arrival processes made in the
+	// window; Unsent those the traffic engine never got to (it fell
+	// behind its schedule: the machine, not the host link, held them),
+	// Refused those the host's own link queue refused (ENOBUFS, modelled).
+	Offered    uint64  `json:"offered"`
+	Unsent     uint64  `json:"unsent"`
+	Refused    uint64  `json:"refused"`
 	Received   uint64  `json:"received"`
 	Duplicates uint64  `json:"duplicates"`
 	Reordered  uint64  `json:"reordered"`

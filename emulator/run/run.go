@@ -411,7 +411,9 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		pt.Conditions = conds
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
-		r.fidelity = append(r.fidelity, rep.FidelityInput(ph.Name, load, res.Aggregate.Sent, pt.Drops.Socket))
+		fin := rep.FidelityInput(ph.Name, load, res.Aggregate.Sent, pt.Drops.Socket)
+		fin.Offered, fin.Unsent = pt.Offered, pt.Unsent
+		r.fidelity = append(r.fidelity, fin)
 		if err := results.WriteMetrics(r.dir, r.m); err != nil {
 			return err
 		}
@@ -432,7 +434,8 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		LatencyUS:  results.Latency{Mean: a.Latency.Mean, P50: a.Latency.P50, P99: a.Latency.P99, Max: a.Latency.Max},
 		Seed:       res.Seed,
 		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(),
-		Sent: a.Sent, Received: a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
+		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
+		Received: a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
 		// offered, not sent, not lost. Everything else is the machine's.
 		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops},
