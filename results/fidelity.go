@@ -68,8 +68,8 @@ type FidelityInput struct {
 	// Offered and Unsent: frames the hosts' arrival processes made, and
 	// those the traffic engine fell too far behind to send at all.
 	Offered, Unsent uint64
-	Drops   Drops
-	Links   []LinkRate
+	Drops           Drops
+	Links           []LinkRate
 	// Unshaped lists link ends configured with a rate that carry no
 	// shaping queue: the fabric there is not the one the scenario models.
 	Unshaped []string

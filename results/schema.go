@@ -84,12 +84,12 @@ type Point struct {
 	// window; Unsent those the traffic engine never got to (it fell
 	// behind its schedule: the machine, not the host link, held them),
 	// Refused those the host's own link queue refused (ENOBUFS, modelled).
-	Offered    uint64  `json:"offered"`
-	Unsent     uint64  `json:"unsent"`
-	Refused    uint64  `json:"refused"`
-	Received   uint64  `json:"received"`
-	Duplicates uint64  `json:"duplicates"`
-	Reordered  uint64  `json:"reordered"`
+	Offered    uint64 `json:"offered"`
+	Unsent     uint64 `json:"unsent"`
+	Refused    uint64 `json:"refused"`
+	Received   uint64 `json:"received"`
+	Duplicates uint64 `json:"duplicates"`
+	Reordered  uint64 `json:"reordered"`
 	// CPUBusy is the busy fraction of all cores during the point.
 	CPUBusy float64 `json:"cpu_busy,omitempty"`
 	// CPU says where the CPU went: each busy ovs-vswitchd thread, the
