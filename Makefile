@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin/ethfab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test vet race fuzz sweep clean quickstart
+.PHONY: all build test vet race reliability fuzz sweep clean quickstart
 
 all: build
 
@@ -30,6 +30,17 @@ race:
 # 2-core machine; packages running side by side would measure each other.
 test: vet race
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+
+# The reliability campaign's long runs (root): up and down killed at
+# random moments round after round, labs whose daemons die under load,
+# oversized fabrics, the hostile names and files; RELIABILITY_ROUNDS=100
+# for more. `make test` runs one pass of each already.
+RELIABILITY_ROUNDS ?= 20
+reliability:
+	ETHFAB_RELIABILITY=$(RELIABILITY_ROUNDS) $(GO) test -count=1 -p 1 -timeout 60m \
+		-run 'Campaign|Killed|Dead|Oversized|Refuses|Limits|LabName|Down|Spoof|Guard' \
+		./emulator/fabric ./emulator/run ./emulator/scenario ./hostagent/... ./cmd/ethfab
+	$(GO) test -count=3 -run 'TestDeadDaemonFailsRun' ./emulator/run
 
 # Short fuzz runs of every parser and the compaction; FUZZTIME=10m for more.
 FUZZTIME ?= 20s
