@@ -56,6 +56,10 @@ type Run struct {
 	// "datapath": "netdev", "netem": "no", "cores": "2", "ovs": "3.1.0");
 	// the full probe is machine.json.
 	Machine map[string]string `json:"machine,omitempty"`
+	// Failed is why the run stopped before its end (a lab daemon died,
+	// Ctrl-C); empty for a run that finished. The points are those
+	// measured before.
+	Failed string `json:"failed,omitempty"`
 	// Warnings are what the run expected to go wrong before it started
 	// (a phase above the machine's measured capacity).
 	Warnings []string `json:"warnings,omitempty"`

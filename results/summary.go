@@ -33,6 +33,13 @@ func Summary(m *Metrics, files []string) string {
 			exp = fmt.Sprintf("expectations: **%d of %d FAILED**", failed, n)
 		}
 	}
+	if r.Failed != "" {
+		verdict = fmt.Sprintf("**INCOMPLETE**: the run failed before its end (%s); what it measured until then follows", r.Failed)
+		exp = fmt.Sprintf("%d point(s) measured", len(m.Phases))
+		if n := len(m.Expectations); n > 0 {
+			exp += fmt.Sprintf(", expectations on them: %d of %d passed", n-failed, n)
+		}
+	}
 	fmt.Fprintf(&b, "Result: %s; %s.\n\n", verdict, exp)
 	for _, w := range m.Run.Warnings {
 		fmt.Fprintf(&b, "Warned before the run: %s.\n\n", w)

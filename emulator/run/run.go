@@ -177,9 +177,13 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	}
 	// A run that fails leaves its reason beside whatever it measured, so
 	// the directory never passes for a finished run.
+	var partial *runner // set once there are metrics to keep
 	defer func() {
 		if err != nil {
 			_ = os.WriteFile(filepath.Join(dir, FailedFile), []byte(err.Error()+"\n"), 0o644)
+			if partial != nil {
+				partial.writePartial(err)
+			}
 		}
 	}()
 	top, err := topology.Build(sc.Topology)
@@ -241,7 +245,8 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		return nil, err
 	}
 
-	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say}
+	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say, artifacts: artifacts}
+	partial = r
 	n := 0
 	for _, ph := range sc.Phases {
 		if ph.Kind == scenario.PhaseTraffic {
@@ -297,10 +302,11 @@ type runner struct {
 	step  int
 	steps int
 
-	engine   *traffic.Engine
-	sampler  *measure.Sampler
-	cond     *conditions
-	fidelity []results.FidelityInput
+	artifacts results.Artifacts
+	engine    *traffic.Engine
+	sampler   *measure.Sampler
+	cond      *conditions
+	fidelity  []results.FidelityInput
 }
 
 func (r *runner) next(what string) {
@@ -537,4 +543,16 @@ func (o *Outcome) Brief() string {
 		}
 	}
 	return b.String()
+}
+
+// writePartial renders what a failed run measured before it stopped, with
+// the reason in metrics.json (run.failed) and at the top of the summary,
+// so the directory reads as an incomplete run, not as a machine that did
+// not keep up or a scenario without expectations.
+func (r *runner) writePartial(cause error) {
+	r.m.Run.End = time.Now()
+	r.m.Run.Failed = cause.Error()
+	r.m.Fidelity = results.EvaluateFidelity(r.fidelity)
+	r.m.Expectations = results.EvaluateScenario(r.sc, r.m.Phases)
+	_, _ = results.Write(r.dir, r.m, r.artifacts)
 }

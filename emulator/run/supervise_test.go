@@ -81,6 +81,12 @@ phases:
 			if rerr != nil || !strings.Contains(string(b), daemon) {
 				t.Errorf("%s: %q, %v: want the reason naming %s", FailedFile, b, rerr, daemon)
 			}
+			// What was measured before stays, marked incomplete: not "the
+			// machine did not keep up", not "no expectations".
+			sum, serr := os.ReadFile(filepath.Join(dir, "summary.md"))
+			if serr != nil || !strings.Contains(string(sum), "**INCOMPLETE**") || !strings.Contains(string(sum), daemon) {
+				t.Errorf("summary.md of the failed run: %v\n%.600s", serr, sum)
+			}
 			t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
 		})
 	}
