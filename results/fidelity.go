@@ -45,7 +45,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, shaping, link_rate
+	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, links, shaping, link_rate
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -73,6 +73,8 @@ type FidelityInput struct {
 	// Unshaped lists link ends configured with a rate that carry no
 	// shaping queue: the fabric there is not the one the scenario models.
 	Unshaped []string
+	// Missing lists links deleted while the point ran.
+	Missing []string
 }
 
 // LinkRate is one shaped link end during a point.
@@ -124,6 +126,12 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 			OK: frac <= MaxOutsideDrops, What: "frames lost outside the modelled queues / frames sent"},
 			fmt.Sprintf("%d frames (%.2g%% of %d sent) were lost outside the modelled queues (datapath %d, kernel %d, socket %d)",
 				out, 100*frac, p.Sent, p.Drops.Datapath, p.Drops.Kernel, p.Drops.Socket))
+		if len(p.Missing) > 0 {
+			add(FidelityCheck{Check: "links", Phase: p.Phase, Load: p.Load, Value: float64(len(p.Missing)), Limit: 0,
+				What: "links of the fabric that disappeared during the point"},
+				fmt.Sprintf("%d link(s) (e.g. %s) disappeared during the point: the fabric is not the one the scenario built, and frames lost with them are not the fabric's loss",
+					len(p.Missing), p.Missing[0]))
+		}
 		if len(p.Unshaped) > 0 {
 			add(FidelityCheck{Check: "shaping", Phase: p.Phase, Load: p.Load, Value: float64(len(p.Unshaped)), Limit: 0,
 				What: "link ends with a configured rate but no shaping queue"},

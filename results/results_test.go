@@ -150,7 +150,8 @@ func TestFidelity(t *testing.T) {
 		"thread": {CPUBusy: 0.55, Sent: 100, Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.97}},
 		// DF(4,8,4) at 1 Mbit/s, load 0.1: 18,219 of 42,000 offered frames
 		// sent, none lost — the engine, not the fabric, fell behind.
-		"unsent": {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
+		"unsent":       {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
+		"deleted link": {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
 	} {
 		in.Phase, in.Load = "p", 0.9
 		f := EvaluateFidelity([]FidelityInput{in})

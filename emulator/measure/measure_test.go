@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/results"
 )
 
 func TestCPULine(t *testing.T) {
@@ -159,5 +161,56 @@ func TestSamplerOnLab(t *testing.T) {
 	}
 	if r2.RulePackets["valiant"] >= r.RulePackets["valiant"] {
 		t.Errorf("idle second phase counted %d valiant frames (first %d)", r2.RulePackets["valiant"], r.RulePackets["valiant"])
+	}
+}
+
+// A link deleted while a point runs is reported as gone, not as a link
+// end without its shaping queue.
+func TestSamplerDeletedLink(t *testing.T) {
+	needRoot(t)
+	const name = "hres-del"
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nlinks: {host: {rate: 50mbit}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	ctx := context.Background()
+	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var victim fabric.Link
+	for _, l := range lab.Links {
+		if l.Class != "host" {
+			victim = l
+			break
+		}
+	}
+	if out, err := exec.Command("ip", "-n", victim.A.NetNS, "link", "del", victim.A.Iface).CombinedOutput(); err != nil {
+		t.Fatalf("ip link del: %v: %s", err, out)
+	}
+	r, err := s.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Deleting one end of a veth pair deletes both: the link's two
+	// directions are gone.
+	if len(r.Missing) != 2 || !strings.Contains(r.Missing[0], victim.A.Node) || !strings.Contains(r.Missing[1], victim.A.Node) {
+		t.Errorf("missing %v, want both directions of the deleted link of %s", r.Missing, victim.A.Node)
+	}
+	if len(r.Unshaped) != 0 {
+		t.Errorf("deleted link reported as unshaped: %v", r.Unshaped)
+	}
+	in := r.FidelityInput("p", 0.1, 10, 0)
+	if f := results.EvaluateFidelity([]results.FidelityInput{in}); f.OK || !strings.Contains(strings.Join(f.Reasons, " "), "disappeared") {
+		t.Errorf("verdict %+v", f)
 	}
 }

@@ -39,6 +39,9 @@ type Report struct {
 	// Unshaped lists link ends that should be rate-shaped (their link
 	// has a rate) but have no tbf queue: what they carry is not modelled.
 	Unshaped []string
+	// Missing lists links with an end whose interface was gone at the end
+	// of the point (deleted while the run went on).
+	Missing []string
 	// Backlog holds the series of the hottest link ends.
 	Backlog []results.BacklogSeries
 
@@ -126,6 +129,7 @@ func (r *Report) FidelityInput(phase string, load float64, sent, socketDrops uin
 	}
 	in.Drops.Socket = socketDrops
 	in.Unshaped = r.Unshaped
+	in.Missing = r.Missing
 	for _, l := range r.Links {
 		// A link counts as saturated for the rate check by the time its
 		// queue never emptied, and is judged by what it sent then.

@@ -538,7 +538,11 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		}
 		ls.MaxBacklog = s.ser[i].max
 		ls.Qdisc = q1[i].Kind
-		if e.rateBps > 0 && ls.Qdisc != "tbf" {
+		if _, present := lnk1[e.ns][e.iface]; !present {
+			// Deleted under the run (ip link del): the fabric is no
+			// longer the one built, which is the news, not its shaping.
+			r.Missing = append(r.Missing, e.link)
+		} else if e.rateBps > 0 && ls.Qdisc != "tbf" {
 			r.Unshaped = append(r.Unshaped, e.label)
 		}
 		if secs > 0 {
