@@ -2,6 +2,7 @@ package ovs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -266,7 +267,14 @@ func (i *Instance) transact(ctx context.Context, ops []ovsdb.Operation) error {
 }
 
 func (i *Instance) transactResults(ctx context.Context, ops []ovsdb.Operation) ([]ovsdb.OperationResult, error) {
+	// Bounded like every call to a daemon of the lab (see CallTimeout): a
+	// wedged ovsdb-server must fail the step, not hang it.
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	res, err := i.ovs.Transact(ctx, ops...)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("ovs: transact (%d ops): no answer from ovsdb-server (%s) within %v", len(ops), i.DBSocket(), CallTimeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("ovs: transact (%d ops): %w", len(ops), err)
 	}

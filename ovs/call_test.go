@@ -2,10 +2,13 @@ package ovs
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,4 +52,33 @@ func TestDead(t *testing.T) {
 	if d := Dead(dir); len(d) != 2 {
 		t.Errorf("no pidfiles: %v, want both daemons named", d)
 	}
+}
+
+// A wedged ovsdb-server (stopped with SIGSTOP) fails an OVSDB transaction
+// within CallTimeout instead of hanging `up`.
+func TestTransactTimeout(t *testing.T) {
+	needOVS(t)
+	ctx := context.Background()
+	ns := fmt.Sprintf("efo-tx%d", os.Getpid()%100000)
+	newNetNS(t, ns)
+	inst, err := Start(ctx, Config{Lab: "efo-tx", RunDir: t.TempDir(), NetNS: ns, Datapath: DatapathNetdev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Stop()
+	pid := readPid(inst.cfg.path(dbPid))
+	syscall.Kill(pid, syscall.SIGSTOP)
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	old := CallTimeout
+	CallTimeout = time.Second
+	defer func() { CallTimeout = old }()
+	start := time.Now()
+	err = inst.CreateBridges(ctx, []Bridge{{Name: "b0", Ports: nil}})
+	if err == nil {
+		t.Fatal("transaction with a stopped ovsdb-server succeeded")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %v to fail: %v", d, err)
+	}
+	t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
 }

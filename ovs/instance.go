@@ -538,7 +538,9 @@ func (i *Instance) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ovs: ovsdb client: %w", err)
 	}
-	if err := c.Connect(ctx); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	if err := c.Connect(cctx); err != nil {
 		return fmt.Errorf("ovs: connect %s: %w", i.DBSocket(), err)
 	}
 	i.ifs.byName = map[string]ifaceStatus{}

@@ -95,9 +95,17 @@ func header(typ uint8, length int, xid uint32) []byte {
 	return b
 }
 
+// writeTimeout bounds one OpenFlow message to a switch: a FlowMod is a
+// few hundred bytes into a unix socket, written in microseconds when the
+// switch is alive.
+const writeTimeout = 5 * time.Second
+
 func (o *ofConn) write(b []byte) error {
 	o.wmu.Lock()
 	defer o.wmu.Unlock()
+	// A switch that stopped reading (wedged, or its socket buffer full)
+	// must fail the FlowMod, not block the condition logic for ever.
+	o.c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := o.c.Write(b); err != nil {
 		return fmt.Errorf("openflow write: %w", err)
 	}
