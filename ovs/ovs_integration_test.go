@@ -274,7 +274,16 @@ func testFabric(t *testing.T, n int) {
 			pids = append(pids, pid)
 		}
 	}
-	if err := pool.Stop(); err != nil {
+	stop := pool.Stop
+	if n > 1 {
+		// The paced teardown: one instance after the other, each once
+		// the kernel's workers settled (here always; see PaceAboveSockets).
+		old := PaceAboveSockets
+		PaceAboveSockets = 0
+		defer func() { PaceAboveSockets = old }()
+		stop = func() error { return StopPoolRunDir(runDir) }
+	}
+	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if err := StopPoolRunDir(runDir); err != nil { // idempotent

@@ -565,3 +565,17 @@ func FuzzParseMemAvailable(f *testing.F) {
 		}
 	})
 }
+
+func TestWorkers(t *testing.T) {
+	w := ReadWorkers()
+	if w.Total == 0 {
+		t.Skip("no kworker threads visible (not Linux, or /proc hidden)")
+	}
+	if w.Blocked > w.Total {
+		t.Errorf("%+v", w)
+	}
+	peak, settled := AwaitWorkers(w, 1000, time.Second)
+	if !settled || peak.Total == 0 {
+		t.Errorf("a pool as large as itself did not settle: %+v %v", peak, settled)
+	}
+}
