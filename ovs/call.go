@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,4 +63,39 @@ func Dead(runDir string) []string {
 		}
 	}
 	return dead
+}
+
+// StopOrphans stops every ovsdb-server and ovs-vswitchd whose command line
+// names a run directory under root — a lab's daemons found by what they
+// were started with, when the pidfiles that list them are gone (the lab's
+// state directory deleted by hand). It returns how many it stopped.
+func StopOrphans(root string) (int, error) {
+	root = filepath.Clean(root)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil {
+			continue
+		}
+		if c := strings.TrimSpace(string(comm)); c != "ovsdb-server" && c != "ovs-vswitchd" {
+			continue
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && strings.Contains(string(cmd), root+"/") {
+			pids = append(pids, pid)
+		}
+	}
+	var errs []error
+	for _, pid := range pids {
+		errs = append(errs, killWait(pid, root, StopTimeout))
+	}
+	return len(pids), errors.Join(errs...)
 }

@@ -19,6 +19,11 @@ import (
 func Down(name string) (err error) {
 	l, err := Load(name)
 	if errors.Is(err, ErrNoLab) {
+		// No state: the lab may still have objects whose state directory
+		// was deleted by hand; they carry the lab's mark.
+		if n, oerr := removeOrphans(name); n > 0 || oerr != nil {
+			return errors.Join(oerr, RestoreHostSettings())
+		}
 		// The down that would have restored host settings may have been
 		// killed: whichever runs last does it.
 		return errors.Join(err, RestoreHostSettings())
@@ -85,4 +90,36 @@ func existingOf(lab string, mine map[string]bool) ([]string, error) {
 		}
 	}
 	return out, err
+}
+
+// LabMarker is the mark every namespace of a lab carries (the alias of
+// its loopback, kernel.CreateMarkedNamespaces), so `down LAB` can tell the
+// lab's namespaces from another lab's that share the name prefix ("a-"
+// prefixes lab "a-b"'s too) when the state directory that lists them is
+// gone.
+func LabMarker(lab string) string { return "ethfab-lab=" + lab }
+
+// removeOrphans removes what a lab left without its state directory: its
+// daemons, found by the run directory in their command lines, and its
+// namespaces, found by name and checked by their mark. It returns how
+// many objects it found.
+func removeOrphans(lab string) (int, error) {
+	if os.Geteuid() != 0 {
+		return 0, nil // nothing can be found or removed; Down says so
+	}
+	n, err := ovs.StopOrphans(LabDir(lab))
+	errs := []error{err}
+	cands, lerr := kernel.ListNamespaces(lab + "-")
+	errs = append(errs, lerr)
+	var mine []string
+	for _, ns := range cands {
+		if m, err := kernel.NamespaceMarker(ns); err == nil && m == LabMarker(lab) {
+			mine = append(mine, ns)
+		}
+	}
+	if len(mine) > 0 {
+		expediteRCU()
+		errs = append(errs, kernel.DeleteNamespaces(mine))
+	}
+	return n + len(mine), errors.Join(errs...)
 }

@@ -349,7 +349,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	step(2, fmt.Sprintf("creating %d namespaces", len(lab.Namespaces)))
 	t1 := time.Now()
-	if _, err := kernel.CreateNamespaces(lab.Namespaces); err != nil {
+	if _, err := kernel.CreateMarkedNamespaces(lab.Namespaces, LabMarker(sc.Name)); err != nil {
 		return nil, fmt.Errorf("namespaces: %w", err)
 	}
 	lab.Timing.Namespaces = time.Since(t1).Seconds()

@@ -61,6 +61,16 @@ func validNetnsName(name string) error {
 // Creation runs on a few OS threads, each of which unshares a fresh
 // namespace, bind-mounts it and returns to its original namespace when done.
 func CreateNamespaces(names []string) (created []string, err error) {
+	return CreateMarkedNamespaces(names, "")
+}
+
+// CreateMarkedNamespaces is CreateNamespaces that also writes marker as
+// the alias of each namespace's loopback: an owner's mark that stays
+// with the namespace, so a tool can tell which namespaces are its own
+// from the namespaces alone (NamespaceMarker), even when whatever listed
+// them is gone. One netlink message per namespace, on the thread that
+// is already inside it.
+func CreateMarkedNamespaces(names []string, marker string) (created []string, err error) {
 	for _, n := range names {
 		if err := validNetnsName(n); err != nil {
 			return nil, err
@@ -83,7 +93,7 @@ func CreateNamespaces(names []string) (created []string, err error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			done, werr := createNamespacesOnThread(next)
+			done, werr := createNamespacesOnThread(next, marker)
 			mu.Lock()
 			created = append(created, done...)
 			if werr != nil {
@@ -102,7 +112,7 @@ func CreateNamespaces(names []string) (created []string, err error) {
 
 // createNamespacesOnThread consumes names until the channel closes or an
 // error occurs (then it drains the channel so the producer never blocks).
-func createNamespacesOnThread(names <-chan string) (created []string, err error) {
+func createNamespacesOnThread(names <-chan string, marker string) (created []string, err error) {
 	runtime.LockOSThread()
 	orig, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
@@ -118,7 +128,7 @@ func createNamespacesOnThread(names <-chan string) (created []string, err error)
 			continue
 		}
 		moved = true
-		if e := createOne(name); e != nil {
+		if e := createOne(name, marker); e != nil {
 			err = e
 			continue
 		}
@@ -137,7 +147,7 @@ func createNamespacesOnThread(names <-chan string) (created []string, err error)
 
 // createOne must run on a locked OS thread; it leaves the thread inside the
 // new namespace.
-func createOne(name string) error {
+func createOne(name, marker string) error {
 	path := filepath.Join(NetnsDir, name)
 	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
@@ -164,10 +174,31 @@ func createOne(name string) error {
 	}
 	// lo is always ifindex 1 in a fresh namespace; a netlink socket opened
 	// now lives in the new namespace because this thread does.
-	if err := netlink.LinkSetUp(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1}}); err != nil {
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: 1}}
+	if err := netlink.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("netns %s: lo up: %w", name, err)
 	}
+	if marker != "" {
+		if err := netlink.LinkSetAlias(lo, marker); err != nil {
+			return fmt.Errorf("netns %s: owner's mark: %w", name, err)
+		}
+	}
 	return nil
+}
+
+// NamespaceMarker reads the mark CreateMarkedNamespaces left on a
+// namespace ("" when there is none).
+func NamespaceMarker(ns string) (string, error) {
+	var alias string
+	err := InNamespace(ns, func() error {
+		l, err := netlink.LinkByIndex(1)
+		if err != nil {
+			return fmt.Errorf("netns %s: lo: %w", ns, err)
+		}
+		alias = l.Attrs().Alias
+		return nil
+	})
+	return alias, err
 }
 
 // DeleteNamespaces unmounts and removes named namespaces. Missing names are
