@@ -514,6 +514,10 @@ func readPid(path string) int {
 }
 
 func run(ctx context.Context, env []string, name string, args ...string) error {
+	// Starting a daemon returns once it is ready (--detach): a minute is
+	// far beyond that, and a daemon that never gets ready fails up.
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = env
 	// Own process group: a Ctrl-C on ethfab must not reach the daemons.
