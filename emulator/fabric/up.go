@@ -35,6 +35,10 @@ type UpOptions struct {
 	// Step, if not nil, hears of every step as it starts (i of n), so a
 	// display can show what a long bring-up is busy with.
 	Step func(i, n int, what string)
+	// Compiled, if not nil, is the scenario's Compile result, made by a
+	// caller that needed the tables before the lab (ethfab run's capacity
+	// check): the tables are compiled once.
+	Compiled *Compiled
 }
 
 // upSteps is the number of steps Up reports through UpOptions.Step.
@@ -262,12 +266,15 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 	}
 	cached := FlowCached(sc, datapath)
-	if err := fitsMachine(sc); err != nil {
+	if err := FitsMachine(sc); err != nil {
 		return nil, err
 	}
 	step(1, "compiling the controller's tables")
 	t0 := time.Now()
-	comp, err := Compile(sc)
+	comp := o.Compiled
+	if comp == nil {
+		comp, err = Compile(sc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sc.Source, err)
 	}
@@ -541,9 +548,9 @@ func randomOriginalMAC() addressing.MAC {
 // teardown of more ports is known to be safe (or that can be restarted).
 const MaxPortsEnv = "ETHFAB_MAX_PORTS"
 
-// fitsMachine refuses, before anything is built, a fabric this machine
+// FitsMachine refuses, before anything is built, a fabric this machine
 // cannot hold or cannot safely tear down (see package resources).
-func fitsMachine(sc *scenario.Scenario) error {
+func FitsMachine(sc *scenario.Scenario) error {
 	avail, err := kernel.MemAvailableMiB()
 	if err != nil {
 		return err

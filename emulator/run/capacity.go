@@ -25,17 +25,13 @@ const destinationsPerHost = 8
 // switch-hop rate this machine kept faithful (bench/capacity.py). A point
 // above it will most likely fail the fidelity verdict, so the user hears
 // it before the run and is told the load or rate that would fit.
-func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity) ([]string, error) {
+func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Compiled) ([]string, error) {
 	if c == nil {
 		return nil, nil
 	}
 	limit := c.ForRouting(string(sc.Routing.Mode))
 	if limit <= 0 {
 		return nil, nil
-	}
-	comp, err := fabric.Compile(sc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", sc.Source, err)
 	}
 	ts := controller.NewTables(comp.Ctl)
 	rate := float64(sc.Links[scenario.HostLinks].Rate)

@@ -57,12 +57,16 @@ func TestCapacityWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err := capacityWarnings(sc, nil); w != nil || err != nil {
+	comp, err := fabric.Compile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := capacityWarnings(sc, nil, comp); w != nil || err != nil {
 		t.Errorf("no capacity measured: %v, %v", w, err)
 	}
 	// 42 hosts × 625 frames/s × load × ~4 switches: ~10k/s at 0.1, ~50k/s at 0.5.
 	c := &doctor.Capacity{File: "f", Measured: "then", SwitchHopFPS: 1e6, ByCase: map[string]float64{"df(2,3,2) valiant adv+1": 30000}}
-	w, err := capacityWarnings(sc, c)
+	w, err := capacityWarnings(sc, c, comp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func TestCapacityWarnings(t *testing.T) {
 		t.Errorf("suggested load not about 0.3: %s", w[0])
 	}
 	c.ByCase = map[string]float64{"df(2,3,2) valiant adv+1": 1e6}
-	if w, _ := capacityWarnings(sc, c); len(w) != 0 {
+	if w, _ := capacityWarnings(sc, c, comp); len(w) != 0 {
 		t.Errorf("under capacity, warned: %q", w)
 	}
 }

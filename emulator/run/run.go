@@ -195,9 +195,25 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if err != nil {
 		return nil, err
 	}
-	warnings, err := capacityWarnings(sc, capa)
-	if err != nil {
-		return nil, err
+	// The capacity check walks the controller's tables; they are compiled
+	// once for it and for the lab, after the size check that keeps a
+	// fabric too large for the machine from being compiled at all.
+	var comp *fabric.Compiled
+	if capa != nil {
+		if o.Lab == "" {
+			if err := fabric.FitsMachine(sc); err != nil {
+				return nil, err
+			}
+		}
+		if comp, err = fabric.Compile(sc); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.Source, err)
+		}
+	}
+	var warnings []string
+	if comp != nil {
+		if warnings, err = capacityWarnings(sc, capa, comp); err != nil {
+			return nil, err
+		}
 	}
 	for _, w := range warnings {
 		if o.Warn != nil {
@@ -217,7 +233,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 			return nil, fmt.Errorf("lab %s runs %s, the scenario wants %s", o.Lab, lab.Topology, top.Spec)
 		}
 	} else {
-		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Progress: o.Progress, Step: o.UpStep}); err != nil {
+		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Progress: o.Progress, Step: o.UpStep, Compiled: comp}); err != nil {
 			return nil, err
 		}
 		if !o.Keep {
