@@ -26,23 +26,9 @@ func InstallFlows(ctx context.Context, mgmt, file string) error {
 	return err
 }
 
-// AddFlows adds the flows in file in one bundle, keeping existing ones.
-func AddFlows(ctx context.Context, mgmt, file string) error {
-	_, err := ofctl(ctx, "--bundle", "add-flows", mgmt, file)
-	return err
-}
-
-// InstallGroups atomically replaces the bridge's group table with the
-// groups in file. Install groups before the flows that use them.
-func InstallGroups(ctx context.Context, mgmt, file string) error {
-	_, err := ofctl(ctx, "--bundle", "replace-groups", mgmt, file)
-	return err
-}
-
 // FlowJob is one bridge's rule files for InstallAll.
 type FlowJob struct {
 	Mgmt       string // Instance.MgmtSocket(bridge)
-	GroupsFile string // optional; installed first
 	FlowsFile  string
 }
 
@@ -63,10 +49,7 @@ func InstallAll(ctx context.Context, jobs []FlowJob, parallel int) error {
 			defer wg.Done()
 			defer func() { <-sem }()
 			var err error
-			if j.GroupsFile != "" {
-				err = InstallGroups(ctx, j.Mgmt, j.GroupsFile)
-			}
-			if err == nil && j.FlowsFile != "" {
+			if j.FlowsFile != "" {
 				err = InstallFlows(ctx, j.Mgmt, j.FlowsFile)
 			}
 			if err != nil {
