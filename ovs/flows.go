@@ -28,8 +28,8 @@ func InstallFlows(ctx context.Context, mgmt, file string) error {
 
 // FlowJob is one bridge's rule files for InstallAll.
 type FlowJob struct {
-	Mgmt       string // Instance.MgmtSocket(bridge)
-	FlowsFile  string
+	Mgmt      string // Instance.MgmtSocket(bridge)
+	FlowsFile string
 }
 
 // InstallAll runs the jobs with at most parallel ovs-ofctl at a time
