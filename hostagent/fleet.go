@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/ethfab/ethfab/internal/quantile"
 )
 
 // Endpoint is one host a Fleet serves: an interface in a namespace.
@@ -145,18 +146,13 @@ type Quantile struct {
 	Max float64 `json:"max"`
 }
 
-// Quantiles computes p50/p99/max by nearest rank.
+// Quantiles computes p50/p99/max by nearest rank (internal/quantile).
 func Quantiles(xs []float64) Quantile {
 	if len(xs) == 0 {
 		return Quantile{}
 	}
-	s := append([]float64(nil), xs...)
-	slices.Sort(s)
-	at := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.999999) - 1
-		return s[max(0, min(i, len(s)-1))]
-	}
-	return Quantile{N: len(s), P50: at(0.5), P99: at(0.99), Max: s[len(s)-1]}
+	s := quantile.Sorted(xs)
+	return Quantile{N: len(s), P50: quantile.NearestRank(s, 0.5), P99: quantile.NearestRank(s, 0.99), Max: s[len(s)-1]}
 }
 
 // Summarize condenses results (nil entries are skipped).

@@ -9,9 +9,9 @@
 package results
 
 import (
-	"math"
-	"slices"
 	"time"
+
+	"github.com/ethfab/ethfab/internal/quantile"
 )
 
 // SchemaVersion is written into metrics.json; it changes only when a name
@@ -253,17 +253,12 @@ type Distribution struct {
 	Max float64 `json:"max"`
 }
 
-// NewDistribution summarizes samples (nearest-rank percentiles); it
-// sorts a copy.
+// NewDistribution summarizes samples (nearest-rank percentiles,
+// internal/quantile); it sorts a copy.
 func NewDistribution(samples []float64) Distribution {
 	if len(samples) == 0 {
 		return Distribution{}
 	}
-	s := slices.Clone(samples)
-	slices.Sort(s)
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return s[min(max(i, 0), len(s)-1)]
-	}
-	return Distribution{N: len(s), P50: rank(0.5), P90: rank(0.9), Max: s[len(s)-1]}
+	s := quantile.Sorted(samples)
+	return Distribution{N: len(s), P50: quantile.NearestRank(s, 0.5), P90: quantile.NearestRank(s, 0.9), Max: s[len(s)-1]}
 }
