@@ -70,27 +70,8 @@ func needRoot(t *testing.T) {
 // valiant rules at injection for frames to other groups — and in the port
 // counters of the host ports.
 func TestSamplerOnLab(t *testing.T) {
-	needRoot(t)
-	const name = "hres-ms"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
-		"links: {host: {rate: 50mbit}}\nrouting: {mode: valiant}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
 	ctx := context.Background()
-	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lab, s := startedSampler(t, "hres-ms", "valiant")
 	ping, err := fabric.Ping(ctx, lab, 0, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -167,26 +148,8 @@ func TestSamplerOnLab(t *testing.T) {
 // A link deleted while a point runs is reported as gone, not as a link
 // end without its shaping queue.
 func TestSamplerDeletedLink(t *testing.T) {
-	needRoot(t)
-	const name = "hres-del"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nlinks: {host: {rate: 50mbit}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
 	ctx := context.Background()
-	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lab, s := startedSampler(t, "hres-del", "minimal")
 	var victim fabric.Link
 	for _, l := range lab.Links {
 		if l.Class != "host" {
@@ -213,4 +176,31 @@ func TestSamplerDeletedLink(t *testing.T) {
 	if f := results.EvaluateFidelity([]results.FidelityInput{in}); f.OK || !strings.Contains(strings.Join(f.Reasons, " "), "disappeared") {
 		t.Errorf("verdict %+v", f)
 	}
+}
+
+// startedSampler brings up DF(1,2,1) (6 hosts) routed by mode, removed
+// when t ends, and starts a sampler on it, closed when t ends.
+func startedSampler(t *testing.T, name, mode string) (*fabric.Lab, *Sampler) {
+	t.Helper()
+	needRoot(t)
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
+		"links: {host: {rate: 50mbit}}\nrouting: {mode: "+mode+"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	ctx := context.Background()
+	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return lab, s
 }
