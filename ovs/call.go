@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ethfab/ethfab/emulator/kernel"
 )
 
 // CallTimeout bounds every ovs-ofctl and ovs-appctl call. A call talks to
@@ -81,11 +83,11 @@ func StopOrphans(root string) (int, error) {
 		if err != nil {
 			continue
 		}
-		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
 		}
-		if c := strings.TrimSpace(string(comm)); c != "ovsdb-server" && c != "ovs-vswitchd" {
+		if comm, _, ok := kernel.ParseStat(st); !ok || comm != "ovsdb-server" && comm != "ovs-vswitchd" {
 			continue
 		}
 		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

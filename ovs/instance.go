@@ -486,8 +486,8 @@ func processAlive(pid int, runDir string) bool {
 	if err != nil {
 		return false
 	}
-	open, end := strings.IndexByte(string(st), '('), strings.LastIndexByte(string(st), ')')
-	if open < 0 || end < open || end+2 >= len(st) || st[end+2] == 'Z' {
+	comm, state, ok := kernel.ParseStat(st)
+	if !ok || state == 'Z' {
 		return false // a zombie is gone for our purposes (its parent may not reap it)
 	}
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
@@ -495,7 +495,6 @@ func processAlive(pid int, runDir string) bool {
 		return false
 	}
 	if len(cmd) == 0 {
-		comm := string(st[open+1 : end])
 		return comm == "ovs-vswitchd" || comm == "ovsdb-server"
 	}
 	return strings.Contains(string(cmd), runDir+"/")

@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -292,11 +293,7 @@ func conditionsReading(pts []Point) string {
 // where the CPU went: the busiest ovs-vswitchd thread is what limits the
 // userspace datapath.
 func cpuSummary(b *strings.Builder, pts []Point) {
-	any := false
-	for _, p := range pts {
-		any = any || p.CPU != nil
-	}
-	if !any {
+	if !slices.ContainsFunc(pts, func(p Point) bool { return p.CPU != nil }) {
 		return
 	}
 	b.WriteString("| load | switch-hop frames/s | busiest vswitchd thread | all vswitchd | ethfab | softirq |\n")

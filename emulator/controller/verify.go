@@ -26,6 +26,19 @@ type Tables struct {
 // NewTables returns a lazily filled table set.
 func NewTables(c *Controller) *Tables { return &Tables{c: c, tables: map[int]*Table{}} }
 
+// TablesOf is a table set that starts from tables already compiled (by
+// switch index; nil entries are compiled on first use), so a walk over a
+// fabric that is being built compiles nothing twice.
+func TablesOf(c *Controller, compiled []*Table) *Tables {
+	ts := NewTables(c)
+	for sw, t := range compiled {
+		if t != nil {
+			ts.tables[sw] = t
+		}
+	}
+	return ts
+}
+
 // Get returns a switch's table, compiling it on first use.
 func (ts *Tables) Get(sw int) (*Table, error) {
 	ts.mu.RLock()

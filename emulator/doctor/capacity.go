@@ -85,10 +85,10 @@ func (c *Capacity) measured(mode string) (float64, bool) {
 }
 
 // capacityNote is doctor's line about the capacity.
-func capacityNote(c *Capacity, err error) string {
+func capacityNote(c *Capacity, loadErr string) string {
 	switch {
-	case err != nil:
-		return err.Error()
+	case loadErr != "":
+		return "capacity  " + loadErr
 	case c == nil:
 		return "capacity  not measured on this machine: run bench/capacity.py --save (as root, machine otherwise idle) so `ethfab run` can warn before a phase asks for more than the machine keeps faithful"
 	}

@@ -51,7 +51,8 @@ type Report struct {
 	// Capacity is what bench/capacity.py measured here; nil when it never
 	// ran.
 	Capacity *Capacity `json:"capacity,omitempty"`
-	capNote  string
+	// CapacityError says why the recorded capacity could not be read.
+	CapacityError string `json:"capacity_error,omitempty"`
 }
 
 // OK reports whether ethfab can run here.
@@ -90,8 +91,9 @@ func Run(ctx context.Context) Report {
 	caps := kernel.Probe()
 	r := Decide(checks, caps)
 	var err error
-	r.Capacity, err = LoadCapacity()
-	r.capNote = capacityNote(r.Capacity, err)
+	if r.Capacity, err = LoadCapacity(); err != nil {
+		r.CapacityError = err.Error()
+	}
 	return r
 }
 
@@ -228,9 +230,7 @@ func (r Report) Text() string {
 		b.WriteString(" (no netem: scenarios asking for delay, jitter or loss get rate only, or fail if they require it)")
 	}
 	b.WriteString("\n")
-	if r.capNote != "" {
-		fmt.Fprintf(&b, "%s\n", r.capNote)
-	}
+	fmt.Fprintf(&b, "%s\n", capacityNote(r.Capacity, r.CapacityError))
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note      %s\n", n)
 	}

@@ -579,3 +579,15 @@ func TestWorkers(t *testing.T) {
 		t.Errorf("a pool as large as itself did not settle: %+v %v", peak, settled)
 	}
 }
+
+func TestParseStat(t *testing.T) {
+	comm, state, ok := ParseStat([]byte("42 (kworker/0:1-ev (x)) D 2 0 0"))
+	if !ok || comm != "kworker/0:1-ev (x)" || state != 'D' {
+		t.Errorf("got %q %c %v", comm, state, ok)
+	}
+	for _, bad := range []string{"", "42 kworker S", "42 (x"} {
+		if _, _, ok := ParseStat([]byte(bad)); ok {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,13 +30,12 @@ func ReadWorkers() Workers {
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open || end+2 >= len(s) || !strings.HasPrefix(s[open+1:end], "kworker") {
+		comm, state, ok := ParseStat(b)
+		if !ok || !strings.HasPrefix(comm, "kworker") {
 			continue
 		}
 		w.Total++
-		if s[end+2] == 'D' {
+		if state == 'D' {
 			w.Blocked++
 		}
 	}
@@ -58,4 +58,15 @@ func AwaitWorkers(base Workers, slack int, limit time.Duration) (peak Workers, s
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// ParseStat reads a process's name and state (R, S, D, Z, ...) from its
+// /proc/PID/stat line, whose name is in parentheses and may itself hold
+// spaces and parentheses.
+func ParseStat(b []byte) (comm string, state byte, ok bool) {
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open || end+2 >= len(b) {
+		return "", 0, false
+	}
+	return string(b[open+1 : end]), b[end+2], true
 }

@@ -172,7 +172,7 @@ func TestSamplerDeletedLink(t *testing.T) {
 	if len(r.Unshaped) != 0 {
 		t.Errorf("deleted link reported as unshaped: %v", r.Unshaped)
 	}
-	in := r.FidelityInput("p", 0.1, 10, 0)
+	in := r.FidelityInput(results.Point{Name: "p", Load: 0.1, Sent: 10})
 	if f := results.EvaluateFidelity([]results.FidelityInput{in}); f.OK || !strings.Contains(strings.Join(f.Reasons, " "), "disappeared") {
 		t.Errorf("verdict %+v", f)
 	}

@@ -120,14 +120,15 @@ func (r *Report) Fill(p *results.Point) {
 	p.Backlog = r.Backlog
 }
 
-// FidelityInput is the point's input to results.EvaluateFidelity; sent
-// and socketDrops come from the traffic engine.
-func (r *Report) FidelityInput(phase string, load float64, sent, socketDrops uint64) results.FidelityInput {
-	in := results.FidelityInput{Phase: phase, Load: load, CPUBusy: r.CPUBusy, Sent: sent, Drops: r.Drops}
+// FidelityInput is the point's input to results.EvaluateFidelity: the
+// traffic engine's side (sent, offered, unsent, socket drops) from the
+// point it filled, the fabric's from this report.
+func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
+	in := results.FidelityInput{Phase: p.Name, Load: p.Load, CPUBusy: r.CPUBusy, Sent: p.Sent, Offered: p.Offered, Unsent: p.Unsent, Drops: r.Drops}
 	if r.CPU != nil {
 		in.Busiest = r.CPU.Busiest
 	}
-	in.Drops.Socket = socketDrops
+	in.Drops.Socket = p.Drops.Socket
 	in.Unshaped = r.Unshaped
 	in.Missing = r.Missing
 	for _, l := range r.Links {

@@ -494,7 +494,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
 	r := s.report(dur, BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
-	r.CPU = cpuSplit(s.threads0, threads1, s.procs)
+	r.CPU = cpuSplit(s.threads0, threads1)
 	return r, s.sampErr
 }
 

@@ -27,9 +27,12 @@ import (
 // process.
 type threadTimes struct {
 	pid   int
-	label string         // "vswitchd 0" (instance), "ethfab"
-	ns    map[int]uint64 // tid -> ns on CPU
-	names map[int]string // tid -> comm
+	label string // "vswitchd 0" (instance), "ethfab"
+	// vswitchd: an ovs-vswitchd, whose busiest thread the fidelity
+	// verdict checks.
+	vswitchd bool
+	ns       map[int]uint64 // tid -> ns on CPU
+	names    map[int]string // tid -> comm
 }
 
 // cpuSnapshot is every watched process plus the machine's softirq time.
@@ -93,6 +96,7 @@ func snapshotCPU(procs []watchedProc) cpuSnapshot {
 			continue
 		}
 		if t, err := readThreads(p.pid, p.label); err == nil {
+			t.vswitchd = p.vswitchd
 			s.procs = append(s.procs, t)
 		}
 	}
@@ -113,14 +117,10 @@ type watchedProc struct {
 
 // cpuSplit turns two snapshots into the point's CPU account, in cores
 // (1.0 = one core busy for the whole interval).
-func cpuSplit(a, b cpuSnapshot, procs []watchedProc) *results.CPUSplit {
+func cpuSplit(a, b cpuSnapshot) *results.CPUSplit {
 	secs := b.at.Sub(a.at).Seconds()
 	if secs <= 0 {
 		return nil
-	}
-	isSwitch := map[string]bool{}
-	for _, p := range procs {
-		isSwitch[p.label] = p.vswitchd
 	}
 	before := map[string]threadTimes{}
 	for _, t := range a.procs {
@@ -136,11 +136,11 @@ func cpuSplit(a, b cpuSnapshot, procs []watchedProc) *results.CPUSplit {
 		for tid, ns := range t.ns {
 			c := float64(sub(ns, t0.ns[tid])) / 1e9 / secs
 			total += c
-			if isSwitch[t.label] {
+			if t.vswitchd {
 				split.Threads = append(split.Threads, results.ThreadCPU{Process: t.label, Thread: t.names[tid], TID: tid, Cores: c})
 			}
 		}
-		if isSwitch[t.label] {
+		if t.vswitchd {
 			split.Vswitchd += total
 		} else {
 			split.Ethfab += total

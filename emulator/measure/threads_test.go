@@ -21,18 +21,17 @@ func TestParseSchedstat(t *testing.T) {
 // vswitchd thread is named even when the all-core average is low.
 func TestCPUSplit(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	procs := []watchedProc{{label: "vswitchd 0", pid: 10, vswitchd: true}, {label: "vswitchd 1", pid: 11, vswitchd: true}, {label: "ethfab", pid: 12}}
 	a := cpuSnapshot{at: t0, softirq: 1000, procs: []threadTimes{
-		{pid: 10, label: "vswitchd 0", ns: map[int]uint64{10: 1e9, 13: 0}, names: map[int]string{10: "ovs-vswitchd", 13: "handler1"}},
-		{pid: 11, label: "vswitchd 1", ns: map[int]uint64{11: 0}, names: map[int]string{11: "ovs-vswitchd"}},
+		{pid: 10, label: "vswitchd 0", vswitchd: true, ns: map[int]uint64{10: 1e9, 13: 0}, names: map[int]string{10: "ovs-vswitchd", 13: "handler1"}},
+		{pid: 11, label: "vswitchd 1", vswitchd: true, ns: map[int]uint64{11: 0}, names: map[int]string{11: "ovs-vswitchd"}},
 		{pid: 12, label: "ethfab", ns: map[int]uint64{12: 0, 14: 0}},
 	}}
 	b := cpuSnapshot{at: t0.Add(2 * time.Second), softirq: 1100, procs: []threadTimes{
-		{pid: 10, label: "vswitchd 0", ns: map[int]uint64{10: 2.9e9, 13: 0.01e9}, names: map[int]string{10: "ovs-vswitchd", 13: "handler1"}},
-		{pid: 11, label: "vswitchd 1", ns: map[int]uint64{11: 0.5e9}, names: map[int]string{11: "ovs-vswitchd"}},
+		{pid: 10, label: "vswitchd 0", vswitchd: true, ns: map[int]uint64{10: 2.9e9, 13: 0.01e9}, names: map[int]string{10: "ovs-vswitchd", 13: "handler1"}},
+		{pid: 11, label: "vswitchd 1", vswitchd: true, ns: map[int]uint64{11: 0.5e9}, names: map[int]string{11: "ovs-vswitchd"}},
 		{pid: 12, label: "ethfab", ns: map[int]uint64{12: 0.6e9, 14: 0.4e9}},
 	}}
-	s := cpuSplit(a, b, procs)
+	s := cpuSplit(a, b)
 	near := func(x, want float64) bool { return x > want-1e-9 && x < want+1e-9 }
 	if s.Busiest.Process != "vswitchd 0" || s.Busiest.Thread != "ovs-vswitchd" || !near(s.Busiest.Cores, 0.95) {
 		t.Errorf("busiest %+v, want vswitchd 0 ovs-vswitchd at 0.95", s.Busiest)
@@ -46,7 +45,7 @@ func TestCPUSplit(t *testing.T) {
 	}
 	// A restarted vswitchd (new pid) has no interval: left out.
 	b.procs[1].pid = 99
-	if s := cpuSplit(a, b, procs); !near(s.Vswitchd, 0.955) {
+	if s := cpuSplit(a, b); !near(s.Vswitchd, 0.955) {
 		t.Errorf("restarted instance counted: %+v", s)
 	}
 }

@@ -33,7 +33,7 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 	if limit <= 0 {
 		return nil, nil
 	}
-	ts := controller.NewTables(comp.Ctl)
+	ts := controller.TablesOf(comp.Ctl, comp.Tables)
 	rate := float64(sc.Links[scenario.HostLinks].Rate)
 	var warns []string
 	for _, ph := range sc.Phases {

@@ -433,9 +433,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		pt.Conditions = conds
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
-		fin := rep.FidelityInput(ph.Name, load, res.Aggregate.Sent, pt.Drops.Socket)
-		fin.Offered, fin.Unsent = pt.Offered, pt.Unsent
-		r.fidelity = append(r.fidelity, fin)
+		r.fidelity = append(r.fidelity, rep.FidelityInput(pt))
 		if err := results.WriteMetrics(r.dir, r.m); err != nil {
 			return err
 		}
