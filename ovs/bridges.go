@@ -185,6 +185,7 @@ func (i *Instance) portOps(bi int, b Bridge) ([]ovsdb.Operation, []string, error
 		iface := &vswitchd.Interface{
 			UUID:        ifUUID,
 			Name:        p.Name,
+			Type:        i.cfg.PortType,
 			ExternalIDs: i.tags(nil),
 		}
 		if p.OFPort > 0 {

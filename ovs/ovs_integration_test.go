@@ -142,7 +142,7 @@ func testFabric(t *testing.T, n int) {
 	addrUp(t, h1, "eth0", "10.211.0.1/24")
 	addrUp(t, h2, "eth0", "10.211.0.2/24")
 
-	pool, err := StartPool(ctx, cfg, n)
+	pool, err := StartPool(ctx, PoolConfigs(cfg, n))
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

@@ -60,13 +60,13 @@ func Partition(bridges []Bridge, n int) [][]Bridge {
 	return parts
 }
 
-// StartPool starts n instances in parallel (configs from PoolConfigs). On
-// failure it stops every instance it started.
-func StartPool(ctx context.Context, cfg Config, n int) (*Pool, error) {
+// StartPool starts one instance per config (from PoolConfigs) in
+// parallel. On failure it stops every instance it started.
+func StartPool(ctx context.Context, cfgs []Config) (*Pool, error) {
+	n := len(cfgs)
 	if n < 1 {
 		return nil, fmt.Errorf("ovs: pool of %d instances", n)
 	}
-	cfgs := PoolConfigs(cfg, n)
 	p := &Pool{Instances: make([]*Instance, n), owner: map[string]int{}}
 	err := forEach(n, func(k int) error {
 		in, err := Start(ctx, cfgs[k])

@@ -19,6 +19,9 @@
 #
 # Environment: ETHFAB_GO_DIR (default /usr/local/go) is where Go is looked
 # for first and installed when missing or older than go.mod asks.
+# ETHFAB_OVS_SRC, if set (an Open vSwitch git repository, path or URL),
+# also builds ethfab's ovs-vswitchd from it (scripts/ovs/build.sh, ~4 min):
+# several times the userspace datapath's capacity (README, "Capacity").
 set -euo pipefail
 
 VM=0 BUILD=1 QUIET=0 CHECK=0
@@ -269,6 +272,13 @@ if [ "$CHECK" = 1 ]; then
   if [ ${#MISSING[@]} = 0 ]; then say "nothing missing"; exit 0; fi
   for m in "${MISSING[@]}"; do echo "missing: $m"; done
   exit 1
+fi
+if [ -n "${ETHFAB_OVS_SRC:-}" ]; then
+  if ! command -v autoreconf >/dev/null || ! command -v libtoolize >/dev/null || [ ! -e /usr/include/cap-ng.h ]; then
+    apt-get install -y -q autoconf automake libtool libcap-ng-dev >/dev/null
+  fi
+  say "building ethfab's ovs-vswitchd from $ETHFAB_OVS_SRC"
+  scripts/ovs/build.sh "$ETHFAB_OVS_SRC"
 fi
 [ "$BUILD" = 1 ] && build
 say "done"

@@ -87,7 +87,7 @@ func Run(ctx context.Context) Report {
 	for _, b := range binaries {
 		checks = append(checks, checkBinary(ctx, b))
 	}
-	checks = append(checks, checkAllocator(ovs.LibDirs()))
+	checks = append(checks, checkAllocator(ovs.LibDirs()), checkPMDSwitch())
 	caps := kernel.Probe()
 	r := Decide(checks, caps)
 	var err error
@@ -106,6 +106,16 @@ func checkAllocator(dirs []string) Check {
 	}
 	return Check{Name: "vswitchd malloc", Package: ovs.Allocators[0].Package,
 		Detail: "none installed: ovs-vswitchd keeps the C library's malloc, slower for the userspace datapath"}
+}
+
+// checkPMDSwitch reports whether ethfab's ovs-vswitchd, whose PMD-read
+// ports (ovs.PortPMD) forward several times what stock OVS does on the
+// userspace datapath, is installed.
+func checkPMDSwitch() Check {
+	if p := ovs.FindPMDSwitch(); p != "" {
+		return Check{Name: "vswitchd pmd ports", OK: true, Detail: p + " (userspace-datapath labs read their ports with PMD threads)"}
+	}
+	return Check{Name: "vswitchd pmd ports", Detail: "not installed: userspace-datapath labs use stock OVS, several times less capacity (scripts/ovs/build.sh)"}
 }
 
 func checkBinary(ctx context.Context, b binary) Check {

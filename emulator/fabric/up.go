@@ -225,6 +225,42 @@ func FlowCached(sc *scenario.Scenario, datapath string) bool {
 	return sc.Routing.Mode != scenario.Conditional || datapath != ovs.DatapathNetdev
 }
 
+// PortMode resolves scenario ovs.ports for datapath: socket or pmd, and
+// for pmd the ovs-vswitchd that has it (ovs.FindPMDSwitch).
+func PortMode(sc *scenario.Scenario, datapath string) (scenario.Ports, string, error) {
+	if sc.OVS.Ports == scenario.PortsSocket {
+		return scenario.PortsSocket, "", nil
+	}
+	if datapath != ovs.DatapathNetdev {
+		if sc.OVS.Ports == scenario.PortsPMD {
+			return "", "", fmt.Errorf("%s: ovs.ports pmd needs the userspace datapath (ovs.datapath netdev): the kernel datapath reads its ports itself", sc.Source)
+		}
+		return scenario.PortsSocket, "", nil
+	}
+	sw := ovs.FindPMDSwitch()
+	if sw == "" {
+		if sc.OVS.Ports == scenario.PortsPMD {
+			return "", "", fmt.Errorf("%s: ovs.ports pmd needs ethfab's ovs-vswitchd at %s (build it with scripts/ovs/build.sh) or $ETHFAB_OVS_VSWITCHD", sc.Source, ovs.PMDSwitchPath)
+		}
+		return scenario.PortsSocket, "", nil
+	}
+	return scenario.PortsPMD, sw, nil
+}
+
+// pmdCores are the cores whose PMD threads poll instance k of n.
+// TEMPORARY experiment knob ETHFAB_EXP_PMD: "all" or "spread".
+func pmdCores(k, n int) []int {
+	cpus := runtime.NumCPU()
+	if os.Getenv("ETHFAB_EXP_PMD") == "spread" && n > 1 {
+		return []int{k % cpus}
+	}
+	all := make([]int, cpus)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
 func onOff(b bool) string {
 	if b {
 		return "on"
@@ -266,6 +302,10 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 	}
 	cached := FlowCached(sc, datapath)
+	ports, pmdSwitch, err := PortMode(sc, datapath)
+	if err != nil {
+		return nil, err
+	}
 	if err := FitsMachine(sc); err != nil {
 		return nil, err
 	}
@@ -298,12 +338,23 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if nInst <= 0 {
 		nInst = sc.OVS.Instances
 	}
+	if nInst <= 0 && ports == scenario.PortsPMD {
+		// One instance's PMD threads poll every port from both cores;
+		// another instance would only add threads and memory.
+		nInst = 1
+	}
 	if nInst <= 0 {
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
 	}
 	nInst = min(nInst, len(top.Switches))
 	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice, Preload: preload, Uncached: !cached}
 	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
+	if ports == scenario.PortsPMD {
+		for k := range cfgs {
+			cfgs[k].Switch, cfgs[k].PortType = pmdSwitch, ovs.PortPMD
+			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, pmdCores(k, nInst))
+		}
+	}
 	bridges := make([]ovs.Bridge, len(top.Switches))
 	for i := range top.Switches {
 		s := &top.Switches[i]
@@ -326,7 +377,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 
 	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
 		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
-		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Allocator: allocator, FlowCache: onOff(cached)}}
+		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Ports: string(ports), Allocator: allocator, FlowCache: onOff(cached)}}
 	for _, c := range cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
@@ -442,7 +493,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	step(5, fmt.Sprintf("starting %d private open vswitch instance(s)", nInst))
 	t5 := time.Now()
-	pool, err := ovs.StartPool(ctx, ovsCfg, nInst)
+	pool, err := ovs.StartPool(ctx, cfgs)
 	if err != nil {
 		return nil, fmt.Errorf("open vswitch: %w", err)
 	}

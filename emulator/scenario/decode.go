@@ -226,7 +226,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
-		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache")
+		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache", "ports")
 		if e := of["datapath"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
 				s.OVS.Datapath = Datapath(v)
@@ -240,6 +240,11 @@ func (d *decoder) scenario(root *node) *Scenario {
 		if e := of["flow_cache"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.flow_cache", "auto", "on", "off"); ok {
 				s.OVS.FlowCache = FlowCache(v)
+			}
+		}
+		if e := of["ports"]; e != nil {
+			if v, ok := d.enum(e.val, "ovs.ports", "auto", "socket", "pmd"); ok {
+				s.OVS.Ports = Ports(v)
 			}
 		}
 		if e := of["instances"]; e != nil {

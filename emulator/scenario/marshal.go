@@ -148,6 +148,9 @@ func (s *Scenario) effectiveTree() *node {
 	if s.OVS.FlowCache != "" {
 		ovsMap.add("flow_cache", mkStr(string(s.OVS.FlowCache)))
 	}
+	if s.OVS.Ports != "" {
+		ovsMap.add("ports", mkStr(string(s.OVS.Ports)))
+	}
 	root.add("ovs", ovsMap)
 	phases := &node{kind: seqNode}
 	for _, ph := range s.Phases {

@@ -164,7 +164,26 @@ type OVS struct {
 	// FlowCache is whether ovs-vswitchd caches forwarding decisions in
 	// datapath flows: FlowCacheAuto (default), FlowCacheOn or FlowCacheOff.
 	FlowCache FlowCache
+	// Ports is how the userspace datapath reads its ports: PortsAuto
+	// (default), PortsSocket or PortsPMD.
+	Ports Ports
 }
+
+// Ports selects how ovs-vswitchd's userspace datapath reads frames.
+type Ports string
+
+// Port settings: socket is stock OVS (a packet socket per port, all read
+// by the main thread whenever one has a frame, along with every bridge's
+// upkeep); pmd is ethfab's patched ovs-vswitchd (PMD threads on both cores
+// wait on the ports' sockets with epoll and read only those with frames),
+// several times the forwarding capacity; auto is pmd when that
+// ovs-vswitchd is installed (scripts/ovs/build.sh) and the datapath is
+// the userspace one, socket otherwise.
+const (
+	PortsAuto   Ports = "auto"
+	PortsSocket Ports = "socket"
+	PortsPMD    Ports = "pmd"
+)
 
 // FlowCache selects whether the switches cache forwarding decisions.
 // A cached decision outlives a FlowMod until the next revalidation round
