@@ -247,14 +247,12 @@ func PortMode(sc *scenario.Scenario, datapath string) (scenario.Ports, string, e
 	return scenario.PortsPMD, sw, nil
 }
 
-// pmdCores are the cores whose PMD threads poll instance k of n.
-// TEMPORARY experiment knob ETHFAB_EXP_PMD: "all" or "spread".
-func pmdCores(k, n int) []int {
-	cpus := runtime.NumCPU()
-	if os.Getenv("ETHFAB_EXP_PMD") == "spread" && n > 1 {
-		return []int{k % cpus}
-	}
-	all := make([]int, cpus)
+// pmdCores are the cores given PMD threads: all of them. A PMD thread
+// blocks in epoll while its ports are idle, so it takes a core only while
+// there are frames to forward, and the scheduler shares the cores with the
+// hosts' traffic engine.
+func pmdCores() []int {
+	all := make([]int, runtime.NumCPU())
 	for i := range all {
 		all[i] = i
 	}
@@ -352,7 +350,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if ports == scenario.PortsPMD {
 		for k := range cfgs {
 			cfgs[k].Switch, cfgs[k].PortType = pmdSwitch, ovs.PortPMD
-			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, pmdCores(k, nInst))
+			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, pmdCores())
 		}
 	}
 	bridges := make([]ovs.Bridge, len(top.Switches))

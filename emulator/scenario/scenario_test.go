@@ -21,7 +21,7 @@ links:
   host:   {rate: 100mbit}
   local:  {rate: 50mbit, delay: 40us}
   global: {rate: 1gbit, delay: {value: 400us, required: false}, loss: 0.1%, jitter: 5us}
-ovs: {datapath: netdev, allocator: mimalloc, flow_cache: off}
+ovs: {datapath: netdev, allocator: mimalloc, flow_cache: off, ports: pmd}
 phases:
   - name: boot
     dmp: true
@@ -64,7 +64,7 @@ func TestParseFull(t *testing.T) {
 	if got := s.Links[GlobalLinks]; got != wantGlobal {
 		t.Errorf("global links %+v, want %+v", got, wantGlobal)
 	}
-	if s.OVS.Datapath != DatapathNetdev || s.OVS.Allocator != "mimalloc" || s.OVS.FlowCache != FlowCacheOff {
+	if s.OVS.Datapath != DatapathNetdev || s.OVS.Allocator != "mimalloc" || s.OVS.FlowCache != FlowCacheOff || s.OVS.Ports != PortsPMD {
 		t.Errorf("ovs %+v", s.OVS)
 	}
 	if len(s.Phases) != 6 {
@@ -181,6 +181,7 @@ func TestErrors(t *testing.T) {
 		{"datapath", head + "ovs: {datapath: kernel}\n", 3, 17, "ovs.datapath", `unknown value "kernel"`},
 		{"allocator", head + "ovs: {allocator: glibc}\n", 3, 18, "ovs.allocator", `unknown value "glibc" (want auto, system, tcmalloc`},
 		{"flow cache", head + "ovs: {flow_cache: false}\n", 3, 19, "ovs.flow_cache", `unknown value "false" (want auto, on, off)`},
+		{"ports", head + "ovs: {ports: ring}\n", 3, 14, "ovs.ports", `unknown value "ring" (want auto, socket, pmd)`},
 		{"phases not list", head + "phases: {name: x}\n", 3, 9, "phases", "must be a list"},
 		{"phase two kinds", head + "phases:\n  - name: a\n    dmp: true\n    wait: 1s\n", 4, 5, "phases[0]", "exactly one of dmp, announce, wait, traffic (has dmp, wait)"},
 		{"phase no kind", head + "phases:\n  - name: a\n", 4, 5, "phases[0]", "(has none)"},
