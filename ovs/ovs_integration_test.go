@@ -14,6 +14,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/emulator/kernel"
 )
 
 func needOVS(t *testing.T) {
@@ -115,18 +117,34 @@ func addrUp(t *testing.T, ns netns.NsHandle, dev, cidr string) {
 func TestFabricThroughOVS(t *testing.T) {
 	needOVS(t)
 	for _, n := range []int{1, 2} {
-		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n) })
+		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n, "") })
 	}
+	t.Run("ports=pmd", func(t *testing.T) {
+		sw := FindPMDSwitch()
+		if sw == "" {
+			t.Skipf("ethfab's ovs-vswitchd is not installed at %s (scripts/ovs/build.sh)", PMDSwitchPath)
+		}
+		testFabric(t, 1, sw)
+	})
 }
 
-func testFabric(t *testing.T, n int) {
+// testFabric runs the fabric on n instances of stock ovs-vswitchd, or, with
+// pmdSwitch set, on that ovs-vswitchd with PortPMD ports.
+func testFabric(t *testing.T, n int, pmdSwitch string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	id := fmt.Sprintf("%d%d", os.Getpid()%10000, n)
+	tag := n
+	if pmdSwitch != "" {
+		tag = 9
+	}
+	id := fmt.Sprintf("%d%d", os.Getpid()%10000, tag)
 	lab := "efo-t" + id
 	fabBase := "efo-f" + id
 	runDir := t.TempDir()
 	cfg := Config{Lab: lab, RunDir: runDir, NetNS: fabBase, Datapath: DatapathNetdev}
+	if pmdSwitch != "" {
+		cfg.Switch, cfg.PortType, cfg.OtherConfig = pmdSwitch, PortPMD, PMDOtherConfig(nil, []int{0})
+	}
 	cfgs := PoolConfigs(cfg, n)
 	fab := make([]netns.NsHandle, n)
 	for k := range cfgs {
@@ -225,8 +243,16 @@ func testFabric(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 
+	// The link between the bridges is shaped: what a switch sends must
+	// pass through the port's qdisc (AF_XDP ports, for one, bypass it).
+	if err := kernel.Shape(cfgs[0].NetNS, "l1", kernel.Shaping{RateBps: 10_000_000}); err != nil {
+		t.Fatalf("shape l1: %v", err)
+	}
 	if err := sendFrame(h1, h2, "efo-hello-"+id); err != nil {
 		t.Fatalf("frame through br1-br2: %v", err)
+	}
+	if st, err := kernel.Stats(cfgs[0].NetNS, "l1"); err != nil || st.Kind != "tbf" || st.Packets == 0 {
+		t.Fatalf("l1's qdisc after a frame crossed: %+v, %v; want tbf with the frame counted", st, err)
 	}
 	// Rule counters come from the datapath flows, which revalidators read
 	// every ~500 ms: poll.
