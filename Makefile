@@ -50,9 +50,9 @@ FUZZ_TARGETS = \
 	FuzzParseConstants:./emulator/power \
 	FuzzParseTCAMCurve:./emulator/power \
 	FuzzParse:./emulator/scenario \
-	FuzzParseRate:./emulator/kernel \
-	FuzzParsePacketDiag:./emulator/kernel \
-	FuzzParseMemAvailable:./emulator/kernel \
+	FuzzParseRate:./kernel \
+	FuzzParsePacketDiag:./kernel \
+	FuzzParseMemAvailable:./kernel \
 	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./emulator/traffic \
 	FuzzParse:./hostagent/dmp \

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // bareAgent is an agent without a socket, for feeding handle directly.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // CallTimeout bounds every ovs-ofctl and ovs-appctl call. A call talks to

@@ -15,7 +15,7 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 func needOVS(t *testing.T) {

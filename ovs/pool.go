@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // Pool is K private instances serving one lab, each owning a share of the

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // Without a flow cache (the default for conditional routing on the

@@ -32,9 +32,9 @@ import (
 	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // Default thresholds, in frames: a few full-size frames of backlog is

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // ReliabilityEnv sets how many rounds the long campaign tests run (`make

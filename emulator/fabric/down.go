@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
 

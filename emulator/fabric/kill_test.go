@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // TestMain lets the test binary play `ethfab up` or `ethfab down` in a

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // With its state directory deleted by hand, `down LAB` still finds the

@@ -16,10 +16,10 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/addressing"
 	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/results"
 	"github.com/vishvananda/netlink"

@@ -9,10 +9,10 @@ import (
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
 	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // destinationsPerHost is how many of each host's destinations the

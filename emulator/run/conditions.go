@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/condition"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 )
 

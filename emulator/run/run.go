@@ -24,13 +24,13 @@ import (
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/topology"
 	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // Socket is a raw packet socket bound to one interface. It is created

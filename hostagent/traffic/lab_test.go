@@ -8,8 +8,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // testLab is n host namespaces whose eth0 plug into a Linux bridge inside a

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/kernel"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 func main() {
