@@ -20,8 +20,9 @@
 # Environment: ETHFAB_GO_DIR (default /usr/local/go) is where Go is looked
 # for first and installed when missing or older than go.mod asks.
 # ETHFAB_OVS_SRC, if set (an Open vSwitch git repository, path or URL),
-# also builds ethfab's ovs-vswitchd from it (scripts/ovs/build.sh, ~4 min):
-# several times the userspace datapath's capacity (README, "Capacity").
+# also builds ethfab's ovs-vswitchd from it (scripts/ovs/build.sh, ~5 min):
+# its ports are read by PMD threads, not by the main thread on every frame
+# (README, "Capacity", has what that changes and what it does not).
 set -euo pipefail
 
 VM=0 BUILD=1 QUIET=0 CHECK=0

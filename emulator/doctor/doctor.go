@@ -108,14 +108,14 @@ func checkAllocator(dirs []string) Check {
 		Detail: "none installed: ovs-vswitchd keeps the C library's malloc, slower for the userspace datapath"}
 }
 
-// checkPMDSwitch reports whether ethfab's ovs-vswitchd, whose PMD-read
-// ports (ovs.PortPMD) forward several times what stock OVS does on the
-// userspace datapath, is installed.
+// checkPMDSwitch reports whether ethfab's ovs-vswitchd, whose ports
+// (ovs.PortPMD) are read by PMD threads rather than by the main thread on
+// every frame, is installed.
 func checkPMDSwitch() Check {
 	if p := ovs.FindPMDSwitch(); p != "" {
 		return Check{Name: "vswitchd pmd ports", OK: true, Detail: p + " (userspace-datapath labs read their ports with PMD threads)"}
 	}
-	return Check{Name: "vswitchd pmd ports", Detail: "not installed: userspace-datapath labs use stock OVS, several times less capacity (scripts/ovs/build.sh)"}
+	return Check{Name: "vswitchd pmd ports", Detail: "not installed: userspace-datapath labs use stock OVS, whose main thread reads every port on every frame: more CPU and latency, and fabrics of thousands of ports starve (scripts/ovs/build.sh)"}
 }
 
 func checkBinary(ctx context.Context, b binary) Check {
