@@ -14,6 +14,7 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -106,17 +107,10 @@ func FuzzHandle(f *testing.F) {
 	})
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
-
 // vethPair makes two namespaces joined by a veth pair (eth0 in each).
 func vethPair(t *testing.T) (string, string) {
 	t.Helper()
-	needRoot(t)
+	roottest.Need(t)
 	tag := fmt.Sprintf("hagt%d%04x", os.Getpid()%100000, rand.N(1<<16))
 	a, b := tag+"a", tag+"b"
 	created, err := kernel.CreateNamespaces([]string{a, b})

@@ -14,11 +14,12 @@ import (
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 func needOVS(t *testing.T) {
 	t.Helper()
-	needRoot(t)
+	roottest.Need(t)
 	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl"} {
 		if _, err := exec.LookPath(b); err != nil {
 			t.Skipf("needs %s", b)

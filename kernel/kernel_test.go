@@ -16,26 +16,12 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // testPrefix keeps these tests' kernel objects apart from other users'.
 var testPrefix = fmt.Sprintf("efk-%d-", os.Getpid()%100000)
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-}
-
-func needBinary(t *testing.T, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			t.Skipf("needs %s", n)
-		}
-	}
-}
 
 // makeNamespaces creates namespaces and registers their deletion.
 func makeNamespaces(t *testing.T, names ...string) {
@@ -95,8 +81,8 @@ func rootLinksWithPrefix(t *testing.T, prefix string) []string {
 }
 
 func TestNamespacesAndVethsBulk(t *testing.T) {
-	needRoot(t)
-	needBinary(t, "ip")
+	roottest.Need(t)
+	roottest.Need(t, "ip")
 	const nNS, nVeth = 50, 100
 	prefix := testPrefix + "b-"
 	var names []string
@@ -238,7 +224,7 @@ func tcpReach(fromNS, toNS, ip string) error {
 }
 
 func TestCreateNamespacesRejectsExisting(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	a, b := testPrefix+"x-a", testPrefix+"x-b"
 	makeNamespaces(t, a)
 	created, err := CreateNamespaces([]string{a, b})
@@ -324,8 +310,8 @@ func iperf(t *testing.T, a, b string, secs int) float64 {
 }
 
 func TestShapeTBFThroughputAndStats(t *testing.T) {
-	needRoot(t)
-	needBinary(t, "ip", "iperf3")
+	roottest.Need(t)
+	roottest.Need(t, "ip", "iperf3")
 	a, b := pairOfNamespaces(t, "tbf")
 	const rate = 50_000_000
 	if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
@@ -408,8 +394,8 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 }
 
 func TestShapeChangesAndNetem(t *testing.T) {
-	needRoot(t)
-	needBinary(t, "tc")
+	roottest.Need(t)
+	roottest.Need(t, "tc")
 	a, _ := pairOfNamespaces(t, "nem")
 	for _, rate := range []uint64{10e6, 1e9, 100e3} {
 		if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
@@ -449,8 +435,8 @@ func TestShapeChangesAndNetem(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
-	needRoot(t)
-	needBinary(t, "ip", "tc")
+	roottest.Need(t)
+	roottest.Need(t, "ip", "tc")
 	c := Probe()
 	t.Logf("%+v", c)
 	if !c.Netns || !c.Veth || !c.TBF || c.Kernel == "" || !c.Ethtool {
@@ -480,7 +466,7 @@ func TestProbe(t *testing.T) {
 // qdisc must come back intact (earlier messages once aliased the receive
 // buffer and were overwritten by later datagrams).
 func TestStatsAllManyLinks(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	ns := testPrefix + "all"
 	makeNamespaces(t, ns)
 	const n = 150
@@ -521,7 +507,7 @@ func TestStatsAllManyLinks(t *testing.T) {
 // ExpediteRCU is what makes a lab's teardown finish when Down returns; it
 // must put the kernel's setting back, and nest.
 func TestExpediteRCURestores(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	before, err := os.ReadFile(rcuExpedited)
 	if err != nil {
 		t.Skipf("no %s: %v", rcuExpedited, err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -45,7 +47,7 @@ func packetSocket(t *testing.T, ns, ifname string, rcvbuf int) (fd int, ino uint
 // A socket that is never read overflows: sock_diag reports its drops on
 // its interface, and none for a socket on another namespace's end.
 func TestPacketSocketDrops(t *testing.T) {
-	needRoot(t)
+	roottest.Need(t)
 	a, b := pairOfNamespaces(t, "pdiag")
 	_, ino := packetSocket(t, b, "eth0", 4096) // the kernel doubles it, then room for a few frames
 	tx, txIno := packetSocket(t, a, "eth0", 0)

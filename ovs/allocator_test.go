@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 func touch(t *testing.T, path string) {
@@ -93,7 +95,7 @@ func TestMapsLibrary(t *testing.T) {
 // object: the loader ignores such a preload with a warning nobody reads,
 // so Start must notice, fail, and leave no daemon behind.
 func TestStartPreload(t *testing.T) {
-	needOVS(t)
+	roottest.NeedOVS(t)
 	_, lib, _ := FindAllocator(AllocatorAuto, LibDirs())
 	if lib == "" {
 		t.Skip("no allocator installed (apt-get install libtcmalloc-minimal4)")

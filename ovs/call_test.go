@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // A daemon that accepts but never answers (wedged, or its database gone)
@@ -57,7 +59,7 @@ func TestDead(t *testing.T) {
 // A wedged ovsdb-server (stopped with SIGSTOP) fails an OVSDB transaction
 // within CallTimeout instead of hanging `up`.
 func TestTransactTimeout(t *testing.T) {
-	needOVS(t)
+	roottest.NeedOVS(t)
 	ctx := context.Background()
 	ns := fmt.Sprintf("efo-tx%d", os.Getpid()%100000)
 	newNetNS(t, ns)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -15,20 +14,9 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
-
-func needOVS(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	for _, bin := range []string{"ovsdb-server", "ovs-vswitchd", "ovsdb-tool", "ovs-ofctl", "ovs-appctl", "ip"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not installed", bin)
-		}
-	}
-}
 
 // newNetNS creates a named netns and deletes it at cleanup.
 func newNetNS(t *testing.T, name string) netns.NsHandle {
@@ -115,7 +103,7 @@ func addrUp(t *testing.T, ns netns.NsHandle, dev, cidr string) {
 // crossing the two fabric namespaces), installs in_port flows from files,
 // sends a frame through, stops and checks nothing is left.
 func TestFabricThroughOVS(t *testing.T) {
-	needOVS(t)
+	roottest.NeedOVS(t)
 	for _, n := range []int{1, 2} {
 		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n, "") })
 	}

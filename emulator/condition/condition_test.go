@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,21 +16,10 @@ import (
 	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ovs-appctl"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("needs %s", b)
-		}
-	}
-}
 
 // up brings up a small conditional Dragonfly (p=1,a=2,h=1: 3 groups, so
 // every switch reaches one remote group over a local port and can detour
@@ -120,7 +108,7 @@ func trace(t *testing.T, lab *fabric.Lab, sw, in int, dst string) int {
 // switch then sends the frame out of the alternative's port, and back out
 // of the default's once resumed.
 func TestPauseDivertsOnRealSwitch(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, comp := up(t, "hcnd-man")
 	in, dst, def, alt := divertable(t, comp)
 	mac := comp.Plan.HostMAC(dst).String()
@@ -194,7 +182,7 @@ func TestPauseDivertsOnRealSwitch(t *testing.T) {
 // frame every millisecond (12 Mbit/s) outruns the 2 Mbit/s port, and the
 // pause, the diversion and the drain each happen within 10 s.
 func TestBacklogPausesAndResumes(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, comp := up(t, "hcnd-auto")
 	in, dst, def, alt := divertable(t, comp)
 	m := newMonitor(t, lab, false)

@@ -14,6 +14,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -22,7 +23,7 @@ import (
 // after the previous flip it comes. With the cache, a frame follows the
 // cached decision until the next revalidation round.
 func TestFlipAppliesToNextFrame(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, comp := up(t, "hcnd-next")
 	if lab.OVS.FlowCache != "off" || lab.OVS.Datapath != "netdev" {
 		t.Skipf("flow cache %s on the %s datapath: the test is about the uncached userspace datapath", lab.OVS.FlowCache, lab.OVS.Datapath)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -18,7 +19,7 @@ import (
 // monitor flips it by itself and measures, from the frames its taps see
 // leaving the switch, when they took the alternative and came back.
 func TestReactionTimeMeasured(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, comp := up(t, "hrx-react")
 	in, dst, def, _ := divertable(t, comp)
 	hookedBefore := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)

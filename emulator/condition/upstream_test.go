@@ -9,6 +9,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/controller"
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // Seed 004 Fig. 1 on a real switch pair: switch A reaches group Y through
@@ -21,7 +22,7 @@ import (
 // and A's host's frames leave A on its own non-minimal port. With
 // PortOnly nothing of that happens at A.
 func TestPauseGoesUpstream(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, comp := up(t, "hrx-upstr")
 	top := comp.Top
 	// B: a switch whose global port leads to a group Y; A: the other

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -31,7 +32,7 @@ func campaignRounds(t *testing.T) int {
 // round: every time the next `down` leaves nothing — no namespace, daemon,
 // socket, state directory — and the host settings as they were.
 func TestCampaignKillsAtRandomPoints(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	rounds := campaignRounds(t)
 	const lab = "eft-camp"
 	yaml := "name: " + lab + "\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nlinks: {host: {rate: 50mbit}}\n"

@@ -10,21 +10,10 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ping"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("needs %s", b)
-		}
-	}
-}
 
 func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
 	t.Helper()
@@ -39,7 +28,7 @@ func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
 // flow count of every bridge equals the controller's table; hosts reach
 // each other with real ICMP through the fabric; down leaves nothing.
 func TestUpPingDown(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	for _, c := range []struct{ name, topo string }{
 		{"eft-df", "{kind: dragonfly, p: 1, a: 2, h: 1}"},
 		{"eft-fb", "{kind: flatfly, dims: [3, 2], t: 1}"},
@@ -96,7 +85,7 @@ func TestUpPingDown(t *testing.T) {
 
 // A bad scenario fails before anything is built.
 func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	if kernel.Probe().Netem {
 		t.Skip("this kernel has netem")
 	}
@@ -119,7 +108,7 @@ func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
 // translate, and every pair is still reached through the fabric, with
 // frames addressed to pseudo-MACs.
 func TestRewriteReachesEveryPair(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const name = "eft-rw"
 	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 2, a: 2, h: 1}\naddressing: {assign: rewrite}\nlinks: {host: {rate: 50mbit}}\n"))
 	if err != nil {

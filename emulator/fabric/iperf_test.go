@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // TCP between two hosts whose path crosses host, local and global links,
@@ -18,7 +19,7 @@ import (
 // the rate depends on the CPU left on a shared 2-core machine, so the
 // figure is logged, not asserted (bench/ measures it).
 func TestIperfOnShapedPath(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("needs iperf3")
 	}

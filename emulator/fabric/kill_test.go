@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 // An `up` killed with SIGKILL at any step is cleaned by `down`: no
 // namespace, daemon, socket or lab directory is left.
 func TestKilledUpIsCleanedByDown(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const lab = "eft-kill"
 	yaml := "name: " + lab + "\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nlinks: {host: {rate: 50mbit}}\n"
 	// Kill right after each step reports (that is, during the next one),
@@ -122,7 +123,7 @@ func assertGone(t *testing.T, lab, runDir string) {
 // up, and host settings that the next `down` restores; that down removes
 // everything.
 func TestKilledDownIsFinishedByDown(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const lab = "eft-kdown"
 	wmem, _ := readSetting(wmemSetting.path)
 	rcu, _ := readSetting(rcuSetting.path)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -15,7 +16,7 @@ import (
 // namespaces (by the mark on their loopback), and leaves alone a
 // namespace that only shares the name prefix.
 func TestDownWithoutStateDirectory(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const name = "hown"
 	sc := scenarioFor(t, name, "{kind: dragonfly, p: 1, a: 2, h: 1}")
 	t.Cleanup(func() { Down(name) })

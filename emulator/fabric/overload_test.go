@@ -13,6 +13,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/scenario"
 	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // hotspot sends hosts 1..3 to host 0 (overloading host 0's port) and host
@@ -37,7 +38,7 @@ func (h hotspot) Seed() int64    { return 0 }
 // through one packet socket whose send buffer the queued frames fill; Up
 // raises the machine's default so that it does not.)
 func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const name = "eft-hot"
 	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 3, a: 2, h: 1}\n"+
 		"links: {host: {rate: 20mbit}, local: {rate: 20mbit}, global: {rate: 20mbit}}\n"))

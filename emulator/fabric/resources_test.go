@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // The 16,512-host Dragonfly whose teardown once wedged this kernel is
 // refused before anything exists: no state directory, no namespace.
 func TestUpRefusesOversized(t *testing.T) {
-	needRoot(t)
+	roottest.NeedOVS(t, "ping")
 	const name = "hres-big"
 	sc := scenarioFor(t, name, "{kind: dragonfly, p: 8, a: 16, h: 8}")
 	t.Cleanup(func() { Down(name) })

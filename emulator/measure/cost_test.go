@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 func cpuTime(who int) time.Duration {
@@ -30,7 +31,7 @@ func TestSamplerCost(t *testing.T) {
 	if name == "" {
 		t.Skip("set ETHFAB_MEASURE_LAB to a running lab")
 	}
-	needRoot(t)
+	roottest.NeedOVS(t)
 	lab, err := fabric.Load(name)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package measure
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/results"
 )
 
@@ -50,18 +50,6 @@ func TestShapingRate(t *testing.T) {
 	}
 	if r := shapingRate("none"); r != 0 {
 		t.Errorf("rate of no shaping = %g", r)
-	}
-}
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl", "ovs-appctl"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("needs %s", b)
-		}
 	}
 }
 
@@ -182,7 +170,7 @@ func TestSamplerDeletedLink(t *testing.T) {
 // when t ends, and starts a sampler on it, closed when t ends.
 func startedSampler(t *testing.T, name, mode string) (*fabric.Lab, *Sampler) {
 	t.Helper()
-	needRoot(t)
+	roottest.NeedOVS(t)
 	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
 		"links: {host: {rate: 50mbit}}\nrouting: {mode: "+mode+"}\n"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -21,18 +22,11 @@ type testLab struct {
 	ns    []string
 }
 
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
-}
-
 // newLab builds a lab over the hosts of a topology spec (for the patterns'
 // sake; the switches are all one bridge) and removes it when t ends.
 func newLab(t testing.TB, spec string, shapeBps uint64) *testLab {
 	t.Helper()
-	needRoot(t)
+	roottest.Need(t)
 	s, err := topology.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
