@@ -237,7 +237,11 @@ func Start(ctx context.Context, cfg Config) (_ *Instance, err error) {
 	}
 	for _, bin := range []string{"ovsdb-tool", "ovsdb-server", cfg.switchBinary(), "ovs-appctl"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			return nil, fmt.Errorf("ovs: %s not found (install openvswitch-switch): %w", bin, err)
+			how := "install openvswitch-switch"
+			if bin == cfg.Switch {
+				how = "build it with scripts/ovs/build.sh"
+			}
+			return nil, fmt.Errorf("ovs: %s not found (%s): %w", bin, how, err)
 		}
 	}
 	if cfg.NetNS != "" {

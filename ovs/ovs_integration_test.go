@@ -131,7 +131,7 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 	runDir := t.TempDir()
 	cfg := Config{Lab: lab, RunDir: runDir, NetNS: fabBase, Datapath: DatapathNetdev}
 	if pmdSwitch != "" {
-		cfg.Switch, cfg.PortType, cfg.OtherConfig = pmdSwitch, PortPMD, PMDOtherConfig(nil, []int{0})
+		cfg.Switch, cfg.PortType, cfg.OtherConfig = pmdSwitch, PortPMD, PMDOtherConfig(nil, 1)
 	}
 	cfgs := PoolConfigs(cfg, n)
 	fab := make([]netns.NsHandle, n)

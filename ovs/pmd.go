@@ -33,20 +33,17 @@ func FindPMDSwitch() string {
 const PMDMaxSleep = 10000
 
 // PMDOtherConfig is other_config for an instance whose ports are
-// PortPMD: base plus one PMD thread per core in cores (a pmd-cpu-mask),
-// blocked in epoll when idle so that they share the cores with the hosts'
-// traffic rather than spin against it.
-func PMDOtherConfig(base map[string]string, cores []int) map[string]string {
+// PortPMD: base plus a PMD thread on each of the first cores cores
+// (pmd-cpu-mask; without it OVS starts one per NUMA node), blocked in
+// epoll while their ports are idle, so that they take a core only while
+// there are frames and share the cores with the hosts' traffic engine.
+func PMDOtherConfig(base map[string]string, cores int) map[string]string {
 	m := maps.Clone(base)
 	if m == nil {
 		m = maps.Clone(DefaultOtherConfig)
 	}
-	var mask uint64
-	for _, c := range cores {
-		mask |= 1 << c
-	}
-	if mask != 0 {
-		m["pmd-cpu-mask"] = "0x" + strconv.FormatUint(mask, 16)
+	if cores > 0 {
+		m["pmd-cpu-mask"] = "0x" + strconv.FormatUint(1<<cores-1, 16)
 	}
 	m["pmd-maxsleep"] = strconv.Itoa(PMDMaxSleep)
 	return m

@@ -71,7 +71,7 @@ type OVSState struct {
 	DB        string   `json:"db"`
 	RunDir    string   `json:"run_dir"`
 	Datapath  string   `json:"datapath"`
-	Ports     string   `json:"ports,omitempty"`      // "socket" or "ring": see PortMode
+	Ports     string   `json:"ports,omitempty"`      // "socket" or "pmd": see PortMode
 	Allocator string   `json:"allocator,omitempty"`  // malloc of ovs-vswitchd (ovs.FindAllocator); its library is in each instance's config
 	FlowCache string   `json:"flow_cache,omitempty"` // "on" or "off": see FlowCached
 	Instances []OVSRef `json:"instances"`

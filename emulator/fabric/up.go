@@ -252,18 +252,6 @@ func PortMode(sc *scenario.Scenario, datapath string) (scenario.Ports, string, e
 // kernel's workers from 35 to 37, none blocked.
 const pmdPortsPerInstance = 4000
 
-// pmdCores are the cores given PMD threads: all of them. A PMD thread
-// blocks in epoll while its ports are idle, so it takes a core only while
-// there are frames to forward, and the scheduler shares the cores with the
-// hosts' traffic engine.
-func pmdCores() []int {
-	all := make([]int, runtime.NumCPU())
-	for i := range all {
-		all[i] = i
-	}
-	return all
-}
-
 func onOff(b bool) string {
 	if b {
 		return "on"
@@ -358,7 +346,7 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if ports == scenario.PortsPMD {
 		for k := range cfgs {
 			cfgs[k].Switch, cfgs[k].PortType = pmdSwitch, ovs.PortPMD
-			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, pmdCores())
+			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, runtime.NumCPU())
 		}
 	}
 	bridges := make([]ovs.Bridge, len(top.Switches))
