@@ -61,7 +61,7 @@ type Reaction struct {
 	// feeds, not by its own queue.
 	Upstream bool      `json:"upstream,omitempty"`
 	Onset    time.Time `json:"onset"` // the poll that saw the queue cross
-	Sent     time.Time `json:"sent"`  // the FlowMod was written
+	Sent     time.Time `json:"sent"`  // the FlowMod went to the switch's socket
 	// Applied: the switch's barrier reply arrived, its flow table changed
 	// (zero if that came after the frame, or never).
 	Applied time.Time `json:"applied"`
@@ -167,9 +167,8 @@ func (m *Monitor) flip(s *sw, f *flip) {
 		m.openTaps(s)
 	}
 	s.pmu.Unlock()
-	acked, err := s.of.setMaskAcked(s.mask)
+	acked, sent, err := s.of.setMaskAcked(s.mask)
 	m.countFlowMod(err)
-	sent := time.Now()
 	for _, pr := range probes {
 		pr.r.Sent = sent
 		m.probes.Add(1)
