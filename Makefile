@@ -21,8 +21,8 @@ vet:
 # exhaustive shape walks to a sample. The root packages run real fabrics,
 # whose timing the detector's 5-10x slowdown would distort; plan and
 # results (plot rendering) took 141 s and 89 s under it here.
-RACE_PKGS = ./emulator/topology ./emulator/addressing ./emulator/compaction ./emulator/controller \
-	./emulator/resources ./emulator/scenario ./emulator/traffic
+RACE_PKGS = ./topology ./addressing ./compaction ./controller \
+	./emulator/resources ./scenario ./traffic
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
 
@@ -39,22 +39,22 @@ RELIABILITY_ROUNDS ?= 20
 reliability:
 	ETHFAB_RELIABILITY=$(RELIABILITY_ROUNDS) $(GO) test -count=1 -p 1 -timeout 60m \
 		-run 'Campaign|Killed|Dead|Oversized|Refuses|Limits|LabName|Down|Spoof|Guard' \
-		./emulator/fabric ./emulator/run ./emulator/scenario ./hostagent/... ./cmd/ethfab
+		./emulator/fabric ./emulator/run ./scenario ./hostagent/... ./cmd/ethfab
 	$(GO) test -count=3 -run 'TestDeadDaemonFailsRun' ./emulator/run
 
 # Short fuzz runs of every parser and the compaction; FUZZTIME=10m for more.
 FUZZTIME ?= 20s
 FUZZ_TARGETS = \
-	FuzzCompact:./emulator/compaction \
-	FuzzParseSpec:./emulator/topology \
+	FuzzCompact:./compaction \
+	FuzzParseSpec:./topology \
 	FuzzParseConstants:./emulator/power \
 	FuzzParseTCAMCurve:./emulator/power \
-	FuzzParse:./emulator/scenario \
+	FuzzParse:./scenario \
 	FuzzParseRate:./kernel \
 	FuzzParsePacketDiag:./kernel \
 	FuzzParseMemAvailable:./kernel \
 	FuzzCapacity:./emulator/doctor \
-	FuzzDecode:./emulator/traffic \
+	FuzzDecode:./traffic \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \
 	FuzzParseConnect:./hostagent/omx \

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 func needOVS(t *testing.T) {

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // probe is one frame host A sends in the safety test.

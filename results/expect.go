@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // ExpectationResult is one expectation of one phase at one load.

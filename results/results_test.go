@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 func samplePoints(phase, routing string) []Point {

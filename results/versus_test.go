@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // A versus compares the case's metric with the other case's at the same

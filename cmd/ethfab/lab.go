@@ -17,7 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 func loadScenario(c *cli.Context, path string) (*scenario.Scenario, error) {

@@ -7,12 +7,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/emulator/resources"
-	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/topology"
 )
 
 func planCommand() *cli.Command {

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // up brings up a small conditional Dragonfly (p=1,a=2,h=1: 3 groups, so

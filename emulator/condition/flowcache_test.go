@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // Without a flow cache (the default for conditional routing on the

@@ -3,7 +3,7 @@ package condition
 import (
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // The sources whose frames a switch's conditions decide: its own hosts on

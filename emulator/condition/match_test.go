@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // The reaction's bookkeeping on its own: a departure on the new path

@@ -29,12 +29,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Default thresholds, in frames: a few full-size frames of backlog is

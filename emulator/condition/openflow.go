@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 )
 
 // OpenFlow 1.3 message types and constants this package speaks. The

@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // Reaction time (issue 6.3): from the poll that first sees a queue above

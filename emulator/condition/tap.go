@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // tap sees the traffic frames one switch port transmits: a packet socket

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Seed 004 Fig. 1 on a real switch pair: switch A reaches group Y through

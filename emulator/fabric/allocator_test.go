@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // The scenario parser keeps its own list of ovs.allocator values so that

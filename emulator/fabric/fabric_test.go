@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {

@@ -3,8 +3,8 @@ package fabric
 import (
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // The flow cache is off exactly where a cached decision would outlive

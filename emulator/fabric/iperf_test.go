@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // TCP between two hosts whose path crosses host, local and global links,

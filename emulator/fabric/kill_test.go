@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // TestMain lets the test binary play `ethfab up` or `ethfab down` in a

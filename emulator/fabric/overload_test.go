@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
-	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/scenario"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // hotspot sends hosts 1..3 to host 0 (overloading host 0's port) and host

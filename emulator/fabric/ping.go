@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // EtherTypePing is what `ethfab ping` sends: IEEE local experimental 2,

@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // StateRoot holds one directory per lab. It lives on /run (tmpfs), like

@@ -14,13 +14,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // UpOptions tune a bring-up.

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 func TestCPULine(t *testing.T) {

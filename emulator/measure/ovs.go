@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"

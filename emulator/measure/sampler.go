@@ -18,12 +18,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/topology"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // The JSON names scripts depend on.

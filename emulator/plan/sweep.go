@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/results/plot"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // SweepPorts are the switch sizes of seed 000 Fig. 4 and Fig. 6.

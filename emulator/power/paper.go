@@ -3,8 +3,8 @@ package power
 import (
 	"fmt"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // PaperNetwork is one of seed 000 §VI-A's ≈300,000-host networks with the

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // paperReport is the paper run, computed once per test binary: building

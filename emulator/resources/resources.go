@@ -16,7 +16,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Per-object costs, measured on the 2-core, 24 GiB test VM with

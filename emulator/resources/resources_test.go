@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 func spec(t *testing.T, s string) topology.Spec {

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/hostagent"
 	"github.com/ethfab/ethfab/hostagent/omx"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // dmpPhaseLimit bounds a dmp phase: the agent's own backoff gives up

@@ -6,13 +6,13 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // destinationsPerHost is how many of each host's destinations the

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	"github.com/ethfab/ethfab/scenario"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 const capScenario = `version: 1

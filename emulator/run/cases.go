@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // CaseRow is one case's line in cases.json.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/condition"
-	"github.com/ethfab/ethfab/emulator/scenario"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // conditions runs every switch's condition logic (conditional routing)

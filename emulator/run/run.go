@@ -20,18 +20,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/controller"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/emulator/plan"
-	"github.com/ethfab/ethfab/emulator/scenario"
-	"github.com/ethfab/ethfab/emulator/topology"
-	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/topology"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // Options tune a run.

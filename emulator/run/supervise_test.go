@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/scenario"
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // A daemon of the lab killed while traffic flows fails the run at once,

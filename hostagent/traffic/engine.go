@@ -1,7 +1,7 @@
 // Package traffic is the host agent's traffic generator and sink: one
 // process drives every host of a lab, each through a packet socket opened
 // inside the host's network namespace, sending raw Ethernet frames
-// (emulator/traffic's wire format) with Bernoulli injection and measuring
+// (traffic's wire format) with Bernoulli injection and measuring
 // what arrives: accepted load, one-way latency, loss, duplicates and
 // reordering, plus how faithfully the schedule was kept.
 //
@@ -25,7 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // Host is one traffic endpoint.
@@ -148,7 +148,7 @@ type Config struct {
 	// measured offered load is below Load: npb-like offers Load inside its
 	// bursts and about Load*CommShare on average.
 	Load float64
-	// FrameSize is the frame length in bytes (emulator/traffic: Ethernet
+	// FrameSize is the frame length in bytes (traffic: Ethernet
 	// header to padding, no FCS); default 1000.
 	FrameSize int
 	// RateBps is the host link rate. A frame slot lasts FrameSize*8/RateBps
@@ -158,7 +158,7 @@ type Config struct {
 	// window; after the senders stop, sinks wait Drain for frames in flight.
 	Warmup, Duration, Drain time.Duration
 	// Seed makes every random choice: the per-host arrival processes and
-	// destinations. The pattern has its own (emulator/traffic.New).
+	// destinations. The pattern has its own (traffic.New).
 	Seed int64
 	// Senders is how many goroutines share the sending (default
 	// GOMAXPROCS); each walks the schedule of its share of the hosts.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 func pattern(t testing.TB, l *testLab, name string, seed int64) pat.Pattern {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/ethfab/ethfab/emulator/topology"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // testLab is n host namespaces whose eth0 plug into a Linux bridge inside a

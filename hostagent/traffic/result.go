@@ -3,7 +3,7 @@ package traffic
 import (
 	"time"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // Result is one measurement. Loads are per host, as fractions of the host

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // schedule is a run's time frame, in CLOCK_MONOTONIC ns; slot times are

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // flow is what a sink knows of one source: the highest sequence number seen

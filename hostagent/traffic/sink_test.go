@@ -3,7 +3,7 @@ package traffic
 import (
 	"testing"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // TestSinkCounts feeds a sink frames in a known order and checks what it

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	pat "github.com/ethfab/ethfab/emulator/traffic"
 	"github.com/ethfab/ethfab/kernel"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // sock is one host's packet socket. It is non-blocking and wrapped in an

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 func build(t *testing.T, spec string) *topology.Topology {

@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/compaction"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/compaction"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // closRules compiles up/down routing (seed 000 §III-B, Fig. 3a). Down:

@@ -1,8 +1,8 @@
 package controller
 
 import (
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // The source guard. Hierarchical addressing trusts the source MAC: a host

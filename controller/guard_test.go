@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/addressing"
 )
 
 // originals gives every host an original MAC outside the pseudo-MAC

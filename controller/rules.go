@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
+	"github.com/ethfab/ethfab/addressing"
 )
 
 // Kind is what a rule is for; counts are reported per kind.

@@ -4,8 +4,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Seed 004 Fig. 1: under ADV the local links into S_out are what pause,

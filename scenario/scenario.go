@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Scenario is a validated scenario with every default applied.

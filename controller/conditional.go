@@ -3,9 +3,9 @@ package controller
 import (
 	"fmt"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/compaction"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/compaction"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Conditional routing (seed 000 §V-B..D). OpenFlow has no "valid while

@@ -22,7 +22,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Scheme is an address hierarchy.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Seed 000 §V-D, Fig. 10a: a Dragonfly access switch keeps Eq. 1's rules,

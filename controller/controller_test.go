@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
 )
 
 func compile(t testing.TB, spec string, sc addressing.Scheme, o Options) *Controller {

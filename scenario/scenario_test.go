@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/topology"
 )
 
 const full = `version: 1

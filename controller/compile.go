@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/ethfab/ethfab/emulator/addressing"
-	"github.com/ethfab/ethfab/emulator/compaction"
-	"github.com/ethfab/ethfab/emulator/topology"
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/compaction"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // Mode is a routing mode.
