@@ -10,12 +10,12 @@ import (
 // The scenarios that ship with ethfab must all be valid and survive the
 // effective-scenario round trip.
 func TestShippedScenarios(t *testing.T) {
-	files, err := filepath.Glob("../../scenarios/*.yaml")
+	files, err := filepath.Glob("../scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) < 3 {
-		t.Fatalf("found %d scenario files in ../../scenarios, want at least the 3 examples", len(files))
+		t.Fatalf("found %d scenario files in ../scenarios, want at least the 3 examples", len(files))
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {

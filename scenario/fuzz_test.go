@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte(nestedBrackets))
 	f.Add([]byte("\xef\xbb\xbf" + limitsHead))
-	files, _ := filepath.Glob("../../scenarios/*.yaml")
+	files, _ := filepath.Glob("../scenarios/*.yaml")
 	for _, p := range files {
 		if data, err := os.ReadFile(p); err == nil {
 			f.Add(data)
