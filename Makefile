@@ -50,7 +50,8 @@ FUZZ_TARGETS = \
 	FuzzParseConstants:./emulator/power \
 	FuzzParseTCAMCurve:./emulator/power \
 	FuzzParse:./scenario \
-	FuzzParseRate:./kernel \
+	FuzzParseRate:./internal/rate \
+	FuzzFormat:./internal/rate \
 	FuzzParsePacketDiag:./kernel \
 	FuzzParseMemAvailable:./kernel \
 	FuzzCapacity:./emulator/doctor \

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/roottest"
 )
 
@@ -313,8 +314,8 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 	roottest.Need(t)
 	roottest.Need(t, "ip", "iperf3")
 	a, b := pairOfNamespaces(t, "tbf")
-	const rate = 50_000_000
-	if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
+	const bps = 50_000_000
+	if err := Shape(a, "eth0", Shaping{RateBps: bps}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := Stats(a, "eth0")
@@ -350,11 +351,11 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 	got := iperf(t, a, b, 3)
 	close(stop)
 	wg.Wait()
-	burst, limit := TBFParams(rate)
+	burst, limit := TBFParams(bps)
 	t.Logf("tbf rate %s burst %d B limit %d B: iperf3 TCP %.2f Mbit/s (%.1f%%), max backlog seen %d B",
-		FormatRate(rate), burst, limit, got/1e6, 100*got/rate, maxBacklog)
-	if got < 0.90*rate || got > 1.05*rate {
-		t.Errorf("throughput %.2f Mbit/s outside 90..105%% of %s", got/1e6, FormatRate(rate))
+		rate.Format(bps), burst, limit, got/1e6, 100*got/bps, maxBacklog)
+	if got < 0.90*bps || got > 1.05*bps {
+		t.Errorf("throughput %.2f Mbit/s outside 90..105%% of %s", got/1e6, rate.Format(bps))
 	}
 	if maxBacklog == 0 || maxBacklog > uint64(limit) {
 		t.Errorf("max backlog %d B, want within (0, %d]", maxBacklog, limit)
@@ -363,8 +364,8 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Packets < 1000 || st.Bytes < uint64(0.9*rate/8*3) || st.Overlimits == 0 {
-		t.Errorf("stats after 3 s at %s: %+v", FormatRate(rate), st)
+	if st.Packets < 1000 || st.Bytes < uint64(0.9*bps/8*3) || st.Overlimits == 0 {
+		t.Errorf("stats after 3 s at %s: %+v", rate.Format(bps), st)
 	}
 	idx, err := r.Index("eth0")
 	if err != nil {
@@ -388,7 +389,7 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 	if st, err := Stats(a, "eth0"); err != nil || st.Kind == "tbf" {
 		t.Errorf("after Shape(zero): %+v %v", st, err)
 	}
-	if free := iperf(t, a, b, 1); free < 4*rate {
+	if free := iperf(t, a, b, 1); free < 4*bps {
 		t.Errorf("unshaped link only %.1f Mbit/s", free/1e6)
 	}
 }
@@ -397,13 +398,14 @@ func TestShapeChangesAndNetem(t *testing.T) {
 	roottest.Need(t)
 	roottest.Need(t, "tc")
 	a, _ := pairOfNamespaces(t, "nem")
-	for _, rate := range []uint64{10e6, 1e9, 100e3} {
-		if err := Shape(a, "eth0", Shaping{RateBps: rate}); err != nil {
-			t.Fatalf("rate %s: %v", FormatRate(rate), err)
+	// 1500mbit and 1234kbit: rate.Format writes what tc prints, not "1.5gbit".
+	for _, bps := range []uint64{10e6, 1e9, 100e3, 1500e6, 1234e3} {
+		if err := Shape(a, "eth0", Shaping{RateBps: bps}); err != nil {
+			t.Fatalf("rate %s: %v", rate.Format(bps), err)
 		}
 		out := strings.ToLower(inNS(t, a, "tc", "qdisc", "show", "dev", "eth0"))
-		if !strings.Contains(out, "tbf 1: root") || !strings.Contains(out, "rate "+FormatRate(rate)) {
-			t.Errorf("after shaping to %s tc shows: %s", FormatRate(rate), out)
+		if !strings.Contains(out, "tbf 1: root") || !strings.Contains(out, "rate "+rate.Format(bps)) {
+			t.Errorf("after shaping to %s tc shows: %s", rate.Format(bps), out)
 		}
 	}
 	if err := Shape(a, "eth0", Shaping{LossPct: 150}); err == nil {

@@ -517,7 +517,7 @@ func (d *decoder) linkSpec(n *node, path string) LinkSpec {
 	if e := f["rate"]; e == nil {
 		d.errf(n, join(path, "rate"), "required, e.g. rate: 100mbit")
 	} else if v, ok := d.str(e.val, join(path, "rate")); ok {
-		r, err := ParseRate(v)
+		r, err := linkRate(v)
 		if err != nil {
 			d.errf(e.val, join(path, "rate"), "%v", err)
 		}

@@ -98,14 +98,20 @@ func TestBOM(t *testing.T) {
 
 // A rate tc cannot shape fails when the file is read, at its line, not
 // in tc after the lab's namespaces were built.
-func TestRateTooSlow(t *testing.T) {
+func TestRateLimits(t *testing.T) {
 	for _, r := range []string{"1bit", "999", "0.9kbit", "100bps"} {
 		_, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: "+r+"}\n"))
 		if err == nil || !strings.Contains(err.Error(), "r.yaml:4:16: links.host.rate: ") || !strings.Contains(err.Error(), "below 1kbit") {
 			t.Errorf("rate %s: %v", r, err)
 		}
 	}
-	if _, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: 1kbit}\n")); err != nil {
-		t.Errorf("1kbit: %v", err)
+	for _, r := range []string{"1kbit", "100tbit"} {
+		if _, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: "+r+"}\n")); err != nil {
+			t.Errorf("%s: %v", r, err)
+		}
+	}
+	_, err := Parse("r.yaml", []byte(limitsHead+"links:\n  host: {rate: 101tbit}\n"))
+	if err == nil || !strings.Contains(err.Error(), "r.yaml:4:16: links.host.rate: ") || !strings.Contains(err.Error(), "beyond any link") {
+		t.Errorf("101tbit: %v", err)
 	}
 }

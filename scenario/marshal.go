@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/ethfab/ethfab/internal/rate"
 )
 
 // MarshalYAML renders the effective scenario — every default filled in,
@@ -115,7 +117,7 @@ func (s *Scenario) effectiveTree() *node {
 		if !ok {
 			continue
 		}
-		m := mkMap(true, "rate", mkStr(FormatRate(ls.Rate)))
+		m := mkMap(true, "rate", mkStr(rate.Format(ls.Rate)))
 		for _, im := range []struct {
 			key      string
 			set      bool

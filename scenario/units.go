@@ -7,17 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// rateUnits are tc's (tc(8), "RATES"): SI multiples of bit/s, IEC
-// multiples, and bytes per second.
-var rateUnits = map[string]float64{
-	"": 1, "bit": 1,
-	"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
-	"kibit": 1 << 10, "mibit": 1 << 20, "gibit": 1 << 30, "tibit": 1 << 40,
-	"bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
-	"kibps": 8 << 10, "mibps": 8 << 20, "gibps": 8 << 30, "tibps": 8 << 40,
-}
+	"github.com/ethfab/ethfab/internal/rate"
+)
 
 // maxRate keeps rates far from overflow; no veth gets near 100 Tbit/s.
 const maxRate = 1e14
@@ -29,47 +21,21 @@ const maxRate = 1e14
 // is 24 s.
 const MinRate = 1000
 
-var numUnitRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z%]*)$`)
-
-// ParseRate reads a rate in tc notation ("100mbit", "1gbit", "12.5mbps";
-// a bare number is bit/s) and returns bits per second.
-func ParseRate(s string) (uint64, error) {
-	m := numUnitRe.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("%q is not a rate (want e.g. 100mbit, 1gbit, 500kbit)", s)
-	}
-	mult, ok := rateUnits[strings.ToLower(m[2])]
-	if !ok {
-		return 0, fmt.Errorf("%q: unknown rate unit %q (want bit, kbit, mbit, gbit, tbit, or bps, kbps, mbps, gbps)", s, m[2])
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
+// linkRate reads a link's rate (tc notation, internal/rate) and holds it
+// to the rates a lab can shape, so a rate tbf would refuse is an error in
+// the file, at its line, before anything is built.
+func linkRate(s string) (uint64, error) {
+	bps, err := rate.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a rate: %w", s, err)
+		return 0, err
 	}
-	bits := math.Round(v * mult)
-	if bits < 1 {
-		return 0, fmt.Errorf("rate %q must be positive", s)
-	}
-	if bits < MinRate {
+	if bps < MinRate {
 		return 0, fmt.Errorf("rate %q is below 1kbit, the slowest link tc's tbf can shape", s)
 	}
-	if bits > maxRate {
-		return 0, fmt.Errorf("rate %q is beyond any link", s)
+	if bps > maxRate {
+		return 0, fmt.Errorf("rate %q is beyond any link (at most 100tbit)", s)
 	}
-	return uint64(bits), nil
-}
-
-// FormatRate renders bits/s in the largest tc unit that keeps it exact.
-func FormatRate(bps uint64) string {
-	for _, u := range []struct {
-		name string
-		mult uint64
-	}{{"tbit", 1e12}, {"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}} {
-		if bps >= u.mult && bps%u.mult == 0 {
-			return strconv.FormatUint(bps/u.mult, 10) + u.name
-		}
-	}
-	return strconv.FormatUint(bps, 10) + "bit"
+	return bps, nil
 }
 
 // FormatDuration is time.Duration.String with "us" for "µs", so files stay
@@ -108,6 +74,8 @@ func (t Threshold) IsZero() bool { return t.Unit == "" }
 var sizeUnits = map[string]int64{
 	"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
 }
+
+var numUnitRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z%]*)$`)
 
 // ParseThreshold reads "20" (frames) or "30kb" (bytes).
 func ParseThreshold(s string) (Threshold, error) {

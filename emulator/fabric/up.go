@@ -17,6 +17,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
@@ -162,7 +163,7 @@ func linkShaping(ls scenario.LinkSpec, netem bool) kernel.Shaping {
 }
 
 func describe(s kernel.Shaping) string {
-	d := "rate " + kernel.FormatRate(s.RateBps)
+	d := "rate " + rate.Format(s.RateBps)
 	if s.Delay > 0 {
 		d += " delay " + s.Delay.String()
 	}

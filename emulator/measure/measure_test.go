@@ -45,8 +45,15 @@ func TestThin(t *testing.T) {
 }
 
 func TestShapingRate(t *testing.T) {
-	if r := shapingRate("rate 50mbit delay 1ms"); r != 50e6 {
-		t.Errorf("rate = %g", r)
+	for desc, want := range map[string]float64{
+		"rate 50mbit delay 1ms": 50e6,
+		"rate 1500Mbit":         1.5e9, // as tc prints it
+		"rate 1.5gbit":          1.5e9, // as ethfab once wrote it into lab.json
+		"rate 1000001bit":       1000001,
+	} {
+		if r := shapingRate(desc); r != want {
+			t.Errorf("shapingRate(%q) = %g, want %g", desc, r, want)
+		}
 	}
 	if r := shapingRate("none"); r != 0 {
 		t.Errorf("rate of no shaping = %g", r)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/results"
@@ -226,7 +227,7 @@ func shapingRate(desc string) float64 {
 	f := strings.Fields(desc)
 	for i := 0; i+1 < len(f); i++ {
 		if f[i] == "rate" {
-			if v, err := kernel.ParseRate(f[i+1]); err == nil {
+			if v, err := rate.Parse(f[i+1]); err == nil {
 				return float64(v)
 			}
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/hostagent/traffic"
-	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/scenario"
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -34,7 +34,7 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 		return nil, nil
 	}
 	ts := controller.TablesOf(comp.Ctl, comp.Tables)
-	rate := float64(sc.Links[scenario.HostLinks].Rate)
+	bps := float64(sc.Links[scenario.HostLinks].Rate)
 	var warns []string
 	for _, ph := range sc.Phases {
 		if ph.Kind != scenario.PhaseTraffic {
@@ -54,7 +54,7 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 			frame = traffic.DefaultFrameSize
 		}
 		for _, load := range t.Loads {
-			fps := float64(len(comp.Top.Hosts)) * load * rate / (8 * float64(frame))
+			fps := float64(len(comp.Top.Hosts)) * load * bps / (8 * float64(frame))
 			work := fps * crossed
 			if work <= limit {
 				continue
@@ -64,8 +64,8 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 				"phase %s at load %g offers about %.0f switch-hop frames/s (%d hosts × %g × %s in %d-byte frames, %.1f switches each), "+
 					"above the %.0f/s this machine kept faithful for %s routing (%s, measured %s): expect the fidelity verdict to fail; "+
 					"load %g at this rate, or links at %s at this load, would fit",
-				ph.Name, load, work, len(comp.Top.Hosts), load, kernel.FormatRate(uint64(rate)), frame, crossed,
-				limit, sc.Routing.Mode, c.File, c.Measured, twoDigits(load*fit), kernel.FormatRate(uint64(twoDigits(rate*fit)))))
+				ph.Name, load, work, len(comp.Top.Hosts), load, rate.Format(uint64(bps)), frame, crossed,
+				limit, sc.Routing.Mode, c.File, c.Measured, twoDigits(load*fit), rate.Format(uint64(twoDigits(bps*fit)))))
 		}
 	}
 	return warns, nil
