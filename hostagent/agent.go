@@ -601,13 +601,6 @@ func (a *Agent) checkCompleteLocked(now time.Time) bool {
 	return true
 }
 
-// Snapshot returns the result so far, e.g. for a daemon's status.
-func (a *Agent) Snapshot() Result {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.snapshotLocked(time.Now())
-}
-
 func (a *Agent) snapshotLocked(now time.Time) Result {
 	r := a.res
 	r.Events = append([]Event(nil), a.res.Events...)

@@ -701,12 +701,12 @@ func (d *decoder) announce(n *node, path string) *Announce {
 		}
 	}
 	if e := f["peer_mac_from"]; e != nil {
-		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), "payload", "header"); ok {
+		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), string(FromPayload), string(FromHeader)); ok {
 			a.PeerMACFrom = PeerMACSource(v)
 		}
 	}
 	if e := f["on_address_change"]; e != nil {
-		if v, ok := d.enum(e.val, join(path, "on_address_change"), "round", "none"); ok {
+		if v, ok := d.enum(e.val, join(path, "on_address_change"), string(ChangeNewRound), string(ChangeIgnore)); ok {
 			a.OnAddressChange = AddressChange(v)
 		}
 	}
