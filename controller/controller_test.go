@@ -35,7 +35,7 @@ func compileSpec(t testing.TB, sp topology.Spec, sc addressing.Scheme, o Options
 	return c
 }
 
-// Shapes include the odd ones the issue names: g < a*h+1, t != k,
+// Shapes include the odd ones: g < a*h+1, t != k,
 // one-dimensional FB, partial Clos.
 var verifyShapes = []string{
 	"dragonfly:p=2,a=4,h=2",

@@ -287,7 +287,7 @@ func roundsOnChange(r *Result) int {
 	return n
 }
 
-// The spoofing campaign against one listener (issue 16), frame by frame:
+// Spoofing against one listener, frame by frame:
 // forged announcements neither grow the peer table without bound, nor
 // overwrite another host's entry, nor make the table look full, and
 // connect frames sent in another host's name are neither answered nor

@@ -52,7 +52,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A host that sends as another host (issue 16) has its frames dropped at
+// A host that sends as another host (a spoofed source MAC) has its frames dropped at
 // its own access switch and counted on the guard rule of its port, while
 // DMP, announcements, connects and its own traffic pass: on a real lab
 // with assign dmp, so the DMP requests from the hosts' original MACs

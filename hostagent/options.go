@@ -21,7 +21,7 @@ const (
 	// FromPayload is Open-MX's behaviour: the MAC written in the
 	// announcement, which breaks under on-the-fly source rewriting.
 	FromPayload PeerMACSource = "payload"
-	// FromHeader is the paper's first fix: the frame's Ethernet source.
+	// FromHeader is seed 000 §IV's first fix: the frame's Ethernet source.
 	FromHeader PeerMACSource = "header"
 )
 

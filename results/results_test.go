@@ -45,7 +45,7 @@ func sampleMetrics(routing string) *Metrics {
 	}
 }
 
-// The names scripts depend on are exactly those of the issue.
+// Scripts (bench/*.py) read these names: renaming one breaks them.
 func TestSchemaNames(t *testing.T) {
 	b, err := json.Marshal(sampleMetrics("minimal"))
 	if err != nil {

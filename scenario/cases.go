@@ -22,7 +22,7 @@ type Case struct {
 // the left-hand metric is this case's and the right-hand `<number> *
 // <metric>` is the other case's, both measured in phase Phase at the same
 // offered load (e.g. conditional routing's accepted load against 3 times
-// minimal routing's, seed 000 Fig. 11b).
+// minimal routing's under adversarial traffic, seed 004 Fig. 3b).
 type Versus struct {
 	Case   string
 	Phase  string

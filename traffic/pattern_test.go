@@ -257,7 +257,7 @@ func TestNPBLike(t *testing.T) {
 	if j, app, burst, _ := NPBIteration(p, 3300*time.Microsecond); j != 2 || app != "CG" || burst {
 		t.Errorf("CG at 3.3 ms: iteration %d %s burst %v, want 2 CG gap", j, app, burst)
 	}
-	// Mixed: every app of Table II shows up, iteration lengths are Table II's, and the seed fixes the mix.
+	// Mixed: every app of seed 000 Table II shows up, iteration lengths are its, and the seed fixes the mix.
 	mix := mustNew(t, "npb-like", topo, 1)
 	mix2 := mustNew(t, "npb-like", topo, 1)
 	apps := map[string]bool{}

@@ -16,7 +16,10 @@ import (
 // Kind is a pattern family, named as in scenario files.
 type Kind string
 
-// The pattern families (issue 5). Adversarial is written adv+N.
+// The pattern families: the papers' uniform and adversarial (seed 000
+// §V-D, seed 004 Fig. 3) and NPB-like bursts (seed 000 Table II), and the
+// classic bit-reversal, transpose, permutation and all-to-all.
+// Adversarial is written adv+N.
 const (
 	Uniform     Kind = "uniform"
 	Adversarial Kind = "adv"

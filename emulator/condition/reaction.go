@@ -16,7 +16,8 @@ import (
 	"github.com/ethfab/ethfab/traffic"
 )
 
-// Reaction time (issue 6.3): from the poll that first sees a queue above
+// Reaction time of the conditional rules (seed 000 §V-B: the switch
+// reacts to a pause with no controller in the loop): from the poll that first sees a queue above
 // XOFF to the first frame that leaves the switch on the alternative path,
 // and from the poll that sees it below XON to the first frame that leaves
 // on the default port again.

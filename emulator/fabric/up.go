@@ -458,7 +458,9 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		}
 		if datapath == ovs.DatapathNetdev {
 			// TCP over the userspace datapath needs checksums filled in
-			// by the sender (DESIGN.md).
+			// by the sender: a veth with tx offload leaves them empty, and
+			// the userspace datapath forwards them so to a receiver that
+			// drops them.
 			return kernel.DisableTxChecksum(ns, HostIface)
 		}
 		return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/results"
@@ -41,6 +42,14 @@ func TestCPULine(t *testing.T) {
 func TestThin(t *testing.T) {
 	if got := thin([]int{0, 1, 2, 3, 4}); len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 4 {
 		t.Errorf("thin = %v", got)
+	}
+}
+
+// Every rule kind the controller has gets a counter slot: a kind beyond
+// kindSlots would go uncounted in rule_packets.
+func TestEveryKindHasASlot(t *testing.T) {
+	if n := len(controller.Kinds()); n > kindSlots || numKinds != n {
+		t.Errorf("controller has %d rule kinds, the sampler counts %d (kindSlots %d)", n, numKinds, kindSlots)
 	}
 }
 

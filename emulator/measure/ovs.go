@@ -24,8 +24,8 @@ type switchCounters struct {
 	ports     map[int]ovs.PortStat // by OpenFlow port number
 }
 
-// kindSlots bounds the rule kinds (controller.Kinds has 7); cookies of
-// kinds beyond it are not counted.
+// kindSlots bounds the rule kinds (controller.Kinds has 12; a test keeps
+// it within the bound, since cookies of kinds beyond it are not counted).
 const kindSlots = 16
 
 var numKinds = min(len(controller.Kinds()), kindSlots)

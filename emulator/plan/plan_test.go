@@ -76,7 +76,7 @@ func TestSourceGuardCounted(t *testing.T) {
 	}
 }
 
-// Table I: hosts per access switch and network size for P-port switches.
+// Seed 000 Table I: hosts per access switch and network size for P-port switches.
 func TestSweepShapesFollowTableI(t *testing.T) {
 	for _, p := range SweepPorts {
 		for _, st := range SweepTopologies {

@@ -24,7 +24,7 @@ type SweepTopology struct {
 	Spec func(ports int) topology.Spec
 }
 
-// SweepTopologies follow Table I: a balanced Dragonfly (p = h = P/4,
+// SweepTopologies follow seed 000 Table I: a balanced Dragonfly (p = h = P/4,
 // a = P/2), n-dimensional Flattened Butterflies with as many hosts per
 // switch as switches per dimension (k + n(k-1) <= P), and the full
 // 3-level Clos of P-port switches.

@@ -19,7 +19,8 @@ type Constants struct {
 	LinkGbps        float64 `json:"link_gbps"`
 	FrameBytes      float64 `json:"frame_bytes"`
 	// PPSOverhead is the preamble and inter-frame gap on the wire per
-	// frame; 0 gives the 78.125 Mpps variant of spec §D.2.
+	// frame (20 bytes); 0 counts 64-byte frames back to back, 78.125 Mpps
+	// at 40 Gb/s instead of 59.52 (a sensitivity of the headline).
 	PPSOverhead   float64 `json:"pps_overhead"`
 	BufferReadNJ  float64 `json:"buffer_read_nj"`
 	BufferWriteNJ float64 `json:"buffer_write_nj"`
@@ -32,7 +33,8 @@ type Constants struct {
 	TCAMCurve *Curve `json:"tcam_curve,omitempty"`
 }
 
-// The paper's numbers (seed 000 §VI-A) and the two calibrations of spec §D.2.
+// The paper's numbers (seed 000 §VI-A): the headline the model is checked
+// against and the figures its two calibrations start from.
 const (
 	// PaperSaving is "reduces 54.1% of the original power in the
 	// reference CAM-flat Folded-Clos, 17.0% from TCAM compaction and
@@ -47,7 +49,8 @@ const (
 	PaperClosCompactEntries = 72
 )
 
-// Default returns the constants of spec §D.2 with the CAM calibrated.
+// Default returns the constants the paper gives or implies (seed 000 §VI-A,
+// sources in Doc) with the CAM calibrated.
 func Default() Constants {
 	return uncalibrated().Calibrate()
 }
@@ -96,7 +99,8 @@ func (c Constants) TCAMW(entries float64) float64 {
 // Calibrate sets CAMWPerEntry, when 0, so that compacting the paper's
 // Folded-Clos (CAM-flat → TCAM-compact, same 29,484 switches) saves
 // CompactionShare of its power, the only reading of the 17.0 % under
-// which the decomposition adds up (spec §D.4):
+// which the decomposition adds up (compaction first, then the topology:
+// see decompose):
 //
 //	(C − T_c) / (B_c + C) = share  ⇒  C = (share·B_c + T_c) / (1 − share)
 //
@@ -141,7 +145,7 @@ type ConstantDoc struct {
 }
 
 // Doc lists the constants with their sources ([P] the paper, [X] derived,
-// [A] assumed, as in the spec), the derived rates included.
+// [A] assumed), the derived rates included.
 func (c Constants) Doc() []ConstantDoc {
 	d := Default()
 	src := func(v, def float64, s string) string {

@@ -245,7 +245,7 @@ func isNilNode(n interface{ GetToken() *token.Token }) bool {
 }
 
 // Curve is a measured table power against its entries, e.g. from the
-// Agrawal–Sherwood TCAM model the paper used ([16]): linear between
+// Agrawal–Sherwood TCAM model seed 000 used (its reference [16]): linear between
 // points, towards zero watts at zero entries below the first, along the
 // last segment's slope above the last (matchline power grows linearly).
 type Curve struct {

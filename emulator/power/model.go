@@ -136,8 +136,8 @@ func (c Constants) tableW(o Organization, e Entries) float64 {
 	return sum / float64(len(e.sizes))
 }
 
-// Row is one bar of Fig. 11: a topology under one organization. JSON
-// names are the issue's; scripts depend on them.
+// Row is one bar of Fig. 11: a topology under one organization. Scripts
+// read its JSON names: they are an interface (TestJSONNames).
 type Row struct {
 	Topology          string       `json:"topology"`
 	Organization      Organization `json:"organization"`

@@ -69,7 +69,8 @@ func (n PaperNetwork) portsUsed() int {
 // Eq1Entries is the routing entries of an access switch as Eq. 1 counts
 // them: flat one per host, per-switch one per other access switch plus
 // its own hosts, per-group (G−1) + (S−1) + T. Transit switches of a Clos
-// need about as many (spec §D.2) and are charged the same.
+// need about as many (every switch holds an access switch's table, an
+// assumption the report prints) and are charged the same.
 func (n PaperNetwork) Eq1Entries(o Organization) (int, error) {
 	switch o {
 	case CAMFlat, Flat:
@@ -167,7 +168,9 @@ func compileCompact(n PaperNetwork, o PaperOptions) (Entries, error) {
 }
 
 // decompose splits the saving of the best (DF compact) against the
-// reference (Clos CAM-flat) in the one order that adds up (spec §D.4):
+// reference (Clos CAM-flat) in the one order that adds up (the other,
+// topology first, would need a DF switch drawing more than a Clos switch
+// with the same CAM, and it draws less):
 // compaction first on the reference topology, then the topology change.
 func decompose(ref, refCompact, best *Row) *Decomposition {
 	total := 1 - best.NetworkMW.Total/ref.NetworkMW.Total
@@ -197,7 +200,9 @@ func switchAssumptions(c Constants) []string {
 	}
 }
 
-// sensitivities recompute the headline under the variants of spec §D.4
+// sensitivities recompute the headline under the open choices (compact DF
+// tables at the port count, only used ports powered, electrical local
+// links, no preamble and gap)
 // so the reader sees how far each open choice moves it.
 func (r *Report) sensitivities(c Constants) []string {
 	nets := PaperNetworks()

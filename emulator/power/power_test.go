@@ -39,7 +39,8 @@ var paperTops = []string{"Folded-Clos", "4D FB", "Dragonfly"}
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 
-// Spec §D.5 checks 1-3: the headline and its decomposition.
+// Seed 000 §VI-A's headline and its decomposition: 54.1 % in all, 17.0 %
+// from compaction (the calibration input), 37.1 % from the topology.
 func TestPaperDecomposition(t *testing.T) {
 	d := paper(t).Decomposition
 	if d == nil {
@@ -59,7 +60,7 @@ func TestPaperDecomposition(t *testing.T) {
 	}
 }
 
-// Spec §D.4: topology first cannot give 37.1 %: the DF's CAM-flat switch
+// Topology first cannot give seed 000's 37.1 %: the DF's CAM-flat switch
 // draws no more than the Clos's, so the topology share is at most the
 // switch-count ratio.
 func TestTopologyFirstRejected(t *testing.T) {
@@ -116,7 +117,8 @@ func TestPaperOrderings(t *testing.T) {
 	}
 }
 
-// Check 10: the unit constants, and spec §D.3's reference row.
+// The unit constants, and the reference row (Clos CAM-flat) worked by hand
+// from seed 000 §VI-A's constants.
 func TestUnitsAndReference(t *testing.T) {
 	c := Default()
 	if got := c.BufferWPerPort(); math.Round(got*1000) != 536 {
@@ -129,7 +131,7 @@ func TestUnitsAndReference(t *testing.T) {
 		t.Errorf("packet rate %v, want 59.52 Mpps", c.PacketRate())
 	}
 	if !near(c.CAMWPerEntry*1e6, 75.5, 0.05) {
-		t.Errorf("CAM %.2f µW/entry, spec 75.5", c.CAMWPerEntry*1e6)
+		t.Errorf("CAM %.2f µW/entry, by hand 75.5", c.CAMWPerEntry*1e6)
 	}
 	ref := row(t, paper(t), "Folded-Clos", CAMFlat)
 	for _, v := range []struct {
@@ -143,12 +145,13 @@ func TestUnitsAndReference(t *testing.T) {
 		{"Clos non-table W", ref.SwitchW.Total - ref.SwitchW.Table, 110.55, 0.005},
 	} {
 		if !near(v.got, v.want, v.tol) {
-			t.Errorf("%s = %.4f, spec §D.3 %.4f", v.what, v.got, v.want)
+			t.Errorf("%s = %.4f, by hand %.4f", v.what, v.got, v.want)
 		}
 	}
 }
 
-// Spec §D.2's variant pps_overhead 0: B_c 122.61 W, C 25.37 W, and the
+// The variant pps_overhead 0 (64-byte frames back to back), worked by
+// hand: B_c 122.61 W, C 25.37 W, and the
 // headline within 0.1 points (with the Clos's and the DF's compact tables
 // priced at 72 entries, no compilation needed).
 func TestNoPreambleVariant(t *testing.T) {
@@ -158,7 +161,7 @@ func TestNoPreambleVariant(t *testing.T) {
 	clos := PaperNetworks()[0]
 	b := c.SwitchW(clos.hostPortsPerSwitch(), 0).Total
 	if !near(b, 122.61, 0.005) || !near(c.CAMWPerEntry*float64(clos.Hosts), 25.37, 0.005) {
-		t.Errorf("B_c %.3f W, C %.3f W; spec 122.61, 25.37", b, c.CAMWPerEntry*float64(clos.Hosts))
+		t.Errorf("B_c %.3f W, C %.3f W; by hand 122.61, 25.37", b, c.CAMWPerEntry*float64(clos.Hosts))
 	}
 	saving := func(c Constants) float64 {
 		df := PaperNetworks()[2]
@@ -166,11 +169,12 @@ func TestNoPreambleVariant(t *testing.T) {
 		return 1 - c.SwitchW(df.hostPortsPerSwitch(), c.TCAMW(72)).Total*float64(df.Switches)/ref
 	}
 	if d := saving(c) - saving(Default()); math.Abs(d) > 0.001 {
-		t.Errorf("pps_overhead 0 moves the total by %.2f points, spec: ≤ 0.1", 100*d)
+		t.Errorf("pps_overhead 0 moves the total by %.2f points, want ≤ 0.1", 100*d)
 	}
 }
 
-// The Eq. 1 counts of spec §D.2's table.
+// Seed 000 Eq. 1 on the paper's three networks (and its flat and
+// per-switch analogues), counted by hand from their sizes.
 func TestEq1Entries(t *testing.T) {
 	want := map[string][3]int{"Folded-Clos": {303_264, 8_459, 304}, "4D FB": {303_750, 20_264, 1_378}, "Dragonfly": {300_024, 16_685, 515}}
 	for _, n := range PaperNetworks() {
@@ -260,7 +264,7 @@ func TestPaperPortsUsed(t *testing.T) {
 	}
 }
 
-// Scripts depend on the JSON names of the issue.
+// Scripts read these JSON names: renaming one breaks them.
 func TestJSONNames(t *testing.T) {
 	b, err := json.Marshal(paper(t))
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Speed is a commodity GbE port's link speed (seed 002 §5: multispeed
+// Speed is a commodity GbE port's link speed (seed 002 §3.6: multispeed
 // link regulation sets 1 Gb/s, 100 Mb/s or 10 Mb/s).
 type Speed int
 

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Seed 002 Table 2: Max = base + ports × GbE/port within 2.5 % (spec §C.7
-// check 14), and the printed port ratios to 1 % (check 15).
+// Seed 002 Table 2: Max = base + ports × GbE/port within 2.5 %, and the
+// table's printed port ratios to 1 %.
 func TestTable2Model(t *testing.T) {
 	ratio := map[string]float64{"PC5324": 0.65, "PC6224": 0.53, "PC6248": 0.63, "SF-420": 0.41}
 	for _, p := range SwitchProfiles {

@@ -1,4 +1,4 @@
-// Package omx speaks the Open-MX-style peer discovery the paper's §IV is
+// Package omx speaks the Open-MX-style peer discovery seed 000 §IV is
 // about: the omxoed announcement (a 64-byte broadcast carrying the
 // sender's MAC in its payload), the peer table a listener builds from it,
 // and a CONNECT-like request/reply whose receiver drops frames from

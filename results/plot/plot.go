@@ -1,4 +1,4 @@
-// Package plot renders the result figures (line charts such as the paper's
+// Package plot renders the result figures (line charts such as seed 000's
 // Fig. 4/6 TCAM-entries-vs-network-size plots) with gonum.org/v1/plot, to
 // PNG or SVG. It hides gonum's defaults that make such figures hard to read:
 // decade-only log ticks with "1e+06" labels, a legend drawn over the data,

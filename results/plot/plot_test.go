@@ -13,7 +13,7 @@ import (
 	gplot "gonum.org/v1/plot"
 )
 
-// sampleChart imitates the paper's Fig. 4: TCAM entries against network
+// sampleChart imitates seed 000 Fig. 4: TCAM entries against network
 // size on log-log axes, many series, a TCAM-capacity reference line.
 func sampleChart(nseries int) Chart {
 	c := Chart{
