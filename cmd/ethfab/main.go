@@ -22,6 +22,7 @@ func main() {
 }
 
 func newApp() *cli.App {
+	cli.VersionPrinter = printVersion
 	return &cli.App{
 		Name:    "ethfab",
 		Usage:   "emulate commodity-Ethernet HPC fabrics (Dragonfly, Flattened Butterfly, folded-Clos) on Open vSwitch",
@@ -52,10 +53,17 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print ethfab's version",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintln(c.App.Writer, "ethfab", version)
+			printVersion(c)
 			return nil
 		},
 	}
+}
+
+// printVersion is the one version line of `ethfab version` and
+// `ethfab --version` alike (urfave/cli's own says "ethfab version X"), so a
+// script reads the same line from either.
+func printVersion(c *cli.Context) {
+	fmt.Fprintln(c.App.Writer, c.App.Name, c.App.Version)
 }
 
 // flagsFirst moves a subcommand's flags ahead of its arguments, so that

@@ -30,6 +30,26 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// `ethfab version` and `ethfab --version` print the same line.
+func TestVersionLine(t *testing.T) {
+	var lines []string
+	for _, args := range [][]string{{"ethfab", "version"}, {"ethfab", "--version"}, {"ethfab", "-v"}} {
+		var out bytes.Buffer
+		app := newApp()
+		app.Writer = &out
+		if err := app.Run(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		lines = append(lines, out.String())
+	}
+	want := "ethfab " + version + "\n"
+	for i, l := range lines {
+		if l != want {
+			t.Errorf("output %d = %q, want %q", i, l, want)
+		}
+	}
+}
+
 type result struct {
 	stdout, stderr string
 	code           int
