@@ -48,6 +48,80 @@ func ParseScheme(s string) (Scheme, error) {
 	return "", fmt.Errorf("unknown addressing scheme %q (want flat, per-switch or per-group)", s)
 }
 
+// Assign says how hosts come to use their pseudo-MAC (seed 000 §IV).
+type Assign string
+
+// Assignment modes.
+const (
+	// AssignStatic: hosts are created with their pseudo-MAC.
+	AssignStatic Assign = "static"
+	// AssignDMP: hosts start with an original MAC and adopt the pseudo-MAC
+	// their access switch gives them over DMP at boot.
+	AssignDMP Assign = "dmp"
+	// AssignRewrite: hosts keep their original MAC and their access switch
+	// rewrites it to the pseudo-MAC and back (PortLand/MOOSE style).
+	AssignRewrite Assign = "rewrite"
+)
+
+// ParseAssign checks an assignment mode's name.
+func ParseAssign(s string) (Assign, error) {
+	switch Assign(s) {
+	case AssignStatic, AssignDMP, AssignRewrite:
+		return Assign(s), nil
+	}
+	return "", fmt.Errorf("unknown assign mode %q (want static, dmp or rewrite)", s)
+}
+
+// PeerMACSource says where a host learns a peer's MAC from in an
+// Open-MX-style announcement: what breaks, or not, when the fabric
+// rewrites addresses (seed 000 §IV).
+type PeerMACSource string
+
+const (
+	// FromPayload is Open-MX's behaviour: the MAC written in the
+	// announcement, which breaks under on-the-fly source rewriting.
+	FromPayload PeerMACSource = "payload"
+	// FromHeader is seed 000 §IV's first fix: the frame's Ethernet source.
+	FromHeader PeerMACSource = "header"
+)
+
+// ParsePeerMACSource accepts "payload", "header" and "source" (another
+// word for header); empty is FromPayload.
+func ParsePeerMACSource(s string) (PeerMACSource, error) {
+	switch s {
+	case "", "payload":
+		return FromPayload, nil
+	case "header", "source":
+		return FromHeader, nil
+	}
+	return "", fmt.Errorf("peer MAC source %q: want payload or header", s)
+}
+
+// AddressChange is what a host's announcer does when the host's MAC
+// changes while it is announcing (DMP replacing the original MAC).
+type AddressChange string
+
+const (
+	// ChangeNewRound: announce the new MAC at once, with a new serial, so
+	// peers replace the stale entry (ethfab's behaviour, the default).
+	ChangeNewRound AddressChange = "round"
+	// ChangeIgnore: keep announcing the MAC read at start, as Open-MX
+	// does; only the Ethernet source follows the interface.
+	ChangeIgnore AddressChange = "none"
+)
+
+// ParseAddressChange accepts "round" and "none" ("openmx" and "open-mx"
+// for none); empty is ChangeNewRound.
+func ParseAddressChange(s string) (AddressChange, error) {
+	switch s {
+	case "", "round":
+		return ChangeNewRound, nil
+	case "none", "openmx", "open-mx":
+		return ChangeIgnore, nil
+	}
+	return "", fmt.Errorf("on-address-change %q: want round or none", s)
+}
+
 // AddressBits is the width of the logical address.
 const AddressBits = 46
 

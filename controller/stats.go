@@ -49,6 +49,20 @@ type RuleStats struct {
 // their rules without keeping the tables, so it scales to the paper's
 // 300,000-host networks.
 func (c *Controller) Stats(switches []int) (*RuleStats, error) {
+	return c.stats(switches, c.Table)
+}
+
+// Stats counts the rules of the given switches (all when nil) of a table
+// set, compiling only those it does not hold: a lab's tables, compiled
+// once, are described without compiling them again.
+func (ts *Tables) Stats(switches []int) (*RuleStats, error) {
+	return ts.c.stats(switches, ts.Get)
+}
+
+// Controller is the controller the tables are compiled by.
+func (ts *Tables) Controller() *Controller { return ts.c }
+
+func (c *Controller) stats(switches []int, table func(sw int) (*Table, error)) (*RuleStats, error) {
 	switches = c.orAll(switches)
 	type part struct {
 		kinds [numKinds]spreadAcc
@@ -56,7 +70,7 @@ func (c *Controller) Stats(switches []int) (*RuleStats, error) {
 		ports spreadAcc
 	}
 	parts := make([]part, runtime.GOMAXPROCS(0))
-	err := c.eachTable(switches, len(parts), func(w, i int, t *Table) {
+	err := c.eachTable(switches, len(parts), table, func(w, i int, t *Table) {
 		p := &parts[w]
 		var counts [numKinds]int
 		for j := range t.Rules {
@@ -94,7 +108,7 @@ func (c *Controller) Stats(switches []int) (*RuleStats, error) {
 func (c *Controller) RoutingEntries(switches []int) ([]int, error) {
 	switches = c.orAll(switches)
 	out := make([]int, len(switches))
-	err := c.eachTable(switches, runtime.GOMAXPROCS(0), func(_, i int, t *Table) {
+	err := c.eachTable(switches, runtime.GOMAXPROCS(0), c.Table, func(_, i int, t *Table) {
 		out[i] = t.Count(KindRouting) + t.Count(KindUplink)
 	})
 	if err != nil {
@@ -114,10 +128,11 @@ func (c *Controller) orAll(switches []int) []int {
 	return switches
 }
 
-// eachTable compiles switches[i] on one of workers goroutines and hands
-// the table to fn(worker, i, table), then drops it: the tables of a
-// 300,000-host network do not fit in memory together.
-func (c *Controller) eachTable(switches []int, workers int, fn func(w, i int, t *Table)) error {
+// eachTable gets switches[i]'s table from table (c.Table compiles it) on
+// one of workers goroutines and hands it to fn(worker, i, table), then
+// drops it: the tables of a 300,000-host network do not fit in memory
+// together.
+func (c *Controller) eachTable(switches []int, workers int, table func(sw int) (*Table, error), fn func(w, i int, t *Table)) error {
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -125,7 +140,7 @@ func (c *Controller) eachTable(switches []int, workers int, fn func(w, i int, t 
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(switches); i += workers {
-				t, err := c.Table(switches[i])
+				t, err := table(switches[i])
 				if err != nil {
 					errs[w] = err
 					return

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
@@ -283,7 +284,7 @@ func (a *Agent) addressChanged(now time.Time, mac ether.MAC) {
 		a.payloadMAC = mac // not announced yet: nothing stale
 		return
 	}
-	if a.o.OnAddressChange == NewRound {
+	if a.o.OnAddressChange == addressing.ChangeNewRound {
 		a.payloadMAC = mac
 		a.ann.Serial = newSerial(a.ann.Serial)
 		a.ann.NewRound(now.Add(a.jitter()))
@@ -417,7 +418,7 @@ func (a *Agent) heard(an omx.Announcement, now time.Time) {
 	}
 	a.res.Received.Announcements++
 	mac := an.NIC
-	if a.o.PeerMACFrom == FromHeader {
+	if a.o.PeerMACFrom == addressing.FromHeader {
 		mac = an.Src
 	}
 	if !mac.IsUnicast() {

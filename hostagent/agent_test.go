@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
@@ -77,7 +78,7 @@ func TestHandleHeaderVersusPayload(t *testing.T) {
 	orig := ether.MAC{0x5a, 1, 2, 3, 4, 5}
 	rewritten := ether.MAC{0x02, 0, 0, 9, 0, 1}
 	ann := omx.Announcement{Header: ether.Header{Dst: ether.Broadcast, Src: rewritten}, NIC: orig, Serial: 1}.Marshal()
-	for from, want := range map[PeerMACSource]ether.MAC{FromPayload: orig, FromHeader: rewritten} {
+	for from, want := range map[addressing.PeerMACSource]ether.MAC{addressing.FromPayload: orig, addressing.FromHeader: rewritten} {
 		a := bareAgent(Options{Announce: true, PeerMACFrom: from})
 		a.handle(ann, time.Now())
 		if !a.table.Has(want) || a.table.Len() != 1 {
@@ -188,7 +189,7 @@ func TestVethAnnounceConnect(t *testing.T) {
 // fresh round on the change, the peer learns the new address and the
 // connections succeed.
 func TestAddressChangePolicies(t *testing.T) {
-	for _, policy := range []AddressChangePolicy{Ignore, NewRound} {
+	for _, policy := range []addressing.AddressChange{addressing.ChangeIgnore, addressing.ChangeNewRound} {
 		t.Run(string(policy), func(t *testing.T) {
 			nsA, nsB := vethPair(t)
 			o := Options{Announce: true, Connect: true, Schedule: fastSchedule(),
@@ -236,11 +237,11 @@ func TestAddressChangePolicies(t *testing.T) {
 				hasNew = hasNew || p.MAC.String() == newMAC
 			}
 			switch policy {
-			case Ignore:
+			case addressing.ChangeIgnore:
 				if hasNew || a.Serial == 0 || roundsOnChange(a) != 0 || a.Connect.Succeeded != 0 || b.Connect.Succeeded != 0 || b.Drops.BadPeerAddr == 0 {
 					t.Fatalf("Open-MX behaviour: b's table %+v, a %+v / %+v, b %+v / %+v", b.PeerTable, a.Connect, a.Drops, b.Connect, b.Drops)
 				}
-			case NewRound:
+			case addressing.ChangeNewRound:
 				if !hasNew || roundsOnChange(a) != 1 || a.Connect.Succeeded != 1 || b.Connect.Succeeded != 1 || b.Drops.BadPeerAddr != 0 {
 					t.Fatalf("fresh round: b's table %+v, a %+v / %+v, b %+v / %+v", b.PeerTable, a.Connect, a.Drops, b.Connect, b.Drops)
 				}

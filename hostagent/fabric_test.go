@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
@@ -44,7 +45,7 @@ func upDMPLab(t *testing.T, name string, sets ...string) (*fabric.Lab, []Endpoin
 		}
 	}
 	sc.Name = name
-	sc.Addressing.Assign = scenario.AssignMode("dmp")
+	sc.Addressing.Assign = addressing.AssignDMP
 	t.Cleanup(func() { fabric.Down(name) })
 	start := time.Now()
 	lab, err := fabric.Up(context.Background(), sc, fabric.UpOptions{})

@@ -7,59 +7,12 @@
 package hostagent
 
 import (
-	"fmt"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
 )
-
-// PeerMACSource says where the listener takes a peer's MAC from.
-type PeerMACSource string
-
-const (
-	// FromPayload is Open-MX's behaviour: the MAC written in the
-	// announcement, which breaks under on-the-fly source rewriting.
-	FromPayload PeerMACSource = "payload"
-	// FromHeader is seed 000 §IV's first fix: the frame's Ethernet source.
-	FromHeader PeerMACSource = "header"
-)
-
-// ParsePeerMACSource accepts "payload", "header" and "source" (the
-// scenario files' word for header).
-func ParsePeerMACSource(s string) (PeerMACSource, error) {
-	switch s {
-	case "", "payload":
-		return FromPayload, nil
-	case "header", "source":
-		return FromHeader, nil
-	}
-	return "", fmt.Errorf("peer MAC source %q: want payload or header", s)
-}
-
-// AddressChangePolicy says what the announcer does when the interface's
-// MAC changes while it is announcing.
-type AddressChangePolicy string
-
-const (
-	// NewRound: announce the new MAC at once, with a new serial, so peers
-	// replace the stale entry (ethfab's behaviour, the default).
-	NewRound AddressChangePolicy = "round"
-	// Ignore: keep announcing the MAC read at start, as Open-MX does; only
-	// the Ethernet source follows the interface.
-	Ignore AddressChangePolicy = "none"
-)
-
-// ParseAddressChangePolicy accepts "round" and "none".
-func ParseAddressChangePolicy(s string) (AddressChangePolicy, error) {
-	switch s {
-	case "", "round":
-		return NewRound, nil
-	case "none", "openmx", "open-mx":
-		return Ignore, nil
-	}
-	return "", fmt.Errorf("on-address-change %q: want round or none", s)
-}
 
 // Options configure one agent. The zero value does nothing but listen;
 // Defaults fills timings.
@@ -90,8 +43,8 @@ type Options struct {
 	// [0, Jitter), as hosts that boot together do not announce in the
 	// same microsecond; 0 announces at once.
 	Jitter          time.Duration
-	PeerMACFrom     PeerMACSource
-	OnAddressChange AddressChangePolicy
+	PeerMACFrom     addressing.PeerMACSource
+	OnAddressChange addressing.AddressChange
 	// QuietOnNewPeer disables the fresh round a new peer or a peer's new
 	// serial triggers after this host's own burst is over.
 	QuietOnNewPeer bool
@@ -134,10 +87,10 @@ type Options struct {
 func (o Options) Defaults() Options {
 	o.Schedule = o.Schedule.WithDefaults()
 	if o.PeerMACFrom == "" {
-		o.PeerMACFrom = FromPayload
+		o.PeerMACFrom = addressing.FromPayload
 	}
 	if o.OnAddressChange == "" {
-		o.OnAddressChange = NewRound
+		o.OnAddressChange = addressing.ChangeNewRound
 	}
 	if o.ConnectInterval <= 0 {
 		o.ConnectInterval = time.Second

@@ -210,7 +210,7 @@ func checkPseudoMACs(t *testing.T, lab *fabric.Lab, sets []string) {
 			t.Fatal(err)
 		}
 	}
-	sc.Addressing.Assign = scenario.AssignDMP
+	sc.Addressing.Assign = addressing.AssignDMP
 	comp, err := fabric.Compile(sc)
 	if err != nil {
 		t.Fatal(err)

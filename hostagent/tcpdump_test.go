@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
 )
@@ -212,7 +213,7 @@ func TestTcpdumpDMPAndAnnouncements(t *testing.T) {
 	f, err := OpenFleet(eps, Options{
 		DMP: true, DMPBackoff: dmp.Backoff{Timeout: 10 * time.Second},
 		Announce: true, Schedule: omx.Schedule{Burst: 2, BurstInterval: 200 * time.Millisecond, Interval: time.Hour}, Jitter: 100 * time.Millisecond,
-		PeerMACFrom: FromPayload, ExpectPeers: n - 1, RecordPeers: true,
+		PeerMACFrom: addressing.FromPayload, ExpectPeers: n - 1, RecordPeers: true,
 	}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,8 @@ type Run struct {
 	Topology    string `json:"topology"` // e.g. "dragonfly p=4 a=8 h=4"
 	Hosts       int    `json:"hosts,omitempty"`
 	Switches    int    `json:"switches,omitempty"`
-	Addressing  string `json:"addressing,omitempty"`
+	Addressing  string `json:"addressing,omitempty"` // the scheme: flat, per-switch, per-group
+	Assign      string `json:"assign,omitempty"`     // how hosts got their pseudo-MAC: static, dmp, rewrite
 	Routing     string `json:"routing"`
 	// HostLinkRate is the host link rate loads are fractions of, bits/s.
 	HostLinkRate uint64    `json:"host_link_rate_bps,omitempty"`

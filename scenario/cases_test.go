@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ethfab/ethfab/addressing"
 )
 
 const casesDoc = `name: dva
@@ -33,18 +35,18 @@ func TestCasesApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Addressing.Assign != AssignRewrite || a.Phases[0].Kind != PhaseWait || a.Name != "dva-c1" || len(a.Cases) != 0 {
+	if a.Addressing.Assign != addressing.AssignRewrite || a.Phases[0].Kind != PhaseWait || a.Name != "dva-c1" || len(a.Cases) != 0 {
 		t.Errorf("case a: assign %s, phase 0 %s, name %s, %d cases", a.Addressing.Assign, a.Phases[0].Kind, a.Name, len(a.Cases))
 	}
 	b, err := s.Case("dmp-header")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Phases[1].Announce.PeerMACFrom != FromHeader || b.Addressing.Assign != AssignDMP {
+	if b.Phases[1].Announce.PeerMACFrom != addressing.FromHeader || b.Addressing.Assign != addressing.AssignDMP {
 		t.Errorf("case b: %+v", b.Phases[1].Announce)
 	}
 	// The base is untouched.
-	if s.Addressing.Assign != AssignDMP || s.Phases[1].Announce.PeerMACFrom != FromPayload {
+	if s.Addressing.Assign != addressing.AssignDMP || s.Phases[1].Announce.PeerMACFrom != addressing.FromPayload {
 		t.Error("applying a case changed the base scenario")
 	}
 	if _, err := s.Case("nope"); err == nil {

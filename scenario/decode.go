@@ -10,7 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // decoder turns the tree into a Scenario, collecting every error it can
@@ -370,14 +373,14 @@ func (d *decoder) dims(n *node, path string) []int {
 }
 
 func (d *decoder) addressing(e *entry) Addressing {
-	a := Addressing{Scheme: PerGroup, Assign: AssignStatic, SourceGuard: true}
+	a := Addressing{Scheme: addressing.PerGroup, Assign: addressing.AssignStatic, SourceGuard: true}
 	if e == nil {
 		return a
 	}
 	f := d.fields(e.val, "addressing", "scheme", "compact", "assign", "source_guard")
 	if e := f["scheme"]; e != nil {
 		if v, ok := d.enum(e.val, "addressing.scheme", "flat", "per-switch", "per-group"); ok {
-			a.Scheme = AddressScheme(v)
+			a.Scheme = addressing.Scheme(v)
 		}
 	}
 	if e := f["compact"]; e != nil {
@@ -385,7 +388,7 @@ func (d *decoder) addressing(e *entry) Addressing {
 	}
 	if e := f["assign"]; e != nil {
 		if v, ok := d.enum(e.val, "addressing.assign", "static", "dmp", "rewrite"); ok {
-			a.Assign = AssignMode(v)
+			a.Assign = addressing.Assign(v)
 		}
 	}
 	if e := f["source_guard"]; e != nil {
@@ -397,7 +400,7 @@ func (d *decoder) addressing(e *entry) Addressing {
 }
 
 func (d *decoder) routing(e *entry) Routing {
-	r := Routing{Mode: Minimal}
+	r := Routing{Mode: controller.Minimal}
 	if e == nil {
 		return r
 	}
@@ -405,7 +408,7 @@ func (d *decoder) routing(e *entry) Routing {
 	modeOverridden := false
 	if e := f["mode"]; e != nil {
 		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional"); ok {
-			r.Mode = RoutingMode(v)
+			r.Mode = controller.Mode(v)
 		}
 		modeOverridden = e.val.pos.override != ""
 	}
@@ -415,7 +418,7 @@ func (d *decoder) routing(e *entry) Routing {
 			continue
 		}
 		p := "routing." + key
-		if r.Mode != Conditional {
+		if r.Mode != controller.Conditional {
 			// --set routing.mode=valiant on a conditional scenario is how
 			// modes are compared; its thresholds then simply do not apply.
 			if !modeOverridden || e.val.pos.override != "" {
@@ -673,7 +676,7 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 
 func (d *decoder) announce(n *node, path string) *Announce {
 	a := &Announce{Count: DefaultAnnounceCount, Interval: DefaultAnnounceInterval, Repeat: DefaultAnnounceRepeat,
-		PeerMACFrom: FromPayload, OnAddressChange: ChangeNewRound, For: DefaultAnnounceFor, Until: true}
+		PeerMACFrom: addressing.FromPayload, OnAddressChange: addressing.ChangeNewRound, For: DefaultAnnounceFor, Until: true}
 	if n.kind == scalarNode && n.typ == boolScalar && n.bval {
 		// announce: true takes every default.
 		return a
@@ -701,13 +704,13 @@ func (d *decoder) announce(n *node, path string) *Announce {
 		}
 	}
 	if e := f["peer_mac_from"]; e != nil {
-		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), string(FromPayload), string(FromHeader)); ok {
-			a.PeerMACFrom = PeerMACSource(v)
+		if v, ok := d.enum(e.val, join(path, "peer_mac_from"), string(addressing.FromPayload), string(addressing.FromHeader)); ok {
+			a.PeerMACFrom = addressing.PeerMACSource(v)
 		}
 	}
 	if e := f["on_address_change"]; e != nil {
-		if v, ok := d.enum(e.val, join(path, "on_address_change"), string(ChangeNewRound), string(ChangeIgnore)); ok {
-			a.OnAddressChange = AddressChange(v)
+		if v, ok := d.enum(e.val, join(path, "on_address_change"), string(addressing.ChangeNewRound), string(addressing.ChangeIgnore)); ok {
+			a.OnAddressChange = addressing.AddressChange(v)
 		}
 	}
 	if e := f["connect"]; e != nil {
@@ -739,9 +742,9 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 		d.errf(n, join(path, "pattern"), "required (want %s)", patternList)
 	} else if v, ok := d.str(e.val, join(path, "pattern")); ok {
 		p := join(path, "pattern")
-		switch PatternKind(v) {
-		case Uniform, BitReversal, Transpose, Permutation, AllToAll, NPBLike:
-			t.Pattern = PatternKind(v)
+		switch traffic.Kind(v) {
+		case traffic.Uniform, traffic.BitReversal, traffic.Transpose, traffic.Permutation, traffic.AllToAll, traffic.NPBLike:
+			t.Pattern = traffic.Kind(v)
 		default:
 			m := advRe.FindStringSubmatch(v)
 			if m == nil {
@@ -761,12 +764,12 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 				d.errf(e.val, p, "%q: offset %d would wrap around the %d groups; use 1..%d", v, off, s.Topology.G, s.Topology.G-1)
 				break
 			}
-			t.Pattern, t.AdvOffset = Adversarial, off
+			t.Pattern, t.AdvOffset = traffic.Adversarial, off
 		}
 	}
 	if e := f["app"]; e != nil {
 		p := join(path, "app")
-		if t.Pattern != "" && t.Pattern != NPBLike {
+		if t.Pattern != "" && t.Pattern != traffic.NPBLike {
 			d.errAt(e.keyPos, p, "only applies to pattern npb-like")
 		} else if v, ok := d.str(e.val, p); ok {
 			up := strings.ToUpper(v)
@@ -871,7 +874,7 @@ func beforeDMPNode(f map[string]*entry, i int) *node {
 
 // crossChecks are the rules that span sections.
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
-	if s.Addressing.Assign == AssignDMP {
+	if s.Addressing.Assign == addressing.AssignDMP {
 		// With assign: dmp hosts have no address until DMP ran, so nothing
 		// may talk before a dmp phase (or an announce phase that boots the
 		// hosts itself, before_dmp).
@@ -887,7 +890,7 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 		}
 	}
 	for i, ph := range s.Phases {
-		if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.Assign != AssignDMP {
+		if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.Assign != addressing.AssignDMP {
 			d.errf(beforeDMPNode(f, i), index("phases", i)+".announce.before_dmp", "needs addressing.assign: dmp (it boots the hosts with DMP)")
 		} else if ph.Kind == PhaseAnnounce && ph.Announce.BeforeDMP && s.Addressing.SourceGuard {
 			// Announcements sent before DMP carry the host's original

@@ -9,7 +9,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // Scenario is a validated scenario with every default applied.
@@ -34,50 +37,20 @@ type Scenario struct {
 	tree *node // the document with overrides applied; Set edits a copy
 }
 
-// AddressScheme says how pseudo-MACs are laid out.
-type AddressScheme string
-
-// Addressing schemes.
-const (
-	Flat      AddressScheme = "flat"
-	PerSwitch AddressScheme = "per-switch"
-	PerGroup  AddressScheme = "per-group"
-)
-
-// AssignMode says how hosts come to use their pseudo-MAC.
-type AssignMode string
-
-// Assignment modes.
-const (
-	AssignStatic  AssignMode = "static"
-	AssignDMP     AssignMode = "dmp"
-	AssignRewrite AssignMode = "rewrite"
-)
-
 // Addressing is the `addressing` section.
 type Addressing struct {
-	Scheme  AddressScheme // default PerGroup
-	Compact bool          // rule compaction; default false
-	Assign  AssignMode    // default AssignStatic
+	Scheme  addressing.Scheme // default addressing.PerGroup
+	Compact bool              // rule compaction; default false
+	Assign  addressing.Assign // default addressing.AssignStatic
 	// SourceGuard: access switches drop frames from a host port whose
 	// source MAC is not its host's; default true.
 	SourceGuard bool
 }
 
-// RoutingMode is the routing algorithm.
-type RoutingMode string
-
-// Routing modes.
-const (
-	Minimal     RoutingMode = "minimal"
-	Valiant     RoutingMode = "valiant"
-	Conditional RoutingMode = "conditional"
-)
-
 // Routing is the `routing` section. XOff and XOn are only allowed with
-// Conditional; zero means "not given" (the controller picks).
+// controller.Conditional; zero means "not given" (the controller picks).
 type Routing struct {
-	Mode RoutingMode // default Minimal
+	Mode controller.Mode // default controller.Minimal
 	XOff Threshold
 	XOn  Threshold
 	// Pause: which ports a congested queue pauses (conditional only;
@@ -232,40 +205,21 @@ type Phase struct {
 	Expect   []Expectation // traffic phases only
 }
 
-// PeerMACSource says where an announcement's receiver takes the peer's
-// MAC from.
-type PeerMACSource string
-
-// Sources of a peer's MAC.
-const (
-	FromPayload PeerMACSource = "payload" // as Open-MX does
-	FromHeader  PeerMACSource = "header"  // the Ethernet source: the paper's first fix
-)
-
-// AddressChange is what an announcer does when its host's MAC changes.
-type AddressChange string
-
-// Address-change behaviours.
-const (
-	ChangeNewRound AddressChange = "round" // announce again with a new serial
-	ChangeIgnore   AddressChange = "none"  // keep going, as Open-MX itself does
-)
-
 // Announce is an Open-MX-style announcement phase (omxoed): every host
 // broadcasts Count announcements Interval apart, then one every Repeat;
 // the phase lasts until every peer table is full (and, with Connect, every
 // connection is made) or For has passed.
 type Announce struct {
-	Count       int           // announcements in a burst, default 8
-	Interval    time.Duration // within a burst, default 1s
-	Repeat      time.Duration // after the burst, default 180s
-	PeerMACFrom PeerMACSource // default FromPayload
-	Connect     bool          // default false
+	Count       int                      // announcements in a burst, default 8
+	Interval    time.Duration            // within a burst, default 1s
+	Repeat      time.Duration            // after the burst, default 180s
+	PeerMACFrom addressing.PeerMACSource // default addressing.FromPayload
+	Connect     bool                     // default false
 	// BeforeDMP boots the hosts with DMP in this phase, the announcer
 	// started before DMP completes (seed 000 §IV: the first announcements
 	// carry the MAC DMP is about to replace).
 	BeforeDMP       bool
-	OnAddressChange AddressChange // default ChangeNewRound
+	OnAddressChange addressing.AddressChange // default addressing.ChangeNewRound
 	// For bounds the phase; default 30s.
 	For time.Duration
 	// Until says whether the phase ends as soon as every table is full
@@ -281,23 +235,9 @@ const (
 	DefaultAnnounceFor      = 30 * time.Second
 )
 
-// PatternKind is a traffic pattern family.
-type PatternKind string
-
-// Traffic patterns.
-const (
-	Uniform     PatternKind = "uniform"
-	Adversarial PatternKind = "adv" // written adv+N
-	BitReversal PatternKind = "bit-reversal"
-	Transpose   PatternKind = "transpose"
-	Permutation PatternKind = "permutation"
-	AllToAll    PatternKind = "all-to-all"
-	NPBLike     PatternKind = "npb-like"
-)
-
 // Traffic is a traffic phase: one run per load.
 type Traffic struct {
-	Pattern   PatternKind
+	Pattern   traffic.Kind
 	AdvOffset int    // N of adv+N (>= 1); 0 for other patterns
 	App       string // npb-like only: CG, BT, FT, IS, LU, MG or SP; "" = generic
 	Loads     []float64
@@ -306,9 +246,14 @@ type Traffic struct {
 	Seed      int64         // default 1
 }
 
+// PatternSpec is the pattern the traffic model builds (traffic.New).
+func (t *Traffic) PatternSpec() traffic.Spec {
+	return traffic.Spec{Kind: t.Pattern, Offset: t.AdvOffset, App: t.App}
+}
+
 // PatternString renders the pattern as written in files ("adv+2").
 func (t *Traffic) PatternString() string {
-	if t.Pattern == Adversarial {
+	if t.Pattern == traffic.Adversarial {
 		return fmt.Sprintf("adv+%d", t.AdvOffset)
 	}
 	return string(t.Pattern)

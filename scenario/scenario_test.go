@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 const full = `version: 1
@@ -47,10 +50,10 @@ func TestParseFull(t *testing.T) {
 	if want := (topology.Spec{Kind: topology.Dragonfly, P: 2, A: 4, H: 2, G: 9}); s.Topology.String() != want.String() {
 		t.Errorf("topology %v, want %v", s.Topology, want)
 	}
-	if s.Addressing != (Addressing{Scheme: PerGroup, Compact: true, Assign: AssignDMP, SourceGuard: true}) {
+	if s.Addressing != (Addressing{Scheme: addressing.PerGroup, Compact: true, Assign: addressing.AssignDMP, SourceGuard: true}) {
 		t.Errorf("addressing %+v", s.Addressing)
 	}
-	if s.Routing != (Routing{Mode: Conditional, XOff: Threshold{30 << 10, Bytes}, XOn: Threshold{10 << 10, Bytes}, Pause: PausePort}) {
+	if s.Routing != (Routing{Mode: controller.Conditional, XOff: Threshold{30 << 10, Bytes}, XOn: Threshold{10 << 10, Bytes}, Pause: PausePort}) {
 		t.Errorf("routing %+v", s.Routing)
 	}
 	if got := s.Links[LocalLinks]; got != (LinkSpec{Rate: 50e6, Delay: Impairment[time.Duration]{40 * time.Microsecond, true}}) {
@@ -71,15 +74,15 @@ func TestParseFull(t *testing.T) {
 	if len(s.Phases) != 6 {
 		t.Fatalf("%d phases, want 6", len(s.Phases))
 	}
-	if a := s.Phases[1].Announce; *a != (Announce{Count: 8, Interval: time.Second, Repeat: DefaultAnnounceRepeat, PeerMACFrom: FromHeader, Connect: true,
-		OnAddressChange: ChangeNewRound, For: DefaultAnnounceFor, Until: true}) {
+	if a := s.Phases[1].Announce; *a != (Announce{Count: 8, Interval: time.Second, Repeat: DefaultAnnounceRepeat, PeerMACFrom: addressing.FromHeader, Connect: true,
+		OnAddressChange: addressing.ChangeNewRound, For: DefaultAnnounceFor, Until: true}) {
 		t.Errorf("announce %+v", a)
 	}
 	if s.Phases[2].Kind != PhaseWait || s.Phases[2].Wait != 2*time.Second {
 		t.Errorf("wait phase %+v", s.Phases[2])
 	}
 	tr := s.Phases[3].Traffic
-	if tr.Pattern != Uniform || len(tr.Loads) != 3 || tr.Loads[2] != 0.5 || tr.Frame != 1000 || tr.Duration != 4*time.Second || tr.Seed != 7 {
+	if tr.Pattern != traffic.Uniform || len(tr.Loads) != 3 || tr.Loads[2] != 0.5 || tr.Frame != 1000 || tr.Duration != 4*time.Second || tr.Seed != 7 {
 		t.Errorf("traffic %+v", tr)
 	}
 	ex := s.Phases[3].Expect
@@ -96,7 +99,7 @@ func TestParseFull(t *testing.T) {
 		t.Errorf("Holds disagrees with the expectations")
 	}
 	adv := s.Phases[4].Traffic
-	if adv.Pattern != Adversarial || adv.AdvOffset != 2 || adv.PatternString() != "adv+2" || len(adv.Loads) != 1 || adv.Loads[0] != 0.4 {
+	if adv.Pattern != traffic.Adversarial || adv.AdvOffset != 2 || adv.PatternString() != "adv+2" || len(adv.Loads) != 1 || adv.Loads[0] != 0.4 {
 		t.Errorf("adv traffic %+v", adv)
 	}
 	if adv.Frame != DefaultFrame || adv.Duration != DefaultDuration || adv.Seed != DefaultSeed {
@@ -113,8 +116,8 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Version != 1 || s.Addressing != (Addressing{Scheme: PerGroup, Assign: AssignStatic, SourceGuard: true}) ||
-		s.Routing != (Routing{Mode: Minimal}) || s.OVS.Datapath != DatapathAuto || len(s.Phases) != 0 {
+	if s.Version != 1 || s.Addressing != (Addressing{Scheme: addressing.PerGroup, Assign: addressing.AssignStatic, SourceGuard: true}) ||
+		s.Routing != (Routing{Mode: controller.Minimal}) || s.OVS.Datapath != DatapathAuto || len(s.Phases) != 0 {
 		t.Errorf("defaults not applied: %+v", s)
 	}
 	if len(s.Links) != 2 || s.Links[HostLinks] != (LinkSpec{Rate: DefaultRate}) || s.Links[LocalLinks] != (LinkSpec{Rate: DefaultRate}) {
@@ -278,7 +281,7 @@ func TestSet(t *testing.T) {
 			t.Fatalf("Set(%q, %q): %v", o[0], o[1], err)
 		}
 	}
-	if s.Routing.Mode != Valiant || !s.Routing.XOff.IsZero() || s.Topology.G != 5 || len(s.Phases[3].Traffic.Loads) != 2 || s.Phases[3].Traffic.Loads[1] != 0.2 ||
+	if s.Routing.Mode != controller.Valiant || !s.Routing.XOff.IsZero() || s.Topology.G != 5 || len(s.Phases[3].Traffic.Loads) != 2 || s.Phases[3].Traffic.Loads[1] != 0.2 ||
 		s.Links[GlobalLinks].Delay != (Impairment[time.Duration]{time.Millisecond, true}) || s.Description != "changed: by --set" {
 		t.Errorf("overrides not applied: %+v", s)
 	}

@@ -24,26 +24,26 @@ const (
 // (`dragonfly:p=4,a=8,h=4`) or in a scenario file. Only the fields of its
 // Kind are meaningful.
 type Spec struct {
-	Kind Kind `json:"kind"`
+	Kind Kind
 
 	// Dragonfly (Kim et al.): P hosts per switch, A switches per group,
 	// H global links per switch, G groups (0 means the maximum, A*H+1).
-	P int `json:"p,omitempty"`
-	A int `json:"a,omitempty"`
-	H int `json:"h,omitempty"`
-	G int `json:"g,omitempty"`
+	P int
+	A int
+	H int
+	G int
 
 	// Flattened Butterfly: switches arranged in a k1 x k2 x ... array,
 	// all-to-all in each dimension, T hosts per switch.
-	Dims []int `json:"dims,omitempty"`
-	T    int   `json:"t,omitempty"`
+	Dims []int
+	T    int
 
 	// Folded-Clos (fat tree) of K-port switches with Levels switch levels
 	// (3 by default; 4 builds the paper's 300,000-host network) and Pods
 	// two-level pods (0 means the full tree).
-	K      int `json:"k,omitempty"`
-	Levels int `json:"levels,omitempty"`
-	Pods   int `json:"pods,omitempty"`
+	K      int
+	Levels int
+	Pods   int
 }
 
 // ParamError names the parameter of a Spec that makes it impossible.
@@ -258,6 +258,9 @@ func (s Spec) Validate() error {
 // String renders the canonical command-line form; ParseSpec(s.String())
 // gives s back.
 func (s Spec) String() string {
+	if s.Kind == "" {
+		return ""
+	}
 	var parts []string
 	switch s.Kind {
 	case Dragonfly:
@@ -272,6 +275,25 @@ func (s Spec) String() string {
 		parts = []string{"k=" + strconv.Itoa(s.K), "levels=" + strconv.Itoa(s.Levels), "pods=" + strconv.Itoa(s.Pods)}
 	}
 	return string(s.Kind) + ":" + strings.Join(parts, ",")
+}
+
+// MarshalText writes the Spec as String does, so a Spec in JSON (a lab's
+// state) reads as on the command line and round-trips.
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads what MarshalText wrote (any form ParseSpec takes);
+// empty is the zero Spec.
+func (s *Spec) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*s = Spec{}
+		return nil
+	}
+	sp, err := ParseSpec(string(b))
+	if err != nil {
+		return err
+	}
+	*s = sp
+	return nil
 }
 
 // Size is the fabric's size computed from the parameters alone, without

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/hostagent"
 	"github.com/ethfab/ethfab/hostagent/dmp"
@@ -54,11 +55,11 @@ func agentCommand() *cli.Command {
 }
 
 func agentOptions(c *cli.Context) (hostagent.Options, error) {
-	from, err := hostagent.ParsePeerMACSource(c.String("peer-mac-from"))
+	from, err := addressing.ParsePeerMACSource(c.String("peer-mac-from"))
 	if err != nil {
 		return hostagent.Options{}, err
 	}
-	onChange, err := hostagent.ParseAddressChangePolicy(c.String("on-address-change"))
+	onChange, err := addressing.ParseAddressChange(c.String("on-address-change"))
 	if err != nil {
 		return hostagent.Options{}, err
 	}

@@ -187,7 +187,11 @@ func statusCommand() *cli.Command {
 				return printJSON(c, lab)
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, lab.Assign, lab.Routing)
+			compact := ""
+			if lab.Compact {
+				compact = " compact"
+			}
+			fmt.Fprintf(w, "lab %s (%s): %s, addressing %s%s, assign %s, routing %s\n", lab.Lab, lab.State, lab.Topology, lab.Addressing, compact, lab.Assign, lab.Routing)
 			if lab.State != "up" {
 				for _, warning := range lab.Warnings {
 					fmt.Fprintln(w, "warning:", warning)

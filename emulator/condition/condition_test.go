@@ -26,9 +26,15 @@ import (
 // over its global port) with slow inter-switch links.
 func up(t *testing.T, name string) (*fabric.Lab, *fabric.Compiled) {
 	t.Helper()
-	y := "name: " + name + "\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: conditional}\n" +
-		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n"
-	sc, err := scenario.Parse(name+".yaml", []byte(y))
+	return upYAML(t, name, "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: conditional}\n"+
+		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n")
+}
+
+// upYAML brings up the lab the scenario body describes and checks that
+// its switches run the tables it was compiled with (Lab.Compiled).
+func upYAML(t *testing.T, name, body string) (*fabric.Lab, *fabric.Compiled) {
+	t.Helper()
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\n"+body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +43,9 @@ func up(t *testing.T, name string) (*fabric.Lab, *fabric.Compiled) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := fabric.Compile(sc)
-	if err != nil {
-		t.Fatal(err)
+	comp := lab.Compiled()
+	if comp == nil {
+		t.Fatal("fabric.Up returned a lab without its compiled tables")
 	}
 	for i, s := range lab.Switches {
 		n, err := ovs.FlowCount(context.Background(), s.Mgmt)

@@ -29,7 +29,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/kernel"
@@ -184,10 +183,16 @@ type Monitor struct {
 
 // New connects to every switch of a running conditional lab (one OpenFlow
 // connection each, kept open) and resolves every inter-switch port's
-// egress queue. Call Run to start polling, Close to disconnect.
+// egress queue. The lab must carry its compiled tables (fabric.Up's lab,
+// or one given them by Lab.Attach): the monitor watches the rules the
+// switches run. Call Run to start polling, Close to disconnect.
 func New(lab *fabric.Lab, o Options) (*Monitor, error) {
-	if lab.Routing != string(scenario.Conditional) {
+	if lab.Routing != controller.Conditional {
 		return nil, fmt.Errorf("lab %s routes %s: conditions need routing.mode conditional", lab.Lab, lab.Routing)
+	}
+	comp := lab.Compiled()
+	if comp == nil {
+		return nil, fmt.Errorf("lab %s has no compiled tables: take the lab fabric.Up returns, or attach them with Lab.Attach", lab.Lab)
 	}
 	if o.XOff.IsZero() {
 		o.XOff = DefaultXOff
@@ -207,14 +212,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	if o.LogSize <= 0 {
 		o.LogSize = 1 << 16
 	}
-	spec, err := topology.ParseSpec(lab.Topology)
-	if err != nil {
-		return nil, fmt.Errorf("lab topology: %w", err)
-	}
-	top, err := topology.Build(spec)
-	if err != nil {
-		return nil, err
-	}
+	top := comp.Top
 	byName := map[string]*topology.Switch{}
 	for i := range top.Switches {
 		byName[top.Switches[i].Name] = &top.Switches[i]
@@ -232,7 +230,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	for _, s := range lab.Switches {
 		ts, found := byName[s.Name]
 		if !found {
-			return nil, fmt.Errorf("switch %s is not in topology %s", s.Name, lab.Topology)
+			return nil, fmt.Errorf("switch %s is not in topology %s", s.Name, top.Spec)
 		}
 		of, err := dialOF(s.Mgmt)
 		if err != nil {
@@ -288,27 +286,21 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			}
 		}
 	}
-	if err := m.wire(lab, top, !o.PortOnly); err != nil {
+	if err := m.wire(comp, !o.PortOnly); err != nil {
 		return nil, err
 	}
 	ok = true
 	return m, nil
 }
 
-// wire recompiles the lab's tables (conditional mode never rewrites
-// addresses, so hosts carry their pseudo-MACs) for the reaction taps and,
-// with feeders, gives every inter-switch port the upstream ends its
-// congestion pauses.
-func (m *Monitor) wire(lab *fabric.Lab, top *topology.Topology, feeders bool) error {
-	ap, err := addressing.New(top, addressing.Scheme(lab.Addressing), false)
-	if err != nil {
-		return fmt.Errorf("lab addressing: %w", err)
-	}
-	ctl, err := controller.New(ap, controller.Options{Mode: controller.Conditional})
-	if err != nil {
-		return err
-	}
-	ts := controller.NewTables(ctl)
+// wire gives each switch the table the lab compiled for it, for the
+// reaction taps (conditional mode never rewrites addresses, so hosts carry
+// their pseudo-MACs), and, with feeders, gives every inter-switch port the
+// upstream ends its congestion pauses.
+func (m *Monitor) wire(comp *fabric.Compiled, feeders bool) error {
+	top, ap := comp.Top, comp.Plan
+	ts := controller.TablesOf(comp.Ctl, comp.Tables)
+	var err error
 	for i := range top.Switches {
 		st := m.switches[top.Switches[i].Name]
 		if st == nil {

@@ -3,6 +3,7 @@ package fabric
 import (
 	"testing"
 
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
 )
@@ -13,18 +14,18 @@ import (
 func TestFlowCached(t *testing.T) {
 	for _, c := range []struct {
 		cache    scenario.FlowCache
-		mode     scenario.RoutingMode
+		mode     controller.Mode
 		datapath string
 		want     bool
 	}{
-		{"", scenario.Conditional, ovs.DatapathNetdev, false},
-		{scenario.FlowCacheAuto, scenario.Conditional, ovs.DatapathNetdev, false},
-		{scenario.FlowCacheAuto, scenario.Conditional, ovs.DatapathSystem, true},
-		{scenario.FlowCacheAuto, scenario.Minimal, ovs.DatapathNetdev, true},
-		{scenario.FlowCacheAuto, scenario.Valiant, ovs.DatapathNetdev, true},
-		{scenario.FlowCacheOn, scenario.Conditional, ovs.DatapathNetdev, true},
-		{scenario.FlowCacheOff, scenario.Minimal, ovs.DatapathNetdev, false},
-		{scenario.FlowCacheOff, scenario.Conditional, ovs.DatapathSystem, false},
+		{"", controller.Conditional, ovs.DatapathNetdev, false},
+		{scenario.FlowCacheAuto, controller.Conditional, ovs.DatapathNetdev, false},
+		{scenario.FlowCacheAuto, controller.Conditional, ovs.DatapathSystem, true},
+		{scenario.FlowCacheAuto, controller.Minimal, ovs.DatapathNetdev, true},
+		{scenario.FlowCacheAuto, controller.Valiant, ovs.DatapathNetdev, true},
+		{scenario.FlowCacheOn, controller.Conditional, ovs.DatapathNetdev, true},
+		{scenario.FlowCacheOff, controller.Minimal, ovs.DatapathNetdev, false},
+		{scenario.FlowCacheOff, controller.Conditional, ovs.DatapathSystem, false},
 	} {
 		sc := &scenario.Scenario{Routing: scenario.Routing{Mode: c.mode}, OVS: scenario.OVS{FlowCache: c.cache}}
 		if got := FlowCached(sc, c.datapath); got != c.want {

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/ether"
-	"github.com/ethfab/ethfab/scenario"
 )
 
 // EtherTypePing is what `ethfab ping` sends: IEEE local experimental 2,
@@ -79,7 +79,7 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	dstMAC := make([]net.HardwareAddr, n)
 	for i := range dstMAC {
 		dstMAC[i] = macs[i]
-		if l.Assign == string(scenario.AssignRewrite) {
+		if l.Assign == addressing.AssignRewrite {
 			m, err := net.ParseMAC(l.Hosts[i].PseudoMAC)
 			if err != nil {
 				return nil, fmt.Errorf("%s: pseudo-MAC: %w", l.Hosts[i].Name, err)

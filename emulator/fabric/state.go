@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // StateRoot holds one directory per lab. It lives on /run (tmpfs), like
@@ -85,25 +88,37 @@ type OVSRef struct {
 	DB     string `json:"db"`
 }
 
+// LabFormat is the format of lab.json this ethfab writes. Format 0 (no
+// "format" field) is the previous one: readable, but it did not record
+// addressing.compact or source_guard, so run --lab refuses to attach to it.
+const LabFormat = 1
+
 // Lab is the state `up` writes before it creates anything and completes as
 // it goes, so `status` and `down` work without the scenario and after a
-// crash.
+// crash. What the controller compiled is recorded as typed fields (the
+// topology as its string); the compiled tables themselves are not
+// persisted, but travel in memory (Compiled).
 type Lab struct {
-	Lab        string   `json:"lab"`
-	Dir        string   `json:"dir"`
-	State      string   `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
-	Scenario   string   `json:"scenario"`
-	Topology   string   `json:"topology"`
-	Addressing string   `json:"addressing"`
-	Assign     string   `json:"assign"`
-	Routing    string   `json:"routing"`
-	Namespaces []string `json:"namespaces"`
-	Hosts      []Host   `json:"hosts"`
-	Switches   []Switch `json:"switches"`
-	Links      []Link   `json:"links"`
-	OVS        OVSState `json:"ovs"`
-	Warnings   []string `json:"warnings,omitempty"`
-	Timing     Timing   `json:"timing"`
+	Format      int               `json:"format"`
+	Lab         string            `json:"lab"`
+	Dir         string            `json:"dir"`
+	State       string            `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
+	Scenario    string            `json:"scenario"`
+	Topology    topology.Spec     `json:"topology"`
+	Addressing  addressing.Scheme `json:"addressing"`
+	Compact     bool              `json:"compact"`
+	Assign      addressing.Assign `json:"assign"`
+	Routing     controller.Mode   `json:"routing"`
+	SourceGuard bool              `json:"source_guard"`
+	Namespaces  []string          `json:"namespaces"`
+	Hosts       []Host            `json:"hosts"`
+	Switches    []Switch          `json:"switches"`
+	Links       []Link            `json:"links"`
+	OVS         OVSState          `json:"ovs"`
+	Warnings    []string          `json:"warnings,omitempty"`
+	Timing      Timing            `json:"timing"`
+
+	compiled *Compiled // Up's, or Attach's; nil for a lab only loaded
 }
 
 // Timing is where bring-up spent its time, in seconds.
@@ -189,7 +204,10 @@ func Load(lab string) (*Lab, error) {
 	}
 	var l Lab
 	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, fmt.Errorf("lab %q: state file: %w", lab, err)
+		return nil, fmt.Errorf("lab %q: state file %s: %w", lab, filepath.Join(LabDir(lab), stateFile), err)
+	}
+	if err := l.check(); err != nil {
+		return nil, fmt.Errorf("lab %q: state file %s: %w", lab, filepath.Join(LabDir(lab), stateFile), err)
 	}
 	if l.State == "up" {
 		l.checkNamespaces()
@@ -245,6 +263,108 @@ func (l *Lab) Host(name string) *Host {
 	for i := range l.Hosts {
 		if l.Hosts[i].Name == name {
 			return &l.Hosts[i]
+		}
+	}
+	return nil
+}
+
+// check refuses a state file this ethfab cannot read right: a newer
+// format, or a field that is not one of its values (the topology was
+// checked as it was read). A field left out is not recorded: `down` works
+// from the names alone, whatever else the file lacks.
+func (l *Lab) check() error {
+	if l.Format > LabFormat {
+		return fmt.Errorf("format %d is newer than this ethfab's %d (use the ethfab that brought the lab up)", l.Format, LabFormat)
+	}
+	for _, f := range []struct {
+		field, value string
+		parse        func(string) error
+	}{
+		{"addressing", string(l.Addressing), func(v string) error { _, err := addressing.ParseScheme(v); return err }},
+		{"assign", string(l.Assign), func(v string) error { _, err := addressing.ParseAssign(v); return err }},
+		{"routing", string(l.Routing), func(v string) error { _, err := controller.ParseMode(v); return err }},
+	} {
+		if f.value == "" {
+			continue
+		}
+		if err := f.parse(f.value); err != nil {
+			return fmt.Errorf("%s: %w", f.field, err)
+		}
+	}
+	return nil
+}
+
+// Compiled is the lab's topology, addresses and tables as the controller
+// compiled them: Up's, or those Attach checked against the lab. Nil for a
+// lab only loaded from its state file.
+func (l *Lab) Compiled() *Compiled { return l.compiled }
+
+// Attach compiles sc for this running lab, as its switches run it (with
+// its hosts' original MACs), checks that the lab was brought up from the
+// same fabric in every compiled field, and attaches the result (Compiled).
+// An error names the first field that differs.
+func (l *Lab) Attach(sc *scenario.Scenario) (*Compiled, error) {
+	if l.Format < 1 {
+		return nil, fmt.Errorf("lab %s was brought up by an older ethfab, which did not record addressing.compact: bring it up again", l.Lab)
+	}
+	originals := make([]addressing.MAC, len(l.Hosts))
+	for i, h := range l.Hosts {
+		m, err := addressing.ParseMAC(h.MAC)
+		if err != nil {
+			return nil, fmt.Errorf("lab %s: host %s: mac: %w", l.Lab, h.Name, err)
+		}
+		originals[i] = m
+	}
+	if err := l.matches(sc); err != nil {
+		return nil, err
+	}
+	c, err := compile(sc, originals)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.Source, err)
+	}
+	if err := l.runs(c); err != nil {
+		return nil, err
+	}
+	l.compiled = c
+	return c, nil
+}
+
+// matches compares the scenario's compiled fields with the lab's, by the
+// scenario's field names.
+func (l *Lab) matches(sc *scenario.Scenario) error {
+	for _, f := range []struct {
+		field     string
+		lab, want any
+	}{
+		{"topology", l.Topology.String(), sc.Topology.String()},
+		{"addressing.scheme", l.Addressing, sc.Addressing.Scheme},
+		{"addressing.compact", l.Compact, sc.Addressing.Compact},
+		{"addressing.assign", l.Assign, sc.Addressing.Assign},
+		{"addressing.source_guard", l.SourceGuard, sc.Addressing.SourceGuard},
+		{"routing.mode", l.Routing, sc.Routing.Mode},
+	} {
+		if f.lab != f.want {
+			return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
+		}
+	}
+	return nil
+}
+
+// runs checks that c is what the lab's switches and hosts were given: one
+// host per compiled host with its MAC, one switch per table with as many
+// rules as Up installed.
+func (l *Lab) runs(c *Compiled) error {
+	if len(l.Hosts) != len(c.Top.Hosts) || len(l.Switches) != len(c.Top.Switches) {
+		return fmt.Errorf("lab %s has %d hosts and %d switches, the scenario compiles %d and %d", l.Lab, len(l.Hosts), len(l.Switches), len(c.Top.Hosts), len(c.Top.Switches))
+	}
+	for i, h := range l.Hosts {
+		if h.Name != c.Top.Hosts[i].Name || h.MAC != c.HostMAC[i].String() {
+			return fmt.Errorf("lab %s: host %d is %s with MAC %s, the scenario compiles %s with %s", l.Lab, i, h.Name, h.MAC, c.Top.Hosts[i].Name, c.HostMAC[i])
+		}
+	}
+	for i, s := range l.Switches {
+		if s.Name != c.Top.Switches[i].Name || s.Flows != len(c.Tables[i].Rules) {
+			return fmt.Errorf("lab %s: switch %s was given %d rules, the scenario compiles %d for %s", l.Lab, s.Name, s.Flows, len(c.Tables[i].Rules), c.Top.Switches[i].Name)
 		}
 	}
 	return nil

@@ -57,12 +57,19 @@ func HostIP(h int) string {
 	return fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
 }
 
-// Compiled is what the controller made of a scenario.
+// Compiled is what the controller made of a scenario: the lab's
+// topology, addresses and tables, which Up attaches to the Lab it returns
+// (Lab.Compiled) so that what runs on the lab uses them as they are.
 type Compiled struct {
 	Top    *topology.Topology
-	Plan   *addressing.Plan
+	Plan   *addressing.Plan // its Scheme and Compact are the lab's
 	Ctl    *controller.Controller
-	Tables []*controller.Table
+	Mode   controller.Mode
+	Assign addressing.Assign
+	// SourceGuard: the access switches drop frames whose source is not
+	// their host's.
+	SourceGuard bool
+	Tables      []*controller.Table
 	// HostMAC is each host's MAC at creation (its original MAC unless
 	// assign is static).
 	HostMAC []addressing.MAC
@@ -70,47 +77,52 @@ type Compiled struct {
 	switchID map[string]int
 }
 
-// Compile builds the topology, addresses and every table of a scenario.
+// Compile builds the topology, addresses and every table of a scenario,
+// for a lab about to be brought up: hosts that do not start with their
+// pseudo-MAC get a fresh random original one.
 func Compile(sc *scenario.Scenario) (*Compiled, error) {
+	return compile(sc, nil)
+}
+
+// compile is Compile with the hosts' original MACs given (nil: random),
+// so the tables of a running lab can be compiled again as installed
+// (assign rewrite puts the originals in the access switches' rules).
+func compile(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, error) {
 	top, err := topology.Build(sc.Topology)
 	if err != nil {
 		return nil, err
 	}
-	ap, err := addressing.New(top, addressing.Scheme(sc.Addressing.Scheme), sc.Addressing.Compact)
+	ap, err := addressing.New(top, sc.Addressing.Scheme, sc.Addressing.Compact)
 	if err != nil {
 		return nil, err
 	}
-	var mode controller.Mode
-	switch sc.Routing.Mode {
-	case scenario.Minimal:
-		mode = controller.Minimal
-	case scenario.Valiant:
-		mode = controller.Valiant
-	case scenario.Conditional:
-		mode = controller.Conditional
-	default:
-		return nil, fmt.Errorf("routing.mode %s: not available yet (minimal, valiant and conditional are)", sc.Routing.Mode)
+	if originals != nil && len(originals) != len(top.Hosts) {
+		return nil, fmt.Errorf("%d original MACs for %d hosts", len(originals), len(top.Hosts))
 	}
 	// Host MACs per assign: static hosts start with their pseudo-MAC; dmp
 	// and rewrite hosts with a random original one, which DMP replaces at
 	// boot and rewrite translates in the access switch.
 	initial := make([]addressing.MAC, len(top.Hosts))
-	var originals []addressing.MAC
+	var rewrite []addressing.MAC
 	for h := range top.Hosts {
-		if sc.Addressing.Assign == scenario.AssignStatic {
+		switch {
+		case sc.Addressing.Assign == addressing.AssignStatic:
 			initial[h] = ap.HostMAC(h)
-		} else {
+		case originals != nil:
+			initial[h] = originals[h]
+		default:
 			initial[h] = randomOriginalMAC()
 		}
 	}
-	if sc.Addressing.Assign == scenario.AssignRewrite {
-		originals = initial
+	if sc.Addressing.Assign == addressing.AssignRewrite {
+		rewrite = initial
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: mode, Compact: sc.Addressing.Compact, Originals: originals, SourceGuard: sc.Addressing.SourceGuard})
+	ctl, err := controller.New(ap, controller.Options{Mode: sc.Routing.Mode, Compact: sc.Addressing.Compact, Originals: rewrite, SourceGuard: sc.Addressing.SourceGuard})
 	if err != nil {
 		return nil, err
 	}
-	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Tables: make([]*controller.Table, len(top.Switches)), HostMAC: initial, switchID: map[string]int{}}
+	c := &Compiled{Top: top, Plan: ap, Ctl: ctl, Mode: ctl.Options().Mode, Assign: sc.Addressing.Assign, SourceGuard: sc.Addressing.SourceGuard,
+		Tables: make([]*controller.Table, len(top.Switches)), HostMAC: initial, switchID: map[string]int{}}
 	for i := range top.Switches {
 		c.switchID[top.Switches[i].Name] = i
 	}
@@ -223,7 +235,7 @@ func FlowCached(sc *scenario.Scenario, datapath string) bool {
 	case scenario.FlowCacheOff:
 		return false
 	}
-	return sc.Routing.Mode != scenario.Conditional || datapath != ovs.DatapathNetdev
+	return sc.Routing.Mode != controller.Conditional || datapath != ovs.DatapathNetdev
 }
 
 // PortMode resolves scenario ovs.ports for datapath: socket or pmd, and
@@ -370,9 +382,9 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	inst := func(sw int) int { return owner[sw] }
 
-	lab = &Lab{Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec.String(),
-		Addressing: string(sc.Addressing.Scheme), Assign: string(sc.Addressing.Assign), Routing: string(sc.Routing.Mode),
-		Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Ports: string(ports), Allocator: allocator, FlowCache: onOff(cached)}}
+	lab = &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
+		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
+		compiled: comp, Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Ports: string(ports), Allocator: allocator, FlowCache: onOff(cached)}}
 	for _, c := range cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})

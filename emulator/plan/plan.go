@@ -98,18 +98,34 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Stats compiles and drops each table (a 300,000-host fabric's do not
+	// fit in memory together); the walk compiles those it visits.
+	return describe(ctl, ctl.Stats, controller.NewTables(ctl), o, t0)
+}
+
+// Describe is Run's report on tables already compiled (a lab's), which it
+// compiles no more of: the fabric, addressing and routing reported are
+// the tables' own; of o only Verify, MaxPairs, Seed and SampleSize apply.
+func Describe(ts *controller.Tables, o Options) (*Report, error) {
+	return describe(ts.Controller(), ts.Stats, ts, o, time.Now())
+}
+
+func describe(ctl *controller.Controller, stats func([]int) (*controller.RuleStats, error), ts *controller.Tables, o Options, t0 time.Time) (*Report, error) {
+	ap := ctl.Plan()
+	top := ap.Topology()
+	opts := ctl.Options()
 	r := &Report{
-		Topology: top.Spec.String(), Addressing: o.Scheme, Compact: o.Compact, Routing: ctl.Options().Mode, SourceGuard: o.SourceGuard,
+		Topology: top.Spec.String(), Addressing: ap.Scheme, Compact: opts.Compact, Routing: opts.Mode, SourceGuard: opts.SourceGuard,
 		Switches: len(top.Switches), Hosts: len(top.Hosts), Links: top.NumLinks(), Groups: top.NumGroups(),
 		Diameter: top.Diameter(), HopBound: ctl.HopBound(), CoS: ctl.CoS(),
 		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
 	}
 	r.Seconds.Build = time.Since(t0).Seconds()
-	if eq := equation1(top, o.Scheme); eq >= 0 && !o.Compact {
+	if eq := equation1(top, ap.Scheme); eq >= 0 && !opts.Compact {
 		r.Equation1 = &eq
 	}
 	t1 := time.Now()
-	st, err := ctl.Stats(Sample(len(top.Switches), o.SampleSize))
+	st, err := stats(Sample(len(top.Switches), o.SampleSize))
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +136,7 @@ func Run(o Options) (*Report, error) {
 	r.Ports = st.Ports
 	if o.Verify {
 		t2 := time.Now()
-		v, err := controller.Verify(controller.NewTables(ctl), controller.VerifyOptions{MaxPairs: o.MaxPairs, Seed: o.Seed})
+		v, err := controller.Verify(ts, controller.VerifyOptions{MaxPairs: o.MaxPairs, Seed: o.Seed})
 		if err != nil {
 			return nil, err
 		}

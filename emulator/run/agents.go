@@ -30,7 +30,7 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 	var o hostagent.Options
 	limit := dmpPhaseLimit
 	until := true
-	ap := results.AgentPhase{Name: ph.Name, Kind: string(ph.Kind), Assign: r.lab.Assign, Hosts: n}
+	ap := results.AgentPhase{Name: ph.Name, Kind: string(ph.Kind), Assign: string(r.lab.Assign), Hosts: n}
 	switch ph.Kind {
 	case scenario.PhaseDMP:
 		r.next(fmt.Sprintf("%s: DMP on %d hosts", ph.Name, n))
@@ -41,8 +41,8 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 		r.next(fmt.Sprintf("%s: announcements (%d at %s, peer MAC from %s) on %d hosts", ph.Name, a.Count, a.Interval, a.PeerMACFrom, n))
 		o.Announce = true
 		o.Connect = a.Connect
-		o.PeerMACFrom = hostagent.PeerMACSource(a.PeerMACFrom)
-		o.OnAddressChange = hostagent.AddressChangePolicy(a.OnAddressChange)
+		o.PeerMACFrom = a.PeerMACFrom
+		o.OnAddressChange = a.OnAddressChange
 		o.Schedule = omx.Schedule{Burst: a.Count, BurstInterval: a.Interval, Interval: a.Repeat}
 		// Hosts that boot together do not announce in the same
 		// microsecond; spreading the first announcement keeps a thousand

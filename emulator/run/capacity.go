@@ -41,7 +41,7 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 			continue
 		}
 		t := ph.Traffic
-		p, err := pat.New(pat.Spec{Kind: pat.Kind(t.Pattern), Offset: t.AdvOffset, App: t.App}, comp.Top, t.Seed, pat.Options{})
+		p, err := pat.New(t.PatternSpec(), comp.Top, t.Seed, pat.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("pattern %s: %w", t.PatternString(), err)
 		}

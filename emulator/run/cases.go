@@ -12,19 +12,20 @@ import (
 
 // CaseRow is one case's line in cases.json.
 type CaseRow struct {
-	Case      string               `json:"case"`
-	Set       map[string]string    `json:"set"`
-	Dir       string               `json:"dir"`
-	Agents    []results.AgentPhase `json:"agents"`
-	Phases    []results.Point      `json:"phases"`
-	Fidelity  results.Fidelity     `json:"fidelity"`
-	Failed    []string             `json:"failed_expectations"`
-	Scenario  string               `json:"scenario"`
-	Lab       string               `json:"lab"`
-	Assign    string               `json:"assign"`
-	Routing   string               `json:"routing"`
-	Topology  string               `json:"topology"`
-	HostCount int                  `json:"hosts"`
+	Case       string               `json:"case"`
+	Set        map[string]string    `json:"set"`
+	Dir        string               `json:"dir"`
+	Agents     []results.AgentPhase `json:"agents"`
+	Phases     []results.Point      `json:"phases"`
+	Fidelity   results.Fidelity     `json:"fidelity"`
+	Failed     []string             `json:"failed_expectations"`
+	Scenario   string               `json:"scenario"`
+	Lab        string               `json:"lab"`
+	Addressing string               `json:"addressing"`
+	Assign     string               `json:"assign"`
+	Routing    string               `json:"routing"`
+	Topology   string               `json:"topology"`
+	HostCount  int                  `json:"hosts"`
 }
 
 // writeCases puts the cases side by side: cases.json and cases.md at the
@@ -45,7 +46,7 @@ func writeCases(sc *scenario.Scenario, all *Outcome) error {
 		}
 		rows = append(rows, CaseRow{Case: c.Case, Set: set, Dir: c.Case, Agents: m.Agents, Phases: m.Phases,
 			Fidelity: m.Fidelity, Failed: c.Failed(), Scenario: m.Run.Scenario, Lab: m.Run.Lab,
-			Assign: m.Run.Addressing, Routing: m.Run.Routing, Topology: m.Run.Topology, HostCount: m.Run.Hosts})
+			Addressing: m.Run.Addressing, Assign: m.Run.Assign, Routing: m.Run.Routing, Topology: m.Run.Topology, HostCount: m.Run.Hosts})
 		hasAgents = hasAgents || len(m.Agents) > 0
 	}
 	if hasAgents {

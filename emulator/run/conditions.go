@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/condition"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
@@ -80,7 +81,7 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
-	if r.sc.Routing.Mode != scenario.Conditional {
+	if r.sc.Routing.Mode != controller.Conditional {
 		return nil, nil
 	}
 	if r.cond == nil {

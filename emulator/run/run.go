@@ -186,42 +186,18 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 			}
 		}
 	}()
-	top, err := topology.Build(sc.Topology)
-	if err != nil {
-		return nil, fmt.Errorf("%s: topology: %w", sc.Source, err)
-	}
 	start := time.Now()
 	capa, err := doctor.LoadCapacity()
 	if err != nil {
 		return nil, err
 	}
-	// The capacity check walks the controller's tables; they are compiled
-	// once for it and for the lab, after the size check that keeps a
-	// fabric too large for the machine from being compiled at all.
-	var comp *fabric.Compiled
-	if capa != nil {
-		if o.Lab == "" {
-			if err := fabric.FitsMachine(sc); err != nil {
-				return nil, err
-			}
-		}
-		if comp, err = fabric.Compile(sc); err != nil {
-			return nil, fmt.Errorf("%s: %w", sc.Source, err)
-		}
-	}
-	var warnings []string
-	if comp != nil {
-		if warnings, err = capacityWarnings(sc, capa, comp); err != nil {
-			return nil, err
-		}
-	}
-	for _, w := range warnings {
-		if o.Warn != nil {
-			fmt.Fprintf(o.Warn, "warning: %s\n", w)
-		}
-	}
-
+	// The scenario is compiled once: for the capacity check, for the lab
+	// (Up builds it from these tables, or a running lab is checked against
+	// them) and for what runs on the lab (the condition monitor). A lab
+	// to bring up is first checked for size, so a fabric too large for
+	// the machine is never compiled at all.
 	var lab *fabric.Lab
+	var comp *fabric.Compiled
 	if o.Lab != "" {
 		if lab, err = fabric.Load(o.Lab); err != nil {
 			return nil, err
@@ -229,10 +205,29 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		if lab.State != "up" {
 			return nil, fmt.Errorf("lab %s is %s, not up", o.Lab, lab.State)
 		}
-		if lab.Topology != top.Spec.String() {
-			return nil, fmt.Errorf("lab %s runs %s, the scenario wants %s", o.Lab, lab.Topology, top.Spec)
+		if comp, err = lab.Attach(sc); err != nil {
+			return nil, err
 		}
 	} else {
+		if err := fabric.FitsMachine(sc); err != nil {
+			return nil, err
+		}
+		if comp, err = fabric.Compile(sc); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.Source, err)
+		}
+	}
+	top := comp.Top
+	warnings, err := capacityWarnings(sc, capa, comp)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		if o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
+		}
+	}
+
+	if o.Lab == "" {
 		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Progress: o.Progress, Step: o.UpStep, Compiled: comp}); err != nil {
 			return nil, err
 		}
@@ -247,16 +242,11 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 
-	m := &results.Metrics{Schema: results.SchemaVersion, Run: results.Run{
-		Name: sc.Name, Scenario: sc.Source, Description: sc.Description, Lab: lab.Lab, Topology: top.Spec.String(),
-		Hosts: len(top.Hosts), Switches: len(top.Switches), Addressing: lab.Addressing, Routing: lab.Routing,
-		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: o.Version, Warnings: warnings,
-		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "ovs_malloc": lab.OVS.Allocator, "ovs_flow_cache": lab.OVS.FlowCache, "cores": strconv.Itoa(runtime.NumCPU())},
-	}}
+	m := &results.Metrics{Schema: results.SchemaVersion, Run: runRecord(sc, lab, start, o.Version, warnings)}
 	doc := doctor.Run(ctx)
 	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)
 	m.Run.Machine["kernel"] = doc.Capabilities.Kernel
-	artifacts, err := artifactsOf(sc, lab, doc)
+	artifacts, err := artifactsOf(sc, lab, comp, doc)
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +295,17 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		return nil, err
 	}
 	return &Outcome{Dir: dir, Metrics: m, Files: files}, nil
+}
+
+// runRecord is metrics.json's run: what ran on which lab, as the lab was
+// built.
+func runRecord(sc *scenario.Scenario, lab *fabric.Lab, start time.Time, version string, warnings []string) results.Run {
+	return results.Run{
+		Name: sc.Name, Scenario: sc.Source, Description: sc.Description, Lab: lab.Lab, Topology: lab.Topology.String(),
+		Hosts: len(lab.Hosts), Switches: len(lab.Switches), Addressing: string(lab.Addressing), Assign: string(lab.Assign), Routing: string(lab.Routing),
+		HostLinkRate: sc.Links[scenario.HostLinks].Rate, Start: start, Version: version, Warnings: warnings,
+		Machine: map[string]string{"datapath": lab.OVS.Datapath, "ovs": lab.OVS.Version, "ovs_malloc": lab.OVS.Allocator, "ovs_flow_cache": lab.OVS.FlowCache, "cores": strconv.Itoa(runtime.NumCPU())},
+	}
 }
 
 type runner struct {
@@ -359,7 +360,7 @@ func (r *runner) trafficHosts() ([]traffic.Host, error) {
 	for i, h := range r.lab.Hosts {
 		th := traffic.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface, Switch: r.top.Hosts[i].Switch,
 			Group: r.top.Switches[r.top.Hosts[i].Switch].Group}
-		if r.lab.Assign == string(scenario.AssignRewrite) {
+		if r.lab.Assign == addressing.AssignRewrite {
 			mac, err := net.ParseMAC(h.PseudoMAC)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", h.Name, err)
@@ -384,7 +385,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if r.sampler, err = measure.New(r.lab, measure.Options{Topology: r.top}); err != nil {
 			return fmt.Errorf("fabric sampler: %w", err)
 		}
-	} else if r.lab.Assign != string(scenario.AssignRewrite) {
+	} else if r.lab.Assign != addressing.AssignRewrite {
 		// DMP may have changed the hosts' addresses since the engine opened.
 		for i := range r.lab.Hosts {
 			if mac, err := currentMAC(r.lab.Hosts[i]); err == nil {
@@ -392,8 +393,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			}
 		}
 	}
-	spec := pat.Spec{Kind: pat.Kind(t.Pattern), Offset: t.AdvOffset, App: t.App}
-	p, err := pat.New(spec, r.top, t.Seed, pat.Options{})
+	p, err := pat.New(t.PatternSpec(), r.top, t.Seed, pat.Options{})
 	if err != nil {
 		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
 	}
@@ -428,7 +428,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if serr != nil {
 			return fmt.Errorf("sampler: %w", serr)
 		}
-		pt := pointOf(ph, r.lab.Routing, load, res)
+		pt := pointOf(ph, string(r.lab.Routing), load, res)
 		rep.Fill(&pt)
 		pt.Conditions = conds
 		r.m.Phases = append(r.m.Phases, pt)
@@ -494,7 +494,7 @@ func currentMAC(h fabric.Host) (net.HardwareAddr, error) {
 // artifactsOf gathers the files a run directory keeps: the scenario as
 // run, the machine's probe, the lab (topology, hosts, switches, links) and
 // the rules summary.
-func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, doc doctor.Report) (results.Artifacts, error) {
+func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, comp *fabric.Compiled, doc doctor.Report) (results.Artifacts, error) {
 	var a results.Artifacts
 	var err error
 	if a.Scenario, err = sc.MarshalYAML(); err != nil {
@@ -506,12 +506,9 @@ func artifactsOf(sc *scenario.Scenario, lab *fabric.Lab, doc doctor.Report) (res
 	if a.Topology, err = json.MarshalIndent(lab, "", "  "); err != nil {
 		return a, err
 	}
-	mode := controller.Minimal
-	if sc.Routing.Mode == scenario.Valiant {
-		mode = controller.Valiant
-	}
-	pr, err := plan.Run(plan.Options{Topology: sc.Topology, Scheme: addressing.Scheme(sc.Addressing.Scheme), Compact: sc.Addressing.Compact,
-		Mode: mode, Verify: true, MaxPairs: 200_000, Seed: 1, SourceGuard: sc.Addressing.SourceGuard})
+	// The rules summary describes the lab's own tables, walked as plan
+	// --verify walks them.
+	pr, err := plan.Describe(controller.TablesOf(comp.Ctl, comp.Tables), plan.Options{Verify: true, MaxPairs: 200_000, Seed: 1})
 	if err != nil {
 		return a, fmt.Errorf("rules summary: %w", err)
 	}

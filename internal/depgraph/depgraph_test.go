@@ -5,8 +5,9 @@
 // papers' concepts, top-level packages) to the machinery
 // that builds and measures a fabric (kernel, ovs, emulator/fabric,
 // emulator/measure, emulator/run) and to results; the host agent runs in
-// every host and shares only the OS mechanisms (kernel) and the traffic
-// model with the emulator.
+// every host and shares only the OS mechanisms (kernel), the traffic
+// model and the addressing model (how hosts get and learn addresses) with
+// the emulator.
 package depgraph
 
 import (
