@@ -64,7 +64,7 @@ func upCommand() *cli.Command {
 			if !c.Bool("json") {
 				d := newStepDisplay(c.App.ErrWriter)
 				defer d.Close()
-				o.Progress, o.Step = d, d.Step
+				o.Report = d
 			}
 			lab, err := fabric.Up(ctx, sc, o)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ethfab/ethfab/emulator/power"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -50,13 +51,13 @@ Examples:
 			if err != nil {
 				return err
 			}
-			progress := func(format string, args ...any) { fmt.Fprintf(c.App.ErrWriter, format+"\n", args...) }
+			progress := steps.Lines(c.App.ErrWriter)
 			if c.Bool("json") {
 				progress = nil
 			}
 			var r *power.Report
 			if c.Bool("paper") {
-				r, err = power.Paper(power.PaperOptions{Constants: consts, SampleSwitches: c.Int("sample-switches"), Progress: progress})
+				r, err = power.Paper(power.PaperOptions{Constants: consts, SampleSwitches: c.Int("sample-switches"), Report: progress})
 			} else {
 				r, err = powerFabric(c, consts, portsSet, progress)
 			}
@@ -90,7 +91,7 @@ func powerConstants(c *cli.Context) (power.Constants, bool, error) {
 	return consts, set["switch_ports"], nil
 }
 
-func powerFabric(c *cli.Context, consts power.Constants, portsSet bool, progress func(string, ...any)) (*power.Report, error) {
+func powerFabric(c *cli.Context, consts power.Constants, portsSet bool, progress steps.Reporter) (*power.Report, error) {
 	spec, err := topology.ParseSpec(c.String("topology"))
 	if err != nil {
 		return nil, fmt.Errorf("--topology: %w", err)
@@ -109,7 +110,7 @@ func powerFabric(c *cli.Context, consts power.Constants, portsSet bool, progress
 		orgs = []power.Organization{o}
 	}
 	return power.Fabric(power.FabricOptions{Topology: spec, Constants: consts, SwitchPortsSet: portsSet,
-		Organizations: orgs, SampleSwitches: c.Int("sample-switches"), Progress: progress})
+		Organizations: orgs, SampleSwitches: c.Int("sample-switches"), Report: progress})
 }
 
 func writePower(c *cli.Context, r *power.Report) error {

@@ -11,16 +11,15 @@ import (
 	"golang.org/x/term"
 )
 
-// stepDisplay shows which step a long operation is in: on a terminal a
+// stepDisplay is the one steps.Reporter of the commands: on a terminal a
 // spinner with the step and its elapsed time, replaced by the step's
 // result line when it is done; elsewhere (logs, CI) only the result lines.
 type stepDisplay struct {
 	w   io.Writer
 	tty bool
 
-	mu   sync.Mutex
-	bar  *progressbar.ProgressBar
-	done chan struct{}
+	mu  sync.Mutex
+	bar *progressbar.ProgressBar
 }
 
 func newStepDisplay(w io.Writer) *stepDisplay {
@@ -28,14 +27,17 @@ func newStepDisplay(w io.Writer) *stepDisplay {
 	return &stepDisplay{w: w, tty: ok && term.IsTerminal(int(f.Fd()))}
 }
 
-// Step starts showing step i of n.
-func (d *stepDisplay) Step(i, n int, what string) {
+// Start shows step i of n.
+func (d *stepDisplay) Start(i, n int, what string) {
 	if !d.tty {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopLocked()
+	// The library redraws a started spinner every 100 ms by itself (its
+	// spinner change interval), so the elapsed time moves while the step
+	// blocks in the kernel or in OVS.
 	d.bar = progressbar.NewOptions(-1,
 		progressbar.OptionSetWriter(d.w),
 		progressbar.OptionSetDescription(fmt.Sprintf("[%d/%d] %s", i, n, what)),
@@ -43,29 +45,15 @@ func (d *stepDisplay) Step(i, n int, what string) {
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionThrottle(80*time.Millisecond))
-	d.done = make(chan struct{})
-	// The step blocks in the kernel or in OVS; tick so the spinner and the
-	// elapsed time move.
-	go func(bar *progressbar.ProgressBar, done chan struct{}) {
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				bar.Add(1)
-			}
-		}
-	}(d.bar, d.done)
+	d.bar.RenderBlank()
 }
 
-// Write prints a finished step's line in place of its spinner.
-func (d *stepDisplay) Write(p []byte) (int, error) {
+// Line prints a finished step's line in place of its spinner.
+func (d *stepDisplay) Line(s string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopLocked()
-	return d.w.Write(p)
+	fmt.Fprintln(d.w, s)
 }
 
 // Close removes a spinner still showing (after an error).
@@ -79,7 +67,6 @@ func (d *stepDisplay) stopLocked() {
 	if d.bar == nil {
 		return
 	}
-	close(d.done)
 	d.bar.Finish()
 	d.bar = nil
 }

@@ -43,7 +43,7 @@ func runCommand() *cli.Command {
 			if !c.Bool("quiet") {
 				d := newStepDisplay(c.App.ErrWriter)
 				defer d.Close()
-				o.Progress, o.Step, o.UpStep = d, d.Step, d.Step
+				o.Report = d
 			}
 			out, err := run.Run(ctx, sc, o)
 			if err != nil {

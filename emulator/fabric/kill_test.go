@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
 )
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv("ETHFAB_TEST_UP"); name != "" {
 		sc, err := scenario.Parse(name+".yaml", []byte(os.Getenv("ETHFAB_TEST_SCENARIO")))
 		if err == nil {
-			_, err = Up(context.Background(), sc, UpOptions{Progress: os.Stdout})
+			_, err = Up(context.Background(), sc, UpOptions{Report: steps.Lines(os.Stdout)})
 		}
 		if err != nil {
 			fmt.Println("error:", err)

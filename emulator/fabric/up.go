@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +16,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
@@ -31,19 +31,14 @@ type UpOptions struct {
 	// costs vswitchd work proportional to the ports it already has, so
 	// splitting the fabric keeps that cost down and uses every core.
 	Instances int
-	// Progress, if not nil, hears of every step once it is done.
-	Progress io.Writer
-	// Step, if not nil, hears of every step as it starts (i of n), so a
-	// display can show what a long bring-up is busy with.
-	Step func(i, n int, what string)
+	// Report, if not nil, hears of every step as it starts and as it
+	// finishes, so a display can show what a long bring-up is busy with.
+	Report steps.Reporter
 	// Compiled, if not nil, is the scenario's Compile result, made by a
 	// caller that needed the tables before the lab (ethfab run's capacity
 	// check): the tables are compiled once.
 	Compiled *Compiled
 }
-
-// upSteps is the number of steps Up reports through UpOptions.Step.
-const upSteps = 7
 
 // HostIface is the host's interface name inside its namespace.
 const HostIface = "eth0"
@@ -272,19 +267,74 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// Up brings a scenario's lab up. On failure it removes whatever it made.
+// Up brings a scenario's lab up, as a list of named, timed steps (see
+// upSteps). On failure it removes whatever it made.
 func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err error) {
 	start := time.Now()
-	say := func(format string, a ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", a...)
-		}
+	u, err := prepare(sc, o)
+	if err != nil {
+		return nil, err
 	}
-	step := func(i int, what string) {
-		if o.Step != nil {
-			o.Step(i, upSteps, what)
+	rep := steps.Or(o.Report)
+	defer func() {
+		// Once the state is on disk `down` knows every name this bring-up
+		// may have used; before, nothing exists.
+		if err != nil && u.lab != nil {
+			steps.Printf(rep, "bring-up failed, rolling back: %v", err)
+			if derr := Down(sc.Name); derr != nil {
+				err = fmt.Errorf("%w (and rollback: %v)", err, derr)
+			}
+			lab = nil
 		}
+	}()
+	t, err := steps.Run(ctx, rep, u.steps())
+	if err != nil {
+		return nil, err
 	}
+	lab = u.lab
+	lab.State = "up"
+	lab.Timing = Timing{Compile: t["compile"], Namespaces: t["namespaces"], Veths: t["veths"], Hosts: t["hosts"],
+		Shaping: t["shaping"], OVS: t["ovs"], Bridges: t["bridges"], Flows: t["flows"], Total: time.Since(start).Seconds()}
+	if err := lab.save(); err != nil {
+		return nil, err
+	}
+	steps.Printf(rep, "lab %s up in %.2fs", sc.Name, lab.Timing.Total)
+	return lab, nil
+}
+
+// upper is one bring-up: the choices made before anything is built, and
+// what each step made for the steps after it.
+type upper struct {
+	sc   *scenario.Scenario
+	o    UpOptions
+	caps kernel.Capabilities
+	// Choices, before anything is built.
+	datapath, allocator, preload string
+	cached                       bool
+	ports                        scenario.Ports
+	pmdSwitch                    string
+	warnings                     []string
+	// Made by the steps, in order.
+	comp      *Compiled
+	lab       *Lab // set once its state is on disk
+	cfgs      []ovs.Config
+	parts     [][]ovs.Bridge // each instance's bridges
+	owner     []int          // switch -> instance
+	hostMAC   []string
+	pairs     []kernel.Veth
+	shapeJobs []shapeJob
+	pool      *ovs.Pool
+	jobs      []ovs.FlowJob
+}
+
+type shapeJob struct {
+	ns, iface string
+	shape     kernel.Shaping
+}
+
+// prepare checks, before anything is built or compiled, that the machine
+// can bring the scenario up, and makes the choices that depend on it.
+func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 	// A Scenario can be built or edited in code, past the parser's check.
 	if err := scenario.CheckLabName(sc.Name); err != nil {
 		return nil, fmt.Errorf("%s: name: %w", sc.Source, err)
@@ -292,57 +342,72 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("ethfab up needs root (namespaces, veths, Open vSwitch)")
 	}
-	caps := kernel.Probe()
-	warnings, err := CheckKernel(sc, caps)
-	if err != nil {
+	u := &upper{sc: sc, o: o, caps: kernel.Probe(), comp: o.Compiled}
+	var err error
+	if u.warnings, err = CheckKernel(sc, u.caps); err != nil {
 		return nil, err
 	}
-	datapath := ovs.DatapathNetdev
-	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && caps.OVSModule) {
-		datapath = ovs.DatapathSystem
+	u.datapath = ovs.DatapathNetdev
+	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && u.caps.OVSModule) {
+		u.datapath = ovs.DatapathSystem
 	}
-	allocator, preload, err := ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs())
-	if err != nil {
+	if u.allocator, u.preload, err = ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs()); err != nil {
 		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 	}
-	cached := FlowCached(sc, datapath)
-	ports, pmdSwitch, err := PortMode(sc, datapath)
-	if err != nil {
+	u.cached = FlowCached(sc, u.datapath)
+	if u.ports, u.pmdSwitch, err = PortMode(sc, u.datapath); err != nil {
 		return nil, err
 	}
 	if err := FitsMachine(sc); err != nil {
 		return nil, err
 	}
-	step(1, "compiling the controller's tables")
-	t0 := time.Now()
-	comp := o.Compiled
-	if comp == nil {
-		comp, err = Compile(sc)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", sc.Source, err)
-	}
-	top := comp.Top
-	tCompile := time.Since(t0).Seconds()
-	say("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s (%.2fs)",
-		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), datapath, onOff(cached), allocator, tCompile)
+	return u, nil
+}
 
-	dir := LabDir(sc.Name)
-	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
-		return nil, fmt.Errorf("failed to create the state root: %w", err)
+// steps is the bring-up, in order. Each step's result line starts with
+// the word a log reader (and TestKilledUpIsCleanedByDown) looks for.
+func (u *upper) steps() []steps.Step {
+	top := func() *topology.Topology { return u.comp.Top }
+	return []steps.Step{
+		{Name: "compile", What: func() string { return "compiling the controller's tables" }, Do: u.compile},
+		{Name: "state", What: func() string { return "recording the lab's names" }, Do: u.record},
+		{Name: "namespaces", What: func() string { return fmt.Sprintf("creating %d namespaces", len(u.lab.Namespaces)) }, Do: u.namespaces},
+		{Name: "veths", What: func() string { return fmt.Sprintf("creating %d veth pairs", len(u.pairs)) }, Do: u.veths},
+		{Name: "hosts", What: func() string { return fmt.Sprintf("addressing %d hosts", len(top().Hosts)) }, Do: u.hosts},
+		{Name: "shaping", What: func() string { return fmt.Sprintf("shaping %d link ends", len(u.shapeJobs)) }, Do: u.shape},
+		{Name: "ovs", What: func() string { return fmt.Sprintf("starting %d private open vswitch instance(s)", len(u.cfgs)) }, Do: u.startOVS},
+		{Name: "bridges", What: func() string {
+			return fmt.Sprintf("creating %d bridges with %d ports", len(top().Switches), top().NumPorts())
+		}, Do: u.createBridges},
+		{Name: "flows", What: func() string { return fmt.Sprintf("installing and reading back %d tables", len(top().Switches)) }, Do: u.installFlows},
 	}
-	// Mkdir, not MkdirAll: of two ups of one name, one must lose.
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
-	} else if err != nil {
-		return nil, fmt.Errorf("lab directory: %w", err)
-	}
+}
 
-	nInst := o.Instances
+// compile builds the controller's tables, unless the caller did, and
+// splits the switches among the OVS instances.
+func (u *upper) compile(context.Context) (string, error) {
+	if u.comp == nil {
+		c, err := Compile(u.sc)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", u.sc.Source, err)
+		}
+		u.comp = c
+	}
+	top := u.comp.Top
+	u.partition()
+	return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s",
+		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), u.datapath, onOff(u.cached), u.allocator), nil
+}
+
+// partition chooses the number of OVS instances and which bridges each
+// owns.
+func (u *upper) partition() {
+	sc, top := u.sc, u.comp.Top
+	nInst := u.o.Instances
 	if nInst <= 0 {
 		nInst = sc.OVS.Instances
 	}
-	if nInst <= 0 && ports == scenario.PortsPMD {
+	if nInst <= 0 && u.ports == scenario.PortsPMD {
 		// One instance's PMD threads read every port from both cores, and
 		// ports attach in one pass whatever their number; but an instance
 		// that stops releases all its packet sockets at once, and teardown
@@ -354,12 +419,13 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
 	}
 	nInst = min(nInst, len(top.Switches))
-	ovsCfg := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(dir, "ovs"), NetNS: sc.Name + "-fab", Datapath: datapath, Nice: ovs.DefaultNice, Preload: preload, Uncached: !cached}
-	cfgs := ovs.PoolConfigs(ovsCfg, nInst)
-	if ports == scenario.PortsPMD {
-		for k := range cfgs {
-			cfgs[k].Switch, cfgs[k].PortType = pmdSwitch, ovs.PortPMD
-			cfgs[k].OtherConfig = ovs.PMDOtherConfig(cfgs[k].OtherConfig, runtime.NumCPU())
+	base := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(LabDir(sc.Name), "ovs"), NetNS: sc.Name + "-fab", Datapath: u.datapath,
+		Nice: ovs.DefaultNice, Preload: u.preload, Uncached: !u.cached}
+	u.cfgs = ovs.PoolConfigs(base, nInst)
+	if u.ports == scenario.PortsPMD {
+		for k := range u.cfgs {
+			u.cfgs[k].Switch, u.cfgs[k].PortType = u.pmdSwitch, ovs.PortPMD
+			u.cfgs[k].OtherConfig = ovs.PMDOtherConfig(u.cfgs[k].OtherConfig, runtime.NumCPU())
 		}
 	}
 	bridges := make([]ovs.Bridge, len(top.Switches))
@@ -373,19 +439,38 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	// Each switch's ports live in the netns of the instance that will own
 	// its bridge, so the split must be the pool's own.
-	parts := ovs.Partition(bridges, nInst)
-	owner := make([]int, len(top.Switches))
-	for k, part := range parts {
+	u.parts = ovs.Partition(bridges, nInst)
+	u.owner = make([]int, len(top.Switches))
+	for k, part := range u.parts {
 		for _, br := range part {
-			owner[comp.switchID[br.Name]] = k
+			u.owner[u.comp.switchID[br.Name]] = k
 		}
 	}
-	inst := func(sw int) int { return owner[sw] }
+}
 
-	lab = &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
+// fabNS is the namespace of switch sw's ports.
+func (u *upper) fabNS(sw int) string { return u.cfgs[u.owner[sw]].NetNS }
+
+// record creates the lab's directory and writes every name the lab will
+// use to lab.json before anything exists, so `down` can always find what
+// this bring-up may have made; and it plans the links.
+func (u *upper) record(context.Context) (string, error) {
+	sc, comp, top := u.sc, u.comp, u.comp.Top
+	dir := LabDir(sc.Name)
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return "", fmt.Errorf("failed to create the state root: %w", err)
+	}
+	// Mkdir, not MkdirAll: of two ups of one name, one must lose.
+	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
+	} else if err != nil {
+		return "", fmt.Errorf("lab directory: %w", err)
+	}
+	lab := &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
-		compiled: comp, Warnings: warnings, OVS: OVSState{RunDir: ovsCfg.RunDir, Datapath: datapath, Ports: string(ports), Allocator: allocator, FlowCache: onOff(cached)}}
-	for _, c := range cfgs {
+		compiled: comp, Warnings: u.warnings,
+		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}
+	for _, c := range u.cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
 		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
 	}
@@ -393,156 +478,150 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		lab.Namespaces = append(lab.Namespaces, sc.Name+"-"+h.Name)
 	}
 	lab.OVS.DB = lab.OVS.Instances[0].DB
-	// The names go to disk before anything exists, so `down` can always
-	// find what this run may have made.
 	if err := lab.save(); err != nil {
 		removeLabDir(dir)
-		return nil, err
+		return "", err
 	}
-	defer func() {
-		if err != nil {
-			say("bring-up failed, rolling back: %v", err)
-			if derr := Down(sc.Name); derr != nil {
-				err = fmt.Errorf("%w (and rollback: %v)", err, derr)
-			}
-			lab = nil
-		}
-	}()
+	u.lab = lab
 	if err := sc.WriteFile(filepath.Join(dir, "scenario.yaml")); err != nil {
-		return nil, err
+		return "", err
 	}
+	u.planLinks()
+	return "", nil
+}
 
-	step(2, fmt.Sprintf("creating %d namespaces", len(lab.Namespaces)))
-	t1 := time.Now()
-	if _, err := kernel.CreateMarkedNamespaces(lab.Namespaces, LabMarker(sc.Name)); err != nil {
-		return nil, fmt.Errorf("namespaces: %w", err)
+// planLinks lists the veth pairs and the shaping of their ends.
+func (u *upper) planLinks() {
+	sc, top := u.sc, u.comp.Top
+	u.hostMAC = make([]string, len(top.Hosts))
+	for h, m := range u.comp.HostMAC {
+		u.hostMAC[h] = m.String()
 	}
-	lab.Timing.Namespaces = time.Since(t1).Seconds()
-	say("namespaces: %d (%.2fs)", len(lab.Namespaces), lab.Timing.Namespaces)
-
-	hostMAC := make([]string, len(top.Hosts))
-	for h, m := range comp.HostMAC {
-		hostMAC[h] = m.String()
-	}
-	fabNS := func(sw int) string { return cfgs[inst(sw)].NetNS }
 	shapes := map[topology.LinkClass]kernel.Shaping{}
 	for _, class := range scenario.ClassesOf(top.Spec.Kind) {
-		shapes[classOf(class)] = linkShaping(sc.Links[class], caps.Netem)
+		shapes[classOf(class)] = linkShaping(sc.Links[class], u.caps.Netem)
 	}
-	pairs := make([]kernel.Veth, 0, len(top.Links))
-	type shapeJob struct{ ns, iface string }
-	var shapeJobs []shapeJob
-	var shapeOf []kernel.Shaping
 	for _, l := range top.Links {
 		a := &top.Switches[l.A.Switch]
-		end := LinkEnd{Node: a.Name, NetNS: fabNS(a.ID), Iface: PortIface(a.ID, l.A.Port), Port: l.A.Port}
+		end := LinkEnd{Node: a.Name, NetNS: u.fabNS(a.ID), Iface: PortIface(a.ID, l.A.Port), Port: l.A.Port}
 		var other LinkEnd
 		var pair kernel.Veth
 		if l.Host >= 0 {
 			h := top.Hosts[l.Host]
 			other = LinkEnd{Node: h.Name, NetNS: sc.Name + "-" + h.Name, Iface: HostIface}
-			pair = kernel.Veth{A: kernel.VethEnd{NS: other.NetNS, Name: HostIface, MAC: hostMAC[l.Host]}, B: kernel.VethEnd{NS: end.NetNS, Name: end.Iface}}
+			pair = kernel.Veth{A: kernel.VethEnd{NS: other.NetNS, Name: HostIface, MAC: u.hostMAC[l.Host]}, B: kernel.VethEnd{NS: end.NetNS, Name: end.Iface}}
 		} else {
 			b := &top.Switches[l.B.Switch]
-			other = LinkEnd{Node: b.Name, NetNS: fabNS(b.ID), Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port}
+			other = LinkEnd{Node: b.Name, NetNS: u.fabNS(b.ID), Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port}
 			pair = kernel.Veth{A: kernel.VethEnd{NS: end.NetNS, Name: end.Iface}, B: kernel.VethEnd{NS: other.NetNS, Name: other.Iface}}
 		}
-		pairs = append(pairs, pair)
+		u.pairs = append(u.pairs, pair)
 		sh := shapes[l.Class]
-		lab.Links = append(lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
-		shapeJobs = append(shapeJobs, shapeJob{end.NetNS, end.Iface}, shapeJob{other.NetNS, other.Iface})
-		shapeOf = append(shapeOf, sh, sh)
+		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
+		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
 	}
-	step(3, fmt.Sprintf("creating %d veth pairs", len(pairs)))
-	t2 := time.Now()
-	if err := kernel.CreateVeths(pairs, 0); err != nil {
-		return nil, fmt.Errorf("veths: %w", err)
-	}
-	lab.Timing.Veths = time.Since(t2).Seconds()
-	say("veth pairs: %d (%.2fs)", len(pairs), lab.Timing.Veths)
+}
 
-	step(4, fmt.Sprintf("addressing %d hosts, shaping %d link ends", len(top.Hosts), len(shapeJobs)))
-	t3 := time.Now()
-	err = parallel(len(top.Hosts), func(h int) error {
-		ns := sc.Name + "-" + top.Hosts[h].Name
+func (u *upper) namespaces(context.Context) (string, error) {
+	if _, err := kernel.CreateMarkedNamespaces(u.lab.Namespaces, LabMarker(u.sc.Name)); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("namespaces: %d", len(u.lab.Namespaces)), nil
+}
+
+func (u *upper) veths(context.Context) (string, error) {
+	if err := kernel.CreateVeths(u.pairs, 0); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("veth pairs: %d", len(u.pairs)), nil
+}
+
+func (u *upper) hosts(context.Context) (string, error) {
+	hosts := u.comp.Top.Hosts
+	err := parallel(len(hosts), func(h int) error {
+		ns := u.sc.Name + "-" + hosts[h].Name
 		if err := kernel.SetAddr(ns, HostIface, HostIP(h)+"/8"); err != nil {
 			return err
 		}
-		if datapath == ovs.DatapathNetdev {
-			// TCP over the userspace datapath needs checksums filled in
-			// by the sender: a veth with tx offload leaves them empty, and
-			// the userspace datapath forwards them so to a receiver that
-			// drops them.
+		if u.datapath == ovs.DatapathNetdev {
+			// The userspace datapath neither computes nor offloads
+			// checksums: TCP over it needs the sender to fill them in.
 			return kernel.DisableTxChecksum(ns, HostIface)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("host addresses: %w", err)
+		return "", err
 	}
-	lab.Timing.Hosts = time.Since(t3).Seconds()
-	t4 := time.Now()
-	err = parallel(len(shapeJobs), func(i int) error {
-		return kernel.Shape(shapeJobs[i].ns, shapeJobs[i].iface, shapeOf[i])
+	return fmt.Sprintf("hosts addressed: %d", len(hosts)), nil
+}
+
+func (u *upper) shape(context.Context) (string, error) {
+	err := parallel(len(u.shapeJobs), func(i int) error {
+		j := u.shapeJobs[i]
+		return kernel.Shape(j.ns, j.iface, j.shape)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("shaping: %w", err)
+		return "", err
 	}
-	lab.Timing.Shaping = time.Since(t4).Seconds()
-	say("hosts addressed (%.2fs), %d link ends shaped (%.2fs)", lab.Timing.Hosts, len(shapeJobs), lab.Timing.Shaping)
-
-	if datapath == ovs.DatapathNetdev {
+	if u.datapath == ovs.DatapathNetdev {
 		w, err := raiseSendBuffer()
 		if err != nil {
-			return nil, err
+			return "", err
 		}
 		if w != "" {
-			lab.Warnings = append(lab.Warnings, w)
+			u.lab.Warnings = append(u.lab.Warnings, w)
 		}
 	}
-	step(5, fmt.Sprintf("starting %d private open vswitch instance(s)", nInst))
-	t5 := time.Now()
-	pool, err := ovs.StartPool(ctx, cfgs)
-	if err != nil {
-		return nil, fmt.Errorf("open vswitch: %w", err)
-	}
-	if v, verr := pool.Instances[0].Version(); verr == nil {
-		lab.OVS.Version = v
-	}
-	lab.Timing.OVS = time.Since(t5).Seconds()
-	say("open vswitch: %d private instance(s) (%.2fs)", nInst, lab.Timing.OVS)
+	return fmt.Sprintf("link ends shaped: %d", len(u.shapeJobs)), nil
+}
 
-	step(6, fmt.Sprintf("creating %d bridges with %d ports", len(bridges), top.NumPorts()))
-	t6 := time.Now()
-	err = parallel(nInst, func(k int) error {
-		return pool.Instances[k].CreateBridges(ctx, parts[k])
+func (u *upper) startOVS(ctx context.Context) (string, error) {
+	pool, err := ovs.StartPool(ctx, u.cfgs)
+	if err != nil {
+		return "", err
+	}
+	u.pool = pool
+	if v, verr := pool.Instances[0].Version(); verr == nil {
+		u.lab.OVS.Version = v
+	}
+	return fmt.Sprintf("open vswitch: %d private instance(s)", len(u.cfgs)), nil
+}
+
+func (u *upper) createBridges(ctx context.Context) (string, error) {
+	err := parallel(len(u.parts), func(k int) error {
+		return u.pool.Instances[k].CreateBridges(ctx, u.parts[k])
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bridges: %w", err)
+		return "", err
 	}
-	lab.Timing.Bridges = time.Since(t6).Seconds()
-	say("bridges: %d with %d ports (%.2fs)", len(bridges), top.NumPorts(), lab.Timing.Bridges)
+	top := u.comp.Top
+	return fmt.Sprintf("bridges: %d with %d ports", len(top.Switches), top.NumPorts()), nil
+}
 
-	step(7, fmt.Sprintf("installing and reading back %d tables", len(top.Switches)))
-	t7 := time.Now()
-	flowDir := filepath.Join(dir, "flows")
+// installFlows writes each switch's table to a file, installs them all,
+// reads every switch's flow count back against the compiled table, and
+// records the hosts and switches.
+func (u *upper) installFlows(ctx context.Context) (string, error) {
+	top, comp := u.comp.Top, u.comp
+	flowDir := filepath.Join(u.lab.Dir, "flows")
 	if err := os.MkdirAll(flowDir, 0o755); err != nil {
-		return nil, err
+		return "", err
 	}
-	jobs := make([]ovs.FlowJob, len(top.Switches))
+	u.jobs = make([]ovs.FlowJob, len(top.Switches))
 	for i := range top.Switches {
 		f := filepath.Join(flowDir, top.Switches[i].Name+".flows")
 		if err := os.WriteFile(f, []byte(comp.Tables[i].OpenFlow()), 0o644); err != nil {
-			return nil, err
+			return "", err
 		}
-		jobs[i] = ovs.FlowJob{Mgmt: pool.Instances[inst(i)].MgmtSocket(top.Switches[i].Name), FlowsFile: f}
+		u.jobs[i] = ovs.FlowJob{Mgmt: u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name), FlowsFile: f}
 	}
-	if err := ovs.InstallAll(ctx, jobs, 2*runtime.NumCPU()); err != nil {
-		return nil, fmt.Errorf("installing rules: %w", err)
+	if err := ovs.InstallAll(ctx, u.jobs, 2*runtime.NumCPU()); err != nil {
+		return "", fmt.Errorf("installing: %w", err)
 	}
 	counts := make([]int, len(top.Switches))
-	err = parallel(len(top.Switches), func(i int) error {
-		n, err := ovs.FlowCount(ctx, jobs[i].Mgmt)
+	err := parallel(len(top.Switches), func(i int) error {
+		n, err := ovs.FlowCount(ctx, u.jobs[i].Mgmt)
 		if err != nil {
 			return err
 		}
@@ -553,33 +632,21 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading rules back: %w", err)
+		return "", fmt.Errorf("reading back: %w", err)
 	}
-	lab.Timing.Flows = time.Since(t7).Seconds()
 	total := 0
-	for _, n := range counts {
-		total += n
-	}
-	say("rules: %d installed and read back (%.2fs)", total, lab.Timing.Flows)
-
 	for h := range top.Hosts {
 		host := top.Hosts[h]
-		lab.Hosts = append(lab.Hosts, Host{Name: host.Name, NetNS: sc.Name + "-" + host.Name, Iface: HostIface, MAC: hostMAC[h],
+		u.lab.Hosts = append(u.lab.Hosts, Host{Name: host.Name, NetNS: u.sc.Name + "-" + host.Name, Iface: HostIface, MAC: u.hostMAC[h],
 			IP: HostIP(h), Switch: top.Switches[host.Switch].Name, Port: host.Port, PseudoMAC: comp.Plan.HostMAC(h).String()})
 	}
 	for i := range top.Switches {
 		s := &top.Switches[i]
-		lab.Switches = append(lab.Switches, Switch{Name: s.Name, Bridge: s.Name, Ports: len(s.Ports), Flows: counts[i],
-			Mgmt: jobs[i].Mgmt, Instance: inst(i), NetNS: fabNS(i)})
+		u.lab.Switches = append(u.lab.Switches, Switch{Name: s.Name, Bridge: s.Name, Ports: len(s.Ports), Flows: counts[i],
+			Mgmt: u.jobs[i].Mgmt, Instance: u.owner[i], NetNS: u.fabNS(i)})
+		total += counts[i]
 	}
-	lab.State = "up"
-	lab.Timing.Compile = tCompile
-	lab.Timing.Total = time.Since(start).Seconds()
-	if err := lab.save(); err != nil {
-		return nil, err
-	}
-	say("lab %s up in %.2fs", sc.Name, lab.Timing.Total)
-	return lab, nil
+	return fmt.Sprintf("rules: %d installed and read back", total), nil
 }
 
 func classOf(c scenario.LinkClass) topology.LinkClass {

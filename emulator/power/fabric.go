@@ -6,6 +6,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/plan"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -24,7 +25,7 @@ type FabricOptions struct {
 	// organization (0: every switch, except flat and per-switch tables of
 	// large fabrics, see sampleFor).
 	SampleSwitches int
-	Progress       func(format string, args ...any)
+	Report         steps.Reporter
 }
 
 // Fabric prices any fabric ethfab can plan from its own compiled tables
@@ -64,13 +65,11 @@ func Fabric(o FabricOptions) (*Report, error) {
 		if e == nil || (org != CAMFlat && org != Flat) {
 			sch, compact := schemeOf(org)
 			sw := sample(len(top.Switches), sampleFor(top, org, o.SampleSwitches))
-			if o.Progress != nil {
-				n := len(sw)
-				if sw == nil {
-					n = len(top.Switches)
-				}
-				o.Progress("compiling %s tables of %s (%d switches)", org, o.Topology, n)
+			n := len(sw)
+			if sw == nil {
+				n = len(top.Switches)
 			}
+			steps.Printf(steps.Or(o.Report), "compiling %s tables of %s (%d switches)", org, o.Topology, n)
 			sizes, err := compiledEntries(top, sch, compact, sw)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", o.Topology, org, err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -103,8 +104,8 @@ type PaperOptions struct {
 	// SampleSwitches compiles only this many evenly spread switches per
 	// network for the compact tables (0: every switch). Tests use a sample.
 	SampleSwitches int
-	// Progress, if set, hears of each compilation.
-	Progress func(format string, args ...any)
+	// Report, if set, hears of each compilation.
+	Report steps.Reporter
 }
 
 // Paper reproduces Fig. 11: the three networks × five organizations with
@@ -153,9 +154,7 @@ func Paper(o PaperOptions) (*Report, error) {
 // compileCompact is ethfab's compiled compact (per-group, ORTC) routing
 // entries of the network's switches.
 func compileCompact(n PaperNetwork, o PaperOptions) (Entries, error) {
-	if o.Progress != nil {
-		o.Progress("compiling compact tables of %s", n.Spec)
-	}
+	steps.Printf(steps.Or(o.Report), "compiling compact tables of %s", n.Spec)
 	top, err := topology.Build(n.Spec)
 	if err != nil {
 		return Entries{}, err

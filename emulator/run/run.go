@@ -27,6 +27,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
@@ -45,12 +46,10 @@ type Options struct {
 	Out string
 	// Version is ethfab's version, for the record.
 	Version string
-	// Progress hears one line per finished step; Step hears each step as
-	// it starts, i of n (n counts every phase and every load).
-	Progress io.Writer
-	Step     func(i, n int, what string)
-	// UpStep is passed to fabric.Up as its step display.
-	UpStep func(i, n int, what string)
+	// Report hears each step as it starts, i of n (n counts every phase
+	// and every load; the bring-up's steps are counted apart), and one
+	// line per finished step.
+	Report steps.Reporter
 	// Warmup and Drain frame every measured load (defaults 500ms, 500ms).
 	Warmup, Drain time.Duration
 	// Warn hears what the run expects to go wrong before it starts (a
@@ -122,9 +121,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		}
 		co := o
 		co.Out = filepath.Join(o.Out, c.Name)
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, "case %s (lab %s): %s\n", c.Name, csc.Name, overridesText(c))
-		}
+		steps.Printf(steps.Or(o.Report), "case %s (lab %s): %s", c.Name, csc.Name, overridesText(c))
 		out, err := runOne(ctx, csc, co)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Name, err)
@@ -163,11 +160,8 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if o.Drain == 0 {
 		o.Drain = 500 * time.Millisecond
 	}
-	say := func(format string, a ...any) {
-		if o.Progress != nil {
-			fmt.Fprintf(o.Progress, format+"\n", a...)
-		}
-	}
+	o.Report = steps.Or(o.Report)
+	say := func(format string, a ...any) { steps.Printf(o.Report, format, a...) }
 	dir := o.Out
 	if dir == "" {
 		dir = filepath.Join("runs", sc.Name+"-"+time.Now().Format("20060102-150405"))
@@ -228,7 +222,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	}
 
 	if o.Lab == "" {
-		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Progress: o.Progress, Step: o.UpStep, Compiled: comp}); err != nil {
+		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Report: o.Report, Compiled: comp}); err != nil {
 			return nil, err
 		}
 		if !o.Keep {
@@ -328,9 +322,7 @@ type runner struct {
 
 func (r *runner) next(what string) {
 	r.step++
-	if r.o.Step != nil {
-		r.o.Step(r.step, r.steps, what)
-	}
+	r.o.Report.Start(r.step, r.steps, what)
 }
 
 func (r *runner) phase(ctx context.Context, ph scenario.Phase) error {
