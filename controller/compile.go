@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/compaction"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -149,7 +150,7 @@ func (c *Controller) Table(sw int) (*Table, error) {
 			break
 		}
 		t.Rules = append(t.Rules, Rule{Kind: KindDMP, Priority: PrioDMP,
-			Match:  Match{InPort: p.Num, DlType: EtherTypeDMP},
+			Match:  Match{InPort: p.Num, DlType: ethertype.DMP},
 			SetSrc: c.plan.HostMAC(p.Host), Out: []int32{PortInPort}})
 	}
 	t.Rules = append(t.Rules, c.broadcastRules(s)...)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -70,16 +71,16 @@ func TestConditionalClosUplinks(t *testing.T) {
 		t.Fatalf("conditional/alternative = %v, want [3 6]", got)
 	}
 	host := ctl.Plan().HostMAC(len(ctl.top.Hosts) - 1)
-	r := tab.Lookup(1, host, EtherTypeProbe)
+	r := tab.Lookup(1, host, ethertype.Traffic)
 	if r.Kind != KindConditional {
 		t.Fatalf("default is a %s rule", r.Kind)
 	}
 	// Pause every uplink: the frame still climbs, on the last alternative.
-	all := tab.LookupPaused(1, host, EtherTypeProbe, func(int32) bool { return true })
+	all := tab.LookupPaused(1, host, ethertype.Traffic, func(int32) bool { return true })
 	if all == nil || all.Kind != KindAlternative || all.Cond != 0 || all.Out[0] == r.Out[0] {
 		t.Fatalf("with every uplink paused: %+v", all)
 	}
-	if n := len(tab.Choices(1, host, EtherTypeProbe)); n != 3 {
+	if n := len(tab.Choices(1, host, ethertype.Traffic)); n != 3 {
 		t.Fatalf("%d uplink choices, want 3", n)
 	}
 }
@@ -90,19 +91,19 @@ func TestConditionalPauseDiverts(t *testing.T) {
 	ctl := compile(t, "dragonfly:p=2,a=4,h=2", addressing.PerGroup, Options{Mode: Conditional})
 	tab, _ := ctl.Table(0)
 	dst := ctl.Plan().HostMAC(len(ctl.top.Hosts) - 1) // in the last group
-	def := tab.Lookup(1, dst, EtherTypeProbe)
+	def := tab.Lookup(1, dst, ethertype.Traffic)
 	if def == nil || def.Kind != KindConditional {
 		t.Fatalf("default: %+v", def)
 	}
 	paused := func(p int32) bool { return p == def.Cond }
-	alt := tab.LookupPaused(1, dst, EtherTypeProbe, paused)
+	alt := tab.LookupPaused(1, dst, ethertype.Traffic, paused)
 	if alt == nil || alt.Kind != KindAlternative || alt.Out[0] == def.Out[0] {
 		t.Fatalf("paused: %+v, default out %v", alt, def.Out)
 	}
-	if tr := tab.LookupPaused(3, dst, EtherTypeProbe, paused); tr != def {
+	if tr := tab.LookupPaused(3, dst, ethertype.Traffic, paused); tr != def {
 		t.Fatalf("a transit frame left the default: %+v", tr)
 	}
-	if got := tab.LookupPaused(1, dst, EtherTypeProbe, func(int32) bool { return false }); got != def {
+	if got := tab.LookupPaused(1, dst, ethertype.Traffic, func(int32) bool { return false }); got != def {
 		t.Fatalf("nothing paused: %+v", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -244,7 +245,7 @@ func TestRewrite(t *testing.T) {
 					if r0 == nil || r0.Match.Src != orig[p.Host] || r0.SetSrc != c.plan.HostMAC(p.Host) || r0.Goto != TableRouting {
 						t.Errorf("%s port %d: ingress rewrite %+v", top.Switches[sw].Name, p.Num, r0)
 					}
-					d := tab.Lookup(top.Switches[(sw+1)%len(top.Switches)].Ports[0].Num, c.plan.HostMAC(p.Host), EtherTypeProbe)
+					d := tab.Lookup(top.Switches[(sw+1)%len(top.Switches)].Ports[0].Num, c.plan.HostMAC(p.Host), ethertype.Traffic)
 					if d == nil || len(d.Out) != 1 || int(d.Out[0]) != p.Num || d.SetDst != orig[p.Host] {
 						t.Errorf("%s: delivery to %s does not restore its original MAC: %+v", top.Switches[sw].Name, top.Hosts[p.Host].Name, d)
 					}
@@ -272,7 +273,7 @@ func walkTo(t *testing.T, c *Controller, src int, dst addressing.MAC) int {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := tab.Lookup(in, dst, EtherTypeProbe)
+		r := tab.Lookup(in, dst, ethertype.Traffic)
 		if r == nil || len(r.Out) != 1 || r.Out[0] == PortInPort {
 			return -1
 		}

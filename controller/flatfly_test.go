@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -161,7 +162,7 @@ func walkStray(ts *Tables, sw, in int, dst addressing.MAC, hops int) (int, error
 		return hops, err
 	}
 	most := hops
-	for _, r := range tab.Choices(in, dst, EtherTypeProbe) {
+	for _, r := range tab.Choices(in, dst, ethertype.Traffic) {
 		if len(r.Out) != 1 || r.Out[0] == PortInPort || int(r.Out[0]) == in {
 			continue // dropped (a drop rule, or OpenFlow's rule against the ingress port)
 		}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -61,7 +62,7 @@ func (c *Controller) guardTable(s *topology.Switch, t *Table) {
 	}
 	next := g + 1
 	guard := []Rule{{Kind: KindAdmit, Table: g, Priority: prioAdmitDMP,
-		Match: Match{DlType: EtherTypeDMP}, Goto: next}}
+		Match: Match{DlType: ethertype.DMP}, Goto: next}}
 	for _, p := range s.Ports {
 		if p.Class == topology.ClassHost {
 			guard = append(guard, Rule{Kind: KindAdmit, Table: g, Priority: prioAdmitOwn,

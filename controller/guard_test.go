@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
 
 // originals gives every host an original MAC outside the pseudo-MAC
@@ -123,8 +124,8 @@ func TestVerifyCatchesBrokenGuard(t *testing.T) {
 			}
 		}},
 		{"no DMP", func(r *Rule) {
-			if r.Kind == KindAdmit && r.Match.DlType == EtherTypeDMP {
-				r.Match.DlType = EtherTypeProbe + 1
+			if r.Kind == KindAdmit && r.Match.DlType == ethertype.DMP {
+				r.Match.DlType = ethertype.Traffic + 1
 			}
 		}},
 	} {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -51,7 +52,7 @@ func PauseFeeders(ts *Tables) (map[PortRef][]PortRef, error) {
 		out := map[int32]map[int]bool{}
 		for _, in := range s.Ports {
 			for ri, mac := range reps {
-				for _, r := range t.Choices(in.Num, mac, EtherTypeProbe) {
+				for _, r := range t.Choices(in.Num, mac, ethertype.Traffic) {
 					for _, o := range r.Out {
 						if o != int32(in.Num) && inter(s, o) {
 							if out[o] == nil {
@@ -84,7 +85,7 @@ func PauseFeeders(ts *Tables) (map[PortRef][]PortRef, error) {
 			up := PortRef{in.Peer.Switch, in.Peer.Port}
 			outs := map[int32]bool{}
 			for _, ri := range sends[up.Switch][int32(up.Port)] {
-				for _, r := range t.Choices(in.Num, reps[ri], EtherTypeProbe) {
+				for _, r := range t.Choices(in.Num, reps[ri], ethertype.Traffic) {
 					for _, o := range r.Out {
 						if o != int32(in.Num) && inter(s, o) {
 							outs[o] = true

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -103,7 +104,7 @@ func TestPauseFeedersCoverEveryPath(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ch := tab.Choices(in, mac, EtherTypeProbe)
+				ch := tab.Choices(in, mac, ethertype.Traffic)
 				if len(ch) == 0 {
 					t.Fatalf("%s %s: %d -> %d dropped at %s", c.spec, c.mode, src, dst, top.Switches[sw].Name)
 				}

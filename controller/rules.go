@@ -46,11 +46,6 @@ func Kinds() []Kind {
 	return ks
 }
 
-// EtherTypes used by the rules and the host agent.
-const (
-	EtherTypeDMP = 0x88b5 // IEEE local experimental 1 (seed 000 §IV)
-)
-
 // Broadcast is the all-ones destination.
 const Broadcast addressing.MAC = 0xffffffffffff
 

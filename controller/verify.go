@@ -8,12 +8,9 @@ import (
 	"sync/atomic"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
-
-// EtherTypeProbe is what the table walk sends: ethfab's traffic EtherType,
-// which no rule singles out, so it is routed like any data frame.
-const EtherTypeProbe = 0x88b6
 
 // Tables compiles every switch's table lazily and keeps it; safe for
 // concurrent use.
@@ -291,8 +288,8 @@ func (w *walker) step(sw, in, hops, level, lastRank int) error {
 	s := &top.Switches[sw]
 	var rules []*Rule
 	if w.all {
-		rules = t.Choices(in, w.mac, EtherTypeProbe)
-	} else if r := t.Lookup(in, w.mac, EtherTypeProbe); r != nil {
+		rules = t.Choices(in, w.mac, ethertype.Traffic)
+	} else if r := t.Lookup(in, w.mac, ethertype.Traffic); r != nil {
 		rules = []*Rule{r}
 	}
 	paused := ""
@@ -366,7 +363,7 @@ func flood(ts *Tables, src int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		rule := t.Lookup(cur.in, Broadcast, EtherTypeProbe)
+		rule := t.Lookup(cur.in, Broadcast, ethertype.Traffic)
 		if rule == nil {
 			continue
 		}
@@ -408,7 +405,7 @@ func dmp(ts *Tables, h int) (string, error) {
 	// The request's destination is the host's own original MAC, which is
 	// arbitrary: use one no pseudo-MAC rule can match.
 	const original addressing.MAC = 0x0e0000000001
-	rule := t.Lookup(host.Port, original, EtherTypeDMP)
+	rule := t.Lookup(host.Port, original, ethertype.DMP)
 	want := ts.c.plan.HostMAC(h)
 	if rule == nil || rule.Kind != KindDMP || rule.SetSrc != want || len(rule.Out) != 1 || rule.Out[0] != PortInPort {
 		return fmt.Sprintf("DMP request on port %d is not answered with %s", host.Port, want), nil
@@ -436,15 +433,15 @@ func guard(ts *Tables, h int) (string, error) {
 	const stranger addressing.MAC = 0x0e0000000001 // as in dmp: no host's
 	other := (h + 1) % len(top.Hosts)
 	switch {
-	case !t.Admits(host.Port, own(h), EtherTypeProbe):
+	case !t.Admits(host.Port, own(h), ethertype.Traffic):
 		return fmt.Sprintf("source guard on port %d drops the host's own frames (from %s)", host.Port, own(h)), nil
-	case !t.Admits(host.Port, stranger, EtherTypeDMP):
+	case !t.Admits(host.Port, stranger, ethertype.DMP):
 		return fmt.Sprintf("source guard on port %d drops DMP requests", host.Port), nil
-	case other != h && t.Admits(host.Port, own(other), EtherTypeProbe):
+	case other != h && t.Admits(host.Port, own(other), ethertype.Traffic):
 		return fmt.Sprintf("source guard on port %d passes frames sent as %s (%s)", host.Port, top.Hosts[other].Name, own(other)), nil
-	case other != h && t.Admits(host.Port, ts.c.plan.HostMAC(other), EtherTypeProbe):
+	case other != h && t.Admits(host.Port, ts.c.plan.HostMAC(other), ethertype.Traffic):
 		return fmt.Sprintf("source guard on port %d passes frames from %s's pseudo-MAC", host.Port, top.Hosts[other].Name), nil
-	case own(h) != stranger && t.Admits(host.Port, stranger, EtherTypeProbe):
+	case own(h) != stranger && t.Admits(host.Port, stranger, ethertype.Traffic):
 		return fmt.Sprintf("source guard on port %d passes frames from %s", host.Port, stranger), nil
 	}
 	return "", nil

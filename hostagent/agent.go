@@ -12,6 +12,8 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 )
 
 // recvBuf is the per-agent frame buffer: every frame the agent speaks is
@@ -21,7 +23,7 @@ const recvBuf = 256
 // Agent serves one interface through one packet socket.
 type Agent struct {
 	o    Options
-	sock *ether.Socket
+	sock *packet.Socket
 
 	mu         sync.Mutex
 	epoch      time.Time
@@ -48,15 +50,15 @@ type conn struct {
 
 // Open opens the packet socket an agent needs on interface ifname of
 // namespace ns ("" is the caller's).
-func Open(ns, ifname string, rcvbuf int) (*ether.Socket, error) {
+func Open(ns, ifname string, rcvbuf int) (*packet.Socket, error) {
 	if rcvbuf <= 0 {
 		rcvbuf = 1 << 20
 	}
-	return ether.Open(ns, ifname, rcvbuf, dmp.EtherType, omx.EtherType)
+	return packet.OpenEtherTypes(ns, ifname, rcvbuf, ethertype.DMP, ethertype.OpenMX)
 }
 
 // New makes an agent on an open socket (from Open); Run closes it.
-func New(sock *ether.Socket, o Options) *Agent {
+func New(sock *packet.Socket, o Options) *Agent {
 	o = o.Defaults()
 	if o.Iface == "" {
 		o.Iface = sock.Ifname()
@@ -108,10 +110,11 @@ func (a *Agent) Run(ctx context.Context) (*Result, error) {
 		a.epoch = start
 	}
 	defer a.sock.Close()
-	mac, err := a.sock.MAC()
+	m, err := a.sock.MAC()
 	if err != nil {
 		return a.finish(start, err)
 	}
+	mac := ether.MAC(m)
 	a.mu.Lock()
 	a.mac, a.payloadMAC = mac, mac
 	a.res.MACBefore = mac.String()
@@ -263,10 +266,11 @@ func (a *Agent) runDMP(ctx context.Context) error {
 
 // pollMAC notices address changes made by someone else.
 func (a *Agent) pollMAC(now time.Time) {
-	mac, err := a.sock.MAC()
+	m, err := a.sock.MAC()
 	if err != nil {
 		return
 	}
+	mac := ether.MAC(m)
 	a.mu.Lock()
 	a.addressChanged(now, mac)
 	a.mu.Unlock()
@@ -359,7 +363,7 @@ func (a *Agent) handle(frame []byte, now time.Time) []byte {
 		return nil
 	}
 	switch h.EtherType {
-	case dmp.EtherType:
+	case ethertype.DMP:
 		m, err := dmp.Parse(frame)
 		if err != nil {
 			a.res.Drops.Malformed++
@@ -373,7 +377,7 @@ func (a *Agent) handle(frame []byte, now time.Time) []byte {
 			}
 		}
 		return nil
-	case omx.EtherType:
+	case ethertype.OpenMX:
 		t, err := omx.Type(frame)
 		if err != nil {
 			a.res.Drops.Malformed++

@@ -14,6 +14,8 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -88,7 +90,7 @@ func TestFabricSourceGuard(t *testing.T) {
 	const spoofed, own = 0, 1
 	const magic = 0x67756172 // "guar"
 	var wg sync.WaitGroup
-	var socks []*ether.Socket
+	var socks []*packet.Socket
 	defer func() {
 		for _, s := range socks {
 			s.Close()
@@ -96,7 +98,7 @@ func TestFabricSourceGuard(t *testing.T) {
 		wg.Wait()
 	}()
 	for _, h := range lab.Hosts[1:] {
-		s, err := ether.Open(h.NetNS, h.Iface, 0, fabric.EtherTypePing)
+		s, err := packet.OpenEtherTypes(h.NetNS, h.Iface, 0, ethertype.Traffic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +118,7 @@ func TestFabricSourceGuard(t *testing.T) {
 			}
 		}()
 	}
-	sock, err := ether.Open(a.NetNS, a.Iface, 0, fabric.EtherTypePing)
+	sock, err := packet.OpenEtherTypes(a.NetNS, a.Iface, 0, ethertype.Traffic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestFabricSourceGuard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ether.Header{Dst: d, Src: s, EtherType: fabric.EtherTypePing}.Put(fr)
+		ether.Header{Dst: d, Src: s, EtherType: ethertype.Traffic}.Put(fr)
 		binary.BigEndian.PutUint32(fr[14:], magic)
 		fr[18] = kind
 		return fr

@@ -10,6 +10,8 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -85,7 +87,7 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 		t.Fatalf("need a host on %s's switch and one elsewhere", a.Name)
 	}
 	t.Run("addresses", func(t *testing.T) { checkPseudoMACs(t, lab, sets) })
-	sock, err := ether.Open(a.NetNS, a.Iface, 0, dmp.EtherType)
+	sock, err := packet.OpenEtherTypes(a.NetNS, a.Iface, 0, ethertype.DMP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,17 +97,17 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 		ps := []probe{}
 		for _, v := range []*fabric.Host{b, c} {
 			ps = append(ps,
-				probe{what: "DMP to victim's original MAC", dst: v.MAC, src: aMAC, etherType: dmp.EtherType},
-				probe{what: "DMP as victim (steal)", dst: v.MAC, src: v.MAC, etherType: dmp.EtherType},
-				probe{what: "DMP as victim's pseudo-MAC (steal)", dst: v.PseudoMAC, src: v.PseudoMAC, etherType: dmp.EtherType},
-				probe{what: "forged reply", dst: v.MAC, src: v.PseudoMAC, etherType: dmp.EtherType},
-				probe{what: "DMP to victim's pseudo-MAC", dst: v.PseudoMAC, src: aMAC, etherType: dmp.EtherType},
-				probe{what: "unicast to victim's original MAC", dst: v.MAC, src: aMAC, etherType: fabric.EtherTypePing},
+				probe{what: "DMP to victim's original MAC", dst: v.MAC, src: aMAC, etherType: ethertype.DMP},
+				probe{what: "DMP as victim (steal)", dst: v.MAC, src: v.MAC, etherType: ethertype.DMP},
+				probe{what: "DMP as victim's pseudo-MAC (steal)", dst: v.PseudoMAC, src: v.PseudoMAC, etherType: ethertype.DMP},
+				probe{what: "forged reply", dst: v.MAC, src: v.PseudoMAC, etherType: ethertype.DMP},
+				probe{what: "DMP to victim's pseudo-MAC", dst: v.PseudoMAC, src: aMAC, etherType: ethertype.DMP},
+				probe{what: "unicast to victim's original MAC", dst: v.MAC, src: aMAC, etherType: ethertype.Traffic},
 				// The one probe that must arrive: proves the capture at
 				// the victim works. From A's pseudo-MAC, the one source
 				// the guard on A's port admits for data (before DMP, A's
 				// own original MAC is no address the fabric knows).
-				probe{what: "control", dst: v.PseudoMAC, src: a.PseudoMAC, etherType: fabric.EtherTypePing},
+				probe{what: "control", dst: v.PseudoMAC, src: a.PseudoMAC, etherType: ethertype.Traffic},
 			)
 		}
 		for i := range ps {
@@ -141,7 +143,7 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 				}
 				p, ours := byTag[tagOf(f.raw)]
 				switch {
-				case f.etherType == dmp.EtherType:
+				case f.etherType == ethertype.DMP:
 					t.Errorf("%s received a DMP frame (%s): %s", v.h.Name, p.what, f.line)
 				case f.dst == v.h.MAC:
 					t.Errorf("%s received a frame for its original MAC (%s): %s", v.h.Name, p.what, f.line)
@@ -155,7 +157,7 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 		}
 		bounced := map[uint32]int{}
 		for _, f := range capA.frames(t) {
-			if f.etherType != dmp.EtherType {
+			if f.etherType != ethertype.DMP {
 				continue
 			}
 			p, ours := byTag[tagOf(f.raw)]
@@ -167,7 +169,7 @@ func TestSafetyDMPCannotCrossHosts(t *testing.T) {
 			}
 		}
 		for _, p := range ps {
-			if p.etherType == dmp.EtherType && bounced[p.tag] != 1 {
+			if p.etherType == ethertype.DMP && bounced[p.tag] != 1 {
 				t.Errorf("%q (%s -> %s) came back to %s %d times, want once with %s", p.what, p.src, p.dst, a.Name, bounced[p.tag], a.PseudoMAC)
 			}
 		}

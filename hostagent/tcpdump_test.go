@@ -18,6 +18,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
 
 // These checks read the wire with tcpdump, a decoder nobody here wrote, so
@@ -240,7 +241,7 @@ func TestTcpdumpDMPAndAnnouncements(t *testing.T) {
 	heard := map[string]int{}
 	for _, fr := range fs {
 		switch fr.etherType {
-		case 0x88b5:
+		case ethertype.DMP:
 			switch {
 			case fr.src == me.MAC && fr.dst == me.MAC:
 				requests++
@@ -249,7 +250,7 @@ func TestTcpdumpDMPAndAnnouncements(t *testing.T) {
 			default:
 				t.Errorf("DMP frame neither %s's request nor its reply: %s", me.Name, fr.line)
 			}
-		case 0x86df:
+		case ethertype.OpenMX:
 			if len(fr.raw) < 44 || fr.raw[16] != 1 {
 				continue // connect frames: not asked for, but not ours to judge
 			}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 )
 
@@ -61,7 +62,7 @@ func TestPacketSocketDrops(t *testing.T) {
 	})
 	frame := make([]byte, 1000)
 	copy(frame, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1})
-	binary.BigEndian.PutUint16(frame[12:], 0x88b6)
+	binary.BigEndian.PutUint16(frame[12:], ethertype.Traffic)
 	const n = 200
 	for i := 0; i < n; i++ {
 		if _, err := unix.Write(tx, frame); err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
 )
 
 // newNetNS creates a named netns and deletes it at cleanup.
@@ -334,10 +336,10 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 	}
 }
 
-// sendFrame sends one Ethernet frame (EtherType 0x88b5) from host1's eth0
+// sendFrame sends one DMP-typed Ethernet frame from host1's eth0
 // to host2's eth0 MAC and reports whether host2 received it within 2 s.
 func sendFrame(from, to netns.NsHandle, payload string) error {
-	const etherType = 0x88b5
+	const etherType = ethertype.DMP
 	rx, _, dstMAC, err := packetSocket(to, "eth0", etherType)
 	if err != nil {
 		return err
@@ -353,7 +355,7 @@ func sendFrame(from, to netns.NsHandle, payload string) error {
 	for len(frame) < 60 {
 		frame = append(frame, 0)
 	}
-	sa := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: htons(etherType)}
+	sa := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: packet.Htons(etherType)}
 	copy(sa.Addr[:], dstMAC)
 	if err := unix.Sendto(tx, frame, 0, sa); err != nil {
 		return fmt.Errorf("send: %w", err)
@@ -392,18 +394,16 @@ func packetSocket(ns netns.NsHandle, dev string, proto uint16) (fd, ifindex int,
 	if err != nil {
 		return -1, 0, nil, err
 	}
-	fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(proto)))
+	fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(packet.Htons(proto)))
 	if err != nil {
 		return -1, 0, nil, fmt.Errorf("packet socket: %w", err)
 	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: l.Attrs().Index}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: packet.Htons(proto), Ifindex: l.Attrs().Index}); err != nil {
 		unix.Close(fd)
 		return -1, 0, nil, fmt.Errorf("bind %s: %w", dev, err)
 	}
 	return fd, l.Attrs().Index, l.Attrs().HardwareAddr, nil
 }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func TestSocketPathLimit(t *testing.T) {
 	long := "/tmp/" + strings.Repeat("x", 100)

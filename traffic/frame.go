@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
 
-// EtherType is what traffic frames carry: IEEE local experimental 2, the
-// same as `ethfab ping` (emulator/fabric/ping.go), so the fabric forwards
-// both by destination MAC alone. The payload's magic tells them apart: a
-// ping's bytes 14..17 are its source host ID, a small integer, never
-// "EFTR" (0x45465452 ≈ 1.16e9).
-const EtherType = 0x88b6
+// Traffic frames carry ethertype.Traffic, the same as `ethfab ping`
+// (emulator/fabric/ping.go) and the controller's probes, so the fabric
+// forwards them all by destination MAC alone. The payload's magic tells
+// them apart: a ping's bytes 14..17 are its source host ID, a small
+// integer, never "EFTR" (0x45465452 ≈ 1.16e9).
 
 // Layout of a traffic frame, offsets from the start of the Ethernet header:
 //
@@ -78,7 +79,7 @@ func Encode(frame []byte, h *Header) error {
 	}
 	copy(frame[0:6], h.Dst[:])
 	copy(frame[6:12], h.Src[:])
-	binary.BigEndian.PutUint16(frame[12:], EtherType)
+	binary.BigEndian.PutUint16(frame[12:], ethertype.Traffic)
 	binary.BigEndian.PutUint32(frame[14:], magic)
 	frame[18] = Version
 	frame[19] = h.Flags
@@ -95,7 +96,7 @@ func Encode(frame []byte, h *Header) error {
 // short, of another EtherType, version or checksum is an error wrapping
 // ErrMalformed (or ErrNotTraffic when the magic is not ours).
 func Decode(frame []byte, h *Header) error {
-	if len(frame) < 18 || binary.BigEndian.Uint16(frame[12:]) != EtherType || binary.BigEndian.Uint32(frame[14:]) != magic {
+	if len(frame) < 18 || binary.BigEndian.Uint16(frame[12:]) != ethertype.Traffic || binary.BigEndian.Uint32(frame[14:]) != magic {
 		return ErrNotTraffic
 	}
 	if len(frame) < HeaderLen {

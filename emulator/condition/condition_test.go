@@ -13,9 +13,10 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/traffic"
@@ -67,11 +68,11 @@ func divertable(t *testing.T, comp *fabric.Compiled) (in int, dst int, def, alt 
 		}
 		for h := range comp.Top.Hosts {
 			mac := comp.Plan.HostMAC(h)
-			d := tab.Lookup(p.Num, mac, controller.EtherTypeProbe)
+			d := tab.Lookup(p.Num, mac, ethertype.Traffic)
 			if d == nil || d.Kind != controller.KindConditional {
 				continue
 			}
-			a := tab.LookupPaused(p.Num, mac, controller.EtherTypeProbe, func(q int32) bool { return q == d.Cond })
+			a := tab.LookupPaused(p.Num, mac, ethertype.Traffic, func(q int32) bool { return q == d.Cond })
 			if a != nil && a.Out[0] != d.Out[0] {
 				return p.Num, h, d, a
 			}
@@ -98,7 +99,7 @@ func trace(t *testing.T, lab *fabric.Lab, sw, in int, dst string) int {
 	}
 	ctl := filepath.Join(lab.OVS.Instances[s.Instance].RunDir, "ovs-vswitchd.ctl")
 	out, err := exec.Command("ovs-appctl", "-t", ctl, "ofproto/trace", s.Bridge,
-		fmt.Sprintf("in_port=%d,dl_src=%s,dl_dst=%s,dl_type=0x88b6", in, src, dst)).CombinedOutput()
+		fmt.Sprintf("in_port=%d,dl_src=%s,dl_dst=%s,dl_type=%#x", in, src, dst, ethertype.Traffic)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("trace: %v\n%s", err, out)
 	}
@@ -296,7 +297,7 @@ func quiet(m *Monitor) bool {
 // sendFrames writes up to n full-size probe frames from src to dst on a
 // host's interface, gap apart (0: back to back), until ctx ends.
 func sendFrames(ctx context.Context, ns, ifname string, dst, src net.HardwareAddr, n int, gap time.Duration) error {
-	s, err := ether.Open(ns, ifname, 0, controller.EtherTypeProbe)
+	s, err := packet.OpenEtherTypes(ns, ifname, 0, ethertype.Traffic)
 	if err != nil {
 		return err
 	}

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/traffic"
 )
 
@@ -83,7 +83,7 @@ func TestFlipAppliesToNextFrame(t *testing.T) {
 		}
 	}
 
-	sock, err := ether.Open(host.NetNS, host.Iface, 0, controller.EtherTypeProbe)
+	sock, err := packet.OpenEtherTypes(host.NetNS, host.Iface, 0, ethertype.Traffic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -681,9 +681,9 @@ func (m *Monitor) Close() {
 		s.pmu.Lock()
 		s.closed = true
 		for _, t := range s.taps {
-			if t.f != nil {
-				t.f.Close()
-				t.f, t.rc = nil, nil
+			if t.s != nil {
+				t.s.Close()
+				t.s = nil
 			}
 		}
 		s.pmu.Unlock()

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/traffic"
 )
 
@@ -184,7 +184,7 @@ func (m *Monitor) openTaps(s *sw) {
 		return
 	}
 	for _, t := range s.taps {
-		if t.f != nil {
+		if t.s != nil {
 			continue
 		}
 		if err := t.open(); err != nil {
@@ -192,7 +192,7 @@ func (m *Monitor) openTaps(s *sw) {
 			continue
 		}
 		m.readers.Add(1)
-		go m.listen(t, t.rc)
+		go m.listen(t, t.s)
 	}
 	s.tapsOpen = true
 }
@@ -204,16 +204,16 @@ func (m *Monitor) closeTaps(s *sw) {
 	if len(s.probes) > 0 || !s.tapsOpen {
 		return
 	}
-	var fs []*os.File
+	var socks []*packet.Socket
 	for _, t := range s.taps {
-		if t.f != nil {
-			fs = append(fs, t.f)
-			t.f, t.rc = nil, nil
+		if t.s != nil {
+			socks = append(socks, t.s)
+			t.s = nil
 		}
 	}
 	s.tapsOpen = false
-	for _, f := range fs {
-		go f.Close()
+	for _, k := range socks {
+		go k.Close()
 	}
 }
 
@@ -291,16 +291,17 @@ wait:
 	m.recordReaction(r)
 }
 
-// listen reads one tap's socket (rc) until it is closed: arrivals are
-// noted, departures fire the probes they answer.
-func (m *Monitor) listen(t *tap, rc syscall.RawConn) {
+// listen reads one tap's socket (k: the one open when the reader started;
+// t's may be another by then) until it is closed: arrivals are noted,
+// departures fire the probes they answer.
+func (m *Monitor) listen(t *tap, k *packet.Socket) {
 	defer m.readers.Done()
 	buf := make([]byte, tapSnap)
 	oob := make([]byte, 128)
 	var h traffic.Header
 	s := t.sw
 	for {
-		n, ts, err := read(rc, buf, oob)
+		n, ts, err := k.RecvStamped(buf, oob)
 		if err != nil {
 			return // closed
 		}
@@ -319,7 +320,7 @@ func (m *Monitor) listen(t *tap, rc syscall.RawConn) {
 			}
 			continue
 		}
-		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), traffic.EtherType)
+		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), ethertype.Traffic)
 		if rule == nil || rule.Kind != controller.KindConditional {
 			continue
 		}

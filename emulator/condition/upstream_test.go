@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/topology"
 )
@@ -59,7 +60,7 @@ func TestPauseGoesUpstream(t *testing.T) {
 		t.Fatalf("switch %d has no host", sw)
 		return 0
 	}
-	if r := comp.Tables[a].Lookup(hostOn(a), mac, controller.EtherTypeProbe); r == nil || r.Kind != controller.KindConditional || int(r.Cond) != aLocal {
+	if r := comp.Tables[a].Lookup(hostOn(a), mac, ethertype.Traffic); r == nil || r.Kind != controller.KindConditional || int(r.Cond) != aLocal {
 		t.Fatalf("switch %s does not reach host %d through its local port %d: %+v", top.Switches[a].Name, dst, aLocal, r)
 	}
 	for _, portOnly := range []bool{false, true} {

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
-	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 )
 
-// EtherTypePing is what `ethfab ping` sends: IEEE local experimental 2,
-// matched by no rule but the destination routing, like data traffic.
-const EtherTypePing = 0x88b6
+// Ping's frames are ethertype.Traffic (matched by no rule but the
+// destination routing, like data traffic), 64 bytes: after the Ethernet
+// header, the source's and the destination's host index, 4 bytes each.
+const pingFrameLen = 64
 
 // Unreachable is a pair whose probe did not arrive.
 type Unreachable struct {
@@ -44,49 +46,97 @@ type PingReport struct {
 // probed again, slower, while that still brings answers.
 func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, error) {
 	start := time.Now()
+	p, err := openPinger(l)
+	defer p.closeAll()
+	if err != nil {
+		return nil, err
+	}
+	pairs := pingPairs(len(l.Hosts), sample, seed)
+	var rwg sync.WaitGroup
+	for d := range p.socks {
+		rwg.Go(func() { p.receive(d) })
+	}
+	p.pace = newPingPace()
+	p.rounds(ctx, pairs, start)
+	p.closeAll()
+	rwg.Wait()
+	r := &PingReport{Pairs: len(pairs)}
+	for _, m := range p.missing(pairs) {
+		r.Unreachable = append(r.Unreachable, Unreachable{l.Hosts[m[0]].Name, l.Hosts[m[1]].Name})
+	}
+	r.Reached = r.Pairs - len(r.Unreachable)
+	r.Seconds = time.Since(start).Seconds()
+	return r, ctx.Err()
+}
+
+// pinger is one Ping: a socket in every host, what was heard, and the
+// pace of sending.
+type pinger struct {
+	socks []*packet.Socket
+	macs  []net.HardwareAddr // each host's own address
+	dst   []net.HardwareAddr // where probes to each host go
+
+	mu    sync.Mutex
+	got   []map[int]bool // by destination: sources heard
+	heard int            // distinct pairs received
+
+	pace pingPace
+}
+
+// openPinger opens a socket in every host (a few at a time) and reads the
+// hosts' addresses. On error what did open is in the pinger, for closeAll.
+func openPinger(l *Lab) (*pinger, error) {
 	n := len(l.Hosts)
-	socks := make([]*ether.Socket, n)
-	macs := make([]net.HardwareAddr, n)
+	p := &pinger{
+		socks: make([]*packet.Socket, n), macs: make([]net.HardwareAddr, n),
+		dst: make([]net.HardwareAddr, n), got: make([]map[int]bool, n),
+	}
 	err := parallel(n, func(i int) error {
-		s, err := ether.Open(l.Hosts[i].NetNS, HostIface, 0, EtherTypePing)
+		s, err := packet.OpenEtherTypes(l.Hosts[i].NetNS, HostIface, 0, ethertype.Traffic)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.Hosts[i].Name, err)
 		}
-		socks[i] = s
+		p.socks[i] = s
 		m, err := s.MAC()
-		macs[i] = m[:]
+		p.macs[i] = m[:]
 		return err
 	})
-	// Closing a packet socket waits for an RCU grace period (~10 ms):
-	// closing a thousand one by one would take longer than the probing.
-	closeAll := func() {
-		var wg sync.WaitGroup
-		for _, s := range socks {
-			if s != nil {
-				wg.Add(1)
-				go func(s *ether.Socket) { defer wg.Done(); s.Close() }(s)
-			}
-		}
-		wg.Wait()
-	}
-	defer closeAll()
 	if err != nil {
-		return nil, err
+		return p, err
 	}
 	// Probes go to the address the fabric routes on: the host's own MAC,
 	// except under assign rewrite, where hosts keep original MACs and the
 	// access switch translates their pseudo-MACs.
-	dstMAC := make([]net.HardwareAddr, n)
-	for i := range dstMAC {
-		dstMAC[i] = macs[i]
+	for i := range p.dst {
+		p.got[i] = map[int]bool{}
+		p.dst[i] = p.macs[i]
 		if l.Assign == addressing.AssignRewrite {
 			m, err := net.ParseMAC(l.Hosts[i].PseudoMAC)
 			if err != nil {
-				return nil, fmt.Errorf("%s: pseudo-MAC: %w", l.Hosts[i].Name, err)
+				return p, fmt.Errorf("%s: pseudo-MAC: %w", l.Hosts[i].Name, err)
 			}
-			dstMAC[i] = m
+			p.dst[i] = m
 		}
 	}
+	return p, nil
+}
+
+// closeAll closes every socket, all at once: closing a packet socket
+// waits for an RCU grace period (~10 ms), so closing a thousand one by one
+// would take longer than the probing. Closing twice is harmless.
+func (p *pinger) closeAll() {
+	var wg sync.WaitGroup
+	for _, s := range p.socks {
+		if s != nil {
+			wg.Go(func() { s.Close() })
+		}
+	}
+	wg.Wait()
+}
+
+// pingPairs is every ordered pair of n hosts, or sample random ones (with
+// repeats) drawn from seed when sample is smaller.
+func pingPairs(n, sample int, seed int64) [][2]int {
 	var pairs [][2]int
 	if sample > 0 && sample < n*(n-1) {
 		rng := rand.New(rand.NewSource(seed))
@@ -97,174 +147,89 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 			}
 			pairs = append(pairs, [2]int{s, d})
 		}
-	} else {
-		for s := 0; s < n; s++ {
-			for d := 0; d < n; d++ {
-				if s != d {
-					pairs = append(pairs, [2]int{s, d})
-				}
+		return pairs
+	}
+	for s := 0; s < n; s++ {
+		for d := 0; d < n; d++ {
+			if s != d {
+				pairs = append(pairs, [2]int{s, d})
 			}
 		}
 	}
-	got := make([]map[int]bool, n) // by destination: sources heard
-	for i := range got {
-		got[i] = map[int]bool{}
-	}
-	var mu sync.Mutex
-	heard := 0 // distinct pairs received
-	var rwg sync.WaitGroup
-	for d := 0; d < n; d++ {
-		rwg.Add(1)
-		go func(d int) {
-			defer rwg.Done()
-			buf := make([]byte, 128)
-			for {
-				k, err := socks[d].Recv(buf)
-				if err != nil {
-					if socks[d].Closed() {
-						return
-					}
-					continue
-				}
-				if k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != EtherTypePing {
-					continue
-				}
-				// A packet socket also sees frames for other MACs; a
-				// host's NIC would not take them.
-				if !bytes.Equal(buf[:6], macs[d]) {
-					continue
-				}
-				src := int(binary.BigEndian.Uint32(buf[14:]))
-				dst := int(binary.BigEndian.Uint32(buf[18:]))
-				if dst == d && src < n {
-					mu.Lock()
-					if !got[d][src] {
-						got[d][src] = true
-						heard++
-					}
-					mu.Unlock()
-				}
-			}
-		}(d)
-	}
-	// Probes go out in rotations: step k carries every pair (s, s+k mod n)
-	// still to do, a partial permutation, so no host link gets more than
-	// one probe per step and no destination is a hotspot. Steps are paced
-	// to an overall probe rate the userspace datapath absorbs; rounds that
-	// retry lost probes go slower.
-	// The rate adapts (AIMD) to what arrives: every window it compares
-	// the probes heard with those sent one window earlier, so a datapath
-	// that falls behind slows the probing down instead of losing it.
-	rate := 40_000.0 // probes per second
-	if v, err := strconv.ParseFloat(os.Getenv("ETHFAB_PING_RATE"), 64); err == nil && v > 0 {
-		rate = v
-	}
-	fixed := os.Getenv("ETHFAB_PING_FIXED") != ""
-	const window = 250 * time.Millisecond
-	var sent int
-	lastCheck := time.Now()
-	var sentHist [3]int // sent at the last three checks, newest first
-	heardPrev := 0
-	adapt := func() {
-		if fixed || time.Since(lastCheck) < window {
-			return
-		}
-		mu.Lock()
-		h := heard
-		mu.Unlock()
-		// Probes take up to a window or two through a busy datapath:
-		// compare what arrived in this window with what was sent two
-		// windows before.
-		if expect := sentHist[1] - sentHist[2]; expect > 0 {
-			if float64(h-heardPrev) < 0.8*float64(expect) {
-				rate = max(rate*0.7, 2000)
-			} else {
-				rate = min(rate*1.2, 400_000)
-			}
-		}
-		lastCheck, heardPrev = time.Now(), h
-		sentHist = [3]int{sent, sentHist[0], sentHist[1]}
-	}
-	send := func(ps [][2]int) {
-		byRot := make([][][2]int, n)
-		for _, p := range ps {
-			k := (p[1] - p[0] + n) % n
-			byRot[k] = append(byRot[k], p)
-		}
-		workers := max(1, runtime.GOMAXPROCS(0))
-		frames := make([][]byte, workers)
-		for w := range frames {
-			frames[w] = make([]byte, 64)
-			binary.BigEndian.PutUint16(frames[w][12:], EtherTypePing)
-		}
-		for _, step := range byRot {
-			if len(step) == 0 {
-				continue
-			}
-			if ctx.Err() != nil {
+	return pairs
+}
+
+// receive notes the probes host d hears until its socket closes.
+func (p *pinger) receive(d int) {
+	s, n := p.socks[d], len(p.socks)
+	buf := make([]byte, 128)
+	for {
+		k, err := s.Recv(buf)
+		if err != nil {
+			if s.Closed() {
 				return
 			}
-			t0 := time.Now()
-			var wg sync.WaitGroup
-			chunk := (len(step) + workers - 1) / workers
-			for w := 0; w < workers && w*chunk < len(step); w++ {
-				wg.Add(1)
-				go func(w int, part [][2]int) {
-					defer wg.Done()
-					frame := frames[w]
-					for _, p := range part {
-						s, d := p[0], p[1]
-						copy(frame[0:], dstMAC[d])
-						copy(frame[6:], macs[s])
-						binary.BigEndian.PutUint32(frame[14:], uint32(s))
-						binary.BigEndian.PutUint32(frame[18:], uint32(d))
-						socks[s].Send(frame) // a lost probe is found missing and sent again
-					}
-				}(w, step[w*chunk:min((w+1)*chunk, len(step))])
+			continue
+		}
+		if k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic {
+			continue
+		}
+		// A packet socket also sees frames for other MACs; a host's NIC
+		// would not take them.
+		if !bytes.Equal(buf[:6], p.macs[d]) {
+			continue
+		}
+		src := int(binary.BigEndian.Uint32(buf[14:]))
+		dst := int(binary.BigEndian.Uint32(buf[18:]))
+		if dst == d && src < n {
+			p.mu.Lock()
+			if !p.got[d][src] {
+				p.got[d][src] = true
+				p.heard++
 			}
-			wg.Wait()
-			sent += len(step)
-			if pause := time.Duration(float64(len(step))/rate*float64(time.Second)) - time.Since(t0); pause > 0 {
-				time.Sleep(pause)
-			}
-			adapt()
+			p.mu.Unlock()
 		}
 	}
-	missing := func() [][2]int {
-		mu.Lock()
-		defer mu.Unlock()
-		var m [][2]int
-		for _, p := range pairs {
-			if !got[p[1]][p[0]] {
-				m = append(m, p)
-			}
+}
+
+func (p *pinger) heardSoFar() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heard
+}
+
+// missing is the pairs not heard yet.
+func (p *pinger) missing(pairs [][2]int) [][2]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m [][2]int
+	for _, q := range pairs {
+		if !p.got[q[1]][q[0]] {
+			m = append(m, q)
 		}
-		return m
 	}
-	// Rounds: probes lost to a busy datapath are sent again, slower and
-	// waited for longer, until two rounds in a row bring nothing new; only
-	// then is a pair unreachable.
+	return m
+}
+
+// rounds probes pairs until all are heard: probes lost to a busy datapath
+// are sent again, slower and waited for longer, until two rounds in a row
+// bring nothing new; only then is a pair unreachable.
+func (p *pinger) rounds(ctx context.Context, pairs [][2]int, start time.Time) {
 	todo := pairs
 	idle := 0
 	for round := 0; round < 8 && len(todo) > 0 && ctx.Err() == nil; round++ {
-		mu.Lock()
-		before, want := heard, heard+len(todo)
-		mu.Unlock()
-		send(todo)
+		before := p.heardSoFar()
+		want := before + len(todo)
+		p.send(ctx, todo)
 		// Stragglers may still be in a busy userspace datapath.
 		for waited := time.Duration(0); waited < 500*time.Millisecond<<round; waited += 10 * time.Millisecond {
-			mu.Lock()
-			done := heard >= want
-			mu.Unlock()
-			if done {
+			if p.heardSoFar() >= want {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		mu.Lock()
-		progress := heard > before
-		mu.Unlock()
-		todo = missing()
+		progress := p.heardSoFar() > before
+		todo = p.missing(pairs)
 		if os.Getenv("ETHFAB_PING_DEBUG") != "" {
 			fmt.Fprintf(os.Stderr, "round %d: %d missing after %s\n", round, len(todo), time.Since(start))
 		}
@@ -273,15 +238,102 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 		} else if idle++; idle == 2 {
 			break
 		}
-		rate = max(rate/4, 2000)
+		p.pace.rate = max(p.pace.rate/4, 2000)
 	}
-	closeAll()
-	rwg.Wait()
-	r := &PingReport{Pairs: len(pairs)}
-	for _, p := range missing() {
-		r.Unreachable = append(r.Unreachable, Unreachable{l.Hosts[p[0]].Name, l.Hosts[p[1]].Name})
+}
+
+// send sends one probe for each of ps, in rotations: step k carries every
+// pair (s, s+k mod n) still to do, a partial permutation, so no host link
+// gets more than one probe per step and no destination is a hotspot.
+// Steps are paced (pingPace); each is spread over a few goroutines.
+func (p *pinger) send(ctx context.Context, ps [][2]int) {
+	n := len(p.socks)
+	byRot := make([][][2]int, n)
+	for _, q := range ps {
+		k := (q[1] - q[0] + n) % n
+		byRot[k] = append(byRot[k], q)
 	}
-	r.Reached = r.Pairs - len(r.Unreachable)
-	r.Seconds = time.Since(start).Seconds()
-	return r, ctx.Err()
+	workers := max(1, runtime.GOMAXPROCS(0))
+	frames := make([][]byte, workers)
+	for w := range frames {
+		frames[w] = make([]byte, pingFrameLen)
+		binary.BigEndian.PutUint16(frames[w][12:], ethertype.Traffic)
+	}
+	for _, step := range byRot {
+		if len(step) == 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		chunk := (len(step) + workers - 1) / workers
+		for w := 0; w < workers && w*chunk < len(step); w++ {
+			part := step[w*chunk : min((w+1)*chunk, len(step))]
+			wg.Go(func() { p.sendPart(frames[w], part) })
+		}
+		wg.Wait()
+		p.pace.sent += len(step)
+		if pause := time.Duration(float64(len(step))/p.pace.rate*float64(time.Second)) - time.Since(t0); pause > 0 {
+			time.Sleep(pause)
+		}
+		p.pace.adapt(p.heardSoFar)
+	}
+}
+
+// sendPart sends the probes of part, one after another, through frame.
+func (p *pinger) sendPart(frame []byte, part [][2]int) {
+	for _, q := range part {
+		s, d := q[0], q[1]
+		copy(frame[0:], p.dst[d])
+		copy(frame[6:], p.macs[s])
+		binary.BigEndian.PutUint32(frame[14:], uint32(s))
+		binary.BigEndian.PutUint32(frame[18:], uint32(d))
+		p.socks[s].Send(frame) // a lost probe is found missing and sent again
+	}
+}
+
+// pingPace is the probe rate. It starts at one the userspace datapath
+// absorbs and adapts (AIMD) to what arrives: every window it compares
+// the probes heard with those sent earlier, so a datapath that falls
+// behind slows the probing down instead of losing it. Rounds that retry
+// lost probes go slower still (rounds).
+type pingPace struct {
+	rate      float64 // probes per second
+	fixed     bool    // ETHFAB_PING_FIXED: no adapting
+	sent      int
+	lastCheck time.Time
+	sentHist  [3]int // sent at the last three checks, newest first
+	heardPrev int
+}
+
+// pingWindow is how often the rate adapts.
+const pingWindow = 250 * time.Millisecond
+
+func newPingPace() pingPace {
+	pc := pingPace{rate: 40_000, fixed: os.Getenv("ETHFAB_PING_FIXED") != "", lastCheck: time.Now()}
+	if v, err := strconv.ParseFloat(os.Getenv("ETHFAB_PING_RATE"), 64); err == nil && v > 0 {
+		pc.rate = v
+	}
+	return pc
+}
+
+// adapt changes the rate once a window, from what heard says arrived.
+func (pc *pingPace) adapt(heard func() int) {
+	if pc.fixed || time.Since(pc.lastCheck) < pingWindow {
+		return
+	}
+	h := heard()
+	// Probes take up to a window or two through a busy datapath: compare
+	// what arrived in this window with what was sent two windows before.
+	if expect := pc.sentHist[1] - pc.sentHist[2]; expect > 0 {
+		if float64(h-pc.heardPrev) < 0.8*float64(expect) {
+			pc.rate = max(pc.rate*0.7, 2000)
+		} else {
+			pc.rate = min(pc.rate*1.2, 400_000)
+		}
+	}
+	pc.lastCheck, pc.heardPrev = time.Now(), h
+	pc.sentHist = [3]int{pc.sent, pc.sentHist[0], pc.sentHist[1]}
 }

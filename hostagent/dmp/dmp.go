@@ -14,10 +14,8 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
-
-// EtherType is IEEE Local Experimental 1, as in the paper's OVS test.
-const EtherType = 0x88B5
 
 // Version is the payload version this package speaks.
 const Version = 1
@@ -62,7 +60,7 @@ type Message struct {
 // Request builds a request from a host whose current address is mac.
 func Request(mac ether.MAC, txid uint32, attempt uint8) []byte {
 	b := make([]byte, FrameLen)
-	ether.Header{Dst: mac, Src: mac, EtherType: EtherType}.Put(b)
+	ether.Header{Dst: mac, Src: mac, EtherType: ethertype.DMP}.Put(b)
 	b[offVersion] = Version
 	b[offType] = TypeRequest
 	b[offAttempt] = attempt
@@ -76,7 +74,7 @@ func Parse(frame []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if h.EtherType != EtherType {
+	if h.EtherType != ethertype.DMP {
 		return Message{}, ErrForeign
 	}
 	if len(frame) < minLen {

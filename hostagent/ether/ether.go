@@ -1,6 +1,5 @@
 // Package ether holds what the host agent's protocols share: MAC
-// addresses, the Ethernet header, and a raw packet socket bound to one
-// interface of one network namespace.
+// addresses and the Ethernet header. Their socket is kernel/packet's.
 package ether
 
 import (

@@ -12,10 +12,8 @@ import (
 	"errors"
 
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
-
-// EtherType is Open-MX's.
-const EtherType = 0x86DF
 
 // FrameLen is the length of every frame here (announcements are 64 bytes
 // in omxoed; connect frames are made the same size).
@@ -73,7 +71,7 @@ func (a Announcement) Marshal() []byte {
 func (a Announcement) Put(b []byte) {
 	clear(b[:FrameLen])
 	h := a.Header
-	h.EtherType = EtherType
+	h.EtherType = ethertype.OpenMX
 	h.Put(b)
 	binary.BigEndian.PutUint16(b[offPeerIndex:], a.PeerIndex)
 	b[offType] = TypeRaw
@@ -88,7 +86,7 @@ func Type(frame []byte) (uint8, error) {
 	if err != nil {
 		return 0, err
 	}
-	if h.EtherType != EtherType {
+	if h.EtherType != ethertype.OpenMX {
 		return 0, ErrForeign
 	}
 	if len(frame) <= offType {
@@ -134,7 +132,7 @@ type Connect struct {
 func (c Connect) Marshal() []byte {
 	b := make([]byte, FrameLen)
 	h := c.Header
-	h.EtherType = EtherType
+	h.EtherType = ethertype.OpenMX
 	h.Put(b)
 	binary.BigEndian.PutUint16(b[offPeerIndex:], c.PeerIndex)
 	b[offType] = TypeConnectRequest

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/hostagent/ether"
+	"github.com/ethfab/ethfab/internal/ethertype"
 )
 
 var (
@@ -70,7 +71,7 @@ func TestConnectRoundTrip(t *testing.T) {
 	for _, reply := range []bool{false, true} {
 		c := Connect{Header: ether.Header{Dst: macB, Src: macA}, Reply: reply, PeerIndex: 3, Seq: 0x01020304, Serial: 99}
 		b := c.Marshal()
-		if len(b) != FrameLen || binary.BigEndian.Uint16(b[12:]) != EtherType {
+		if len(b) != FrameLen || binary.BigEndian.Uint16(b[12:]) != ethertype.OpenMX {
 			t.Fatalf("frame % x", b)
 		}
 		wantType := byte(TypeConnectRequest)
@@ -84,7 +85,7 @@ func TestConnectRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.EtherType = EtherType
+		c.EtherType = ethertype.OpenMX
 		if got != c {
 			t.Fatalf("round trip %+v, want %+v", got, c)
 		}

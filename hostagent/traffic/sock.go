@@ -3,26 +3,25 @@ package traffic
 import (
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ethfab/ethfab/kernel"
-	pat "github.com/ethfab/ethfab/traffic"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
 )
 
-// sock is one host's packet socket. It is non-blocking and wrapped in an
-// os.File so the Go runtime's poller parks the receiving goroutine: a
-// thousand hosts cost a thousand idle goroutines, not a thousand OS
-// threads blocked in recvfrom.
+// sock is one host's packet socket (kernel/packet), bound to the traffic
+// EtherType on the host's interface. The engine does its own per-frame
+// syscalls on it: write(2) on fd, recvmsg(2) under rc (rxMsg), both kept
+// here so the hot path reads no more than it did.
 type sock struct {
-	fd   int
-	file *os.File
-	rc   syscall.RawConn
-	mac  net.HardwareAddr // the interface's own address
+	p   *packet.Socket
+	fd  int
+	rc  syscall.RawConn
+	mac net.HardwareAddr // the interface's own address
 }
 
 // defaultRcvBuf is the receive buffer asked for each socket: room for ~2,000
@@ -31,67 +30,52 @@ type sock struct {
 const defaultRcvBuf = 4 << 20
 
 func openSock(ns, iface string, rcvbuf int) (*sock, error) {
-	var s *sock
-	err := kernel.InNamespace(ns, func() error {
-		ifi, err := net.InterfaceByName(iface)
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, int(htons(pat.EtherType)))
-		if err != nil {
-			return fmt.Errorf("packet socket: %w", err)
-		}
-		// Bound to the interface: write(2) without an address sends there,
-		// and only this interface's frames of our EtherType are read.
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(pat.EtherType), Ifindex: ifi.Index}); err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("bind to %s: %w", iface, err)
-		}
+	p, err := packet.Open(ns, iface, packet.Config{
+		// Bound to the interface and EtherType: write(2) without an
+		// address sends there, and only this interface's frames of the
+		// EtherType are read; the kernel's protocol demux needs no filter.
+		Protocol: ethertype.Traffic,
 		// A packet socket also sees the frames its host sends; the sink
 		// must not count those.
-		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("PACKET_IGNORE_OUTGOING: %w", err)
-		}
-		if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf) != nil {
-			unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf)
-		}
+		IgnoreOutgoing: true,
 		// Arrival is timed by the kernel as the frame reaches the host's
 		// interface, so a sink goroutine scheduled late (the machine busy
 		// with the switches) does not add to the fabric's latency.
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			unix.Close(fd)
-			return fmt.Errorf("SO_TIMESTAMPNS: %w", err)
-		}
-		f := os.NewFile(uintptr(fd), "packet:"+ns+"/"+iface)
-		rc, err := f.SyscallConn()
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("raw conn: %w", err)
-		}
-		s = &sock{fd: fd, file: f, rc: rc, mac: ifi.HardwareAddr}
-		return nil
+		Timestamps: true,
+		RcvBuf:     rcvbuf,
 	})
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	if p.OwnFrames() {
+		// rxMsg does not filter by packet type: the per-frame cost stays
+		// in the kernel or nowhere.
+		p.Close()
+		return nil, fmt.Errorf("%s in netns %s: PACKET_IGNORE_OUTGOING unsupported (Linux before 4.20)", iface, ns)
+	}
+	mac, err := p.MAC()
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &sock{p: p, fd: p.FD(), rc: p.RawConn(), mac: net.HardwareAddr(mac[:])}, nil
 }
 
 // drops reads and resets the socket's PACKET_STATISTICS: frames the kernel
 // dropped because the receive buffer was full.
 func (s *sock) drops() uint64 {
-	st, err := unix.GetsockoptTpacketStats(s.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
+	d, err := s.p.Drops()
 	if err != nil {
 		return 0
 	}
-	return uint64(st.Drops)
+	return uint64(d)
 }
 
 // stopReading makes the receiving goroutine return; resume undoes it.
-func (s *sock) stopReading()   { s.file.SetReadDeadline(time.Now()) }
-func (s *sock) resumeReading() { s.file.SetReadDeadline(time.Time{}) }
+func (s *sock) stopReading()   { s.p.SetReadDeadline(time.Now()) }
+func (s *sock) resumeReading() { s.p.SetReadDeadline(time.Time{}) }
 
-func (s *sock) close() error { return s.file.Close() }
-
-func htons(v uint16) uint16 { return v<<8 | v>>8 }
+func (s *sock) close() error { return s.p.Close() }
 
 // Clock: frames carry CLOCK_MONOTONIC nanoseconds, which every namespace
 // shares. Reading it through the runtime's monotonic clock (vDSO, no
