@@ -3,12 +3,12 @@ package ovs
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/ethfab/ethfab/internal/fanout"
 )
 
 // ofctl runs ovs-ofctl speaking OpenFlow 1.3 (the only version bridges
@@ -38,29 +38,12 @@ func InstallAll(ctx context.Context, jobs []FlowJob, parallel int) error {
 	if parallel <= 0 {
 		parallel = 4
 	}
-	sem := make(chan struct{}, parallel)
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			var err error
-			if j.FlowsFile != "" {
-				err = InstallFlows(ctx, j.Mgmt, j.FlowsFile)
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return fanout.Each(len(jobs), parallel, func(k int) error {
+		if jobs[k].FlowsFile == "" {
+			return nil
+		}
+		return InstallFlows(ctx, jobs[k].Mgmt, jobs[k].FlowsFile)
+	})
 }
 
 var aggregateRe = regexp.MustCompile(`flow_count=(\d+)`)

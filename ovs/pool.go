@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/fanout"
 	"github.com/ethfab/ethfab/kernel"
 )
 
@@ -68,7 +69,7 @@ func StartPool(ctx context.Context, cfgs []Config) (*Pool, error) {
 		return nil, fmt.Errorf("ovs: pool of %d instances", n)
 	}
 	p := &Pool{Instances: make([]*Instance, n), owner: map[string]int{}}
-	err := forEach(n, func(k int) error {
+	err := fanout.Each(n, 0, func(k int) error {
 		in, err := Start(ctx, cfgs[k])
 		p.Instances[k] = in
 		return err
@@ -135,7 +136,7 @@ func poolDirs(runDir string) ([]string, error) {
 // Stop stops every instance (in parallel).
 func (p *Pool) Stop() error {
 	defer kernel.ExpediteRCU()() // once for all: see StopRunDir
-	return forEach(len(p.Instances), func(k int) error {
+	return fanout.Each(len(p.Instances), 0, func(k int) error {
 		if p.Instances[k] == nil {
 			return nil
 		}
@@ -161,7 +162,7 @@ func StopPoolRunDir(runDir string) error {
 		}
 	}
 	if sockets <= PaceAboveSockets {
-		return forEach(len(dirs), func(k int) error { return StopRunDir(dirs[k]) })
+		return fanout.Each(len(dirs), 0, func(k int) error { return StopRunDir(dirs[k]) })
 	}
 	// Paced: one instance at a time, each once the kernel's workers have
 	// freed the previous one's socket filters.
@@ -202,7 +203,7 @@ func (p *Pool) CreateBridges(ctx context.Context, parts [][]Bridge) error {
 		}
 	}
 	p.mu.Unlock()
-	return forEach(len(parts), func(k int) error {
+	return fanout.Each(len(parts), 0, func(k int) error {
 		return p.Instances[k].CreateBridges(ctx, parts[k])
 	})
 }
@@ -245,15 +246,4 @@ func (p *Pool) MgmtSocket(bridge string) string {
 		return in.MgmtSocket(bridge)
 	}
 	return ""
-}
-
-func forEach(n int, f func(int) error) error {
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for k := 0; k < n; k++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[k] = f(k) }()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

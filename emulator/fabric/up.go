@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
+	"github.com/ethfab/ethfab/internal/fanout"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
@@ -129,34 +129,10 @@ func compile(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, erro
 	return c, err
 }
 
-// parallel runs fn for 0..n-1 on every core and joins the errors.
+// parallel runs fn for 0..n-1, two per core: the work waits on the
+// kernel or on OVS about half the time.
 func parallel(n int, fn func(i int) error) error {
-	workers := min(runtime.GOMAXPROCS(0)*2, max(n, 1))
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if len(errs) < 10 {
-						errs = append(errs, err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
+	return fanout.Each(n, 2*runtime.GOMAXPROCS(0), fn)
 }
 
 // linkShaping is a link class's egress shaping; without netem only the

@@ -26,7 +26,7 @@ const mod = "github.com/ethfab/ethfab/"
 var pureCore = []string{
 	"topology", "addressing", "compaction",
 	"controller", "traffic", "scenario",
-	"emulator/resources", "internal/quantile", "internal/steps", "internal/rate", "internal/ethertype",
+	"emulator/resources", "internal/quantile", "internal/steps", "internal/rate", "internal/ethertype", "internal/fanout",
 }
 
 // touchesMachine are imports the pure core must not have.
