@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,27 +11,18 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/fabric/fabrictest"
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/scenario"
 )
 
-func needOVS(t *testing.T) {
-	t.Helper()
-	roottest.Need(t)
-	for _, b := range []string{"ovsdb-server", "ovs-vswitchd", "ovs-ofctl"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("needs %s", b)
-		}
-	}
-}
-
 // upDMPLab brings up dragonfly-small (or the given topology) with assign
 // dmp on real private OVS, and returns its hosts as endpoints.
 func upDMPLab(t *testing.T, name string, sets ...string) (*fabric.Lab, []Endpoint) {
 	t.Helper()
-	needOVS(t)
+	roottest.NeedOVS(t)
 	sc, err := scenario.Load("../scenarios/dragonfly-small.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -46,13 +36,7 @@ func upDMPLab(t *testing.T, name string, sets ...string) (*fabric.Lab, []Endpoin
 	}
 	sc.Name = name
 	sc.Addressing.Assign = addressing.AssignDMP
-	t.Cleanup(func() { fabric.Down(name) })
-	start := time.Now()
-	lab, err := fabric.Up(context.Background(), sc, fabric.UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d hosts up in %v", len(lab.Hosts), time.Since(start).Round(time.Millisecond))
+	lab := fabrictest.Up(t, sc)
 	eps := make([]Endpoint, len(lab.Hosts))
 	for i, h := range lab.Hosts {
 		eps[i] = Endpoint{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface}

@@ -11,6 +11,7 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/scenario"
 )
@@ -68,7 +69,7 @@ func tagOf(raw []byte) uint32 {
 // another switch; tcpdump watches all three, so the verdict is not the
 // agent's own parser's.
 func TestSafetyDMPCannotCrossHosts(t *testing.T) {
-	needOVS(t)
+	roottest.NeedOVS(t)
 	needTcpdump(t)
 	sets := []string{"topology.p", "2", "topology.a", "2", "topology.h", "1"}
 	lab, eps := upDMPLab(t, "hchk2", sets...)

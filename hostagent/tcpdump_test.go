@@ -19,6 +19,7 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/omx"
 	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/internal/roottest"
 )
 
 // These checks read the wire with tcpdump, a decoder nobody here wrote, so
@@ -198,7 +199,7 @@ func ipLinkMAC(t *testing.T, ns, iface string) string {
 // pseudo-MAC (iproute2 says so), and every announcement from another host
 // carries in its payload exactly the MAC it is sent from.
 func TestTcpdumpDMPAndAnnouncements(t *testing.T) {
-	needOVS(t)
+	roottest.NeedOVS(t)
 	needTcpdump(t)
 	lab, eps := upDMPLab(t, "hchk1", "topology.p", "1", "topology.a", "2", "topology.h", "1")
 	n := len(eps)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/fabric/fabrictest"
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
@@ -31,30 +32,11 @@ func up(t *testing.T, name string) (*fabric.Lab, *fabric.Compiled) {
 		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n")
 }
 
-// upYAML brings up the lab the scenario body describes and checks that
-// its switches run the tables it was compiled with (Lab.Compiled).
+// upYAML brings up the lab the scenario body describes (fabrictest).
 func upYAML(t *testing.T, name, body string) (*fabric.Lab, *fabric.Compiled) {
 	t.Helper()
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\n"+body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
-	lab, err := fabric.Up(context.Background(), sc, fabric.UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	comp := lab.Compiled()
-	if comp == nil {
-		t.Fatal("fabric.Up returned a lab without its compiled tables")
-	}
-	for i, s := range lab.Switches {
-		n, err := ovs.FlowCount(context.Background(), s.Mgmt)
-		if err != nil || n != len(comp.Tables[i].Rules) {
-			t.Fatalf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))
-		}
-	}
-	return lab, comp
+	lab := fabrictest.UpYAML(t, name, body)
+	return lab, lab.Compiled()
 }
 
 // divertable finds, on switch 0, a host port and a destination whose

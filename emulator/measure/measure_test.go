@@ -9,9 +9,8 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/emulator/fabric/fabrictest"
 	"github.com/ethfab/ethfab/results"
-	"github.com/ethfab/ethfab/scenario"
 )
 
 func TestCPULine(t *testing.T) {
@@ -186,18 +185,9 @@ func TestSamplerDeletedLink(t *testing.T) {
 // when t ends, and starts a sampler on it, closed when t ends.
 func startedSampler(t *testing.T, name, mode string) (*fabric.Lab, *Sampler) {
 	t.Helper()
-	roottest.NeedOVS(t)
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
-		"links: {host: {rate: 50mbit}}\nrouting: {mode: "+mode+"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
+	lab := fabrictest.UpYAML(t, name, "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
+		"links: {host: {rate: 50mbit}}\nrouting: {mode: "+mode+"}\n")
 	ctx := context.Background()
-	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
