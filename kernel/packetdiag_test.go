@@ -69,7 +69,6 @@ func TestPacketSocketDrops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
 	find := func(ns string, ino uint64) PacketSocket {
 		t.Helper()
 		socks, err := PacketSockets(ns)
@@ -84,7 +83,12 @@ func TestPacketSocketDrops(t *testing.T) {
 		t.Fatalf("socket %d not listed in %s (%d sockets)", ino, ns, len(socks))
 		return PacketSocket{}
 	}
+	// The frames reach the receiver in softirq, after the writes return:
+	// wait for its drop counter, not for a time.
 	rx := find(b, ino)
+	for deadline := time.Now().Add(5 * time.Second); rx.Drops < n/2 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		rx = find(b, ino)
+	}
 	if rx.Ifindex != ifindex {
 		t.Errorf("receiver bound to ifindex %d, sock_diag says %d", ifindex, rx.Ifindex)
 	}
