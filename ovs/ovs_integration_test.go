@@ -12,7 +12,6 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
@@ -206,7 +205,7 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 
 	// Before any flow is installed a secure-mode bridge must drop: no
 	// normal-switching fallback.
-	if err := sendFrame(h1, h2, "efo-before-"+id); err == nil {
+	if err := sendFrame("efo-h1-"+id, "efo-h2-"+id, "efo-before-"+id); err == nil {
 		t.Fatalf("a frame crossed the bridges with no flows installed (fail_mode not secure?)")
 	}
 
@@ -238,7 +237,7 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 	if err := kernel.Shape(cfgs[0].NetNS, "l1", kernel.Shaping{RateBps: 10_000_000}); err != nil {
 		t.Fatalf("shape l1: %v", err)
 	}
-	if err := sendFrame(h1, h2, "efo-hello-"+id); err != nil {
+	if err := sendFrame("efo-h1-"+id, "efo-h2-"+id, "efo-hello-"+id); err != nil {
 		t.Fatalf("frame through br1-br2: %v", err)
 	}
 	if st, err := kernel.Stats(cfgs[0].NetNS, "l1"); err != nil || st.Kind != "tbf" || st.Packets == 0 {
@@ -336,37 +335,40 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 	}
 }
 
-// sendFrame sends one DMP-typed Ethernet frame from host1's eth0
-// to host2's eth0 MAC and reports whether host2 received it within 2 s.
-func sendFrame(from, to netns.NsHandle, payload string) error {
-	const etherType = ethertype.DMP
-	rx, _, dstMAC, err := packetSocket(to, "eth0", etherType)
+// sendFrame sends one DMP-typed Ethernet frame from eth0 of namespace
+// from to eth0's MAC in namespace to and reports whether it arrived
+// within 2 s.
+func sendFrame(from, to, payload string) error {
+	rx, err := packet.OpenEtherTypes(to, "eth0", 0, ethertype.DMP)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(rx)
-	tx, ifindex, srcMAC, err := packetSocket(from, "eth0", etherType)
+	defer rx.Close()
+	tx, err := packet.OpenEtherTypes(from, "eth0", 0, ethertype.DMP)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(tx)
-	frame := append(append(append([]byte{}, dstMAC...), srcMAC...), etherType>>8, etherType&0xff)
+	defer tx.Close()
+	dstMAC, err := rx.MAC()
+	if err != nil {
+		return err
+	}
+	srcMAC, err := tx.MAC()
+	if err != nil {
+		return err
+	}
+	frame := append(append(append([]byte{}, dstMAC[:]...), srcMAC[:]...), ethertype.DMP>>8, ethertype.DMP&0xff)
 	frame = append(frame, payload...)
 	for len(frame) < 60 {
 		frame = append(frame, 0)
 	}
-	sa := &unix.SockaddrLinklayer{Ifindex: ifindex, Halen: 6, Protocol: packet.Htons(etherType)}
-	copy(sa.Addr[:], dstMAC)
-	if err := unix.Sendto(tx, frame, 0, sa); err != nil {
+	if err := tx.Send(frame); err != nil {
 		return fmt.Errorf("send: %w", err)
 	}
-	tv := unix.NsecToTimeval((2 * time.Second).Nanoseconds())
-	if err := unix.SetsockoptTimeval(rx, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-		return err
-	}
+	rx.SetReadDeadline(time.Now().Add(2 * time.Second))
 	buf := make([]byte, 2048)
 	for {
-		n, _, err := unix.Recvfrom(rx, buf, 0)
+		n, err := rx.Recv(buf)
 		if err != nil {
 			return fmt.Errorf("no frame received: %w", err)
 		}
@@ -374,35 +376,6 @@ func sendFrame(from, to netns.NsHandle, payload string) error {
 			return nil
 		}
 	}
-}
-
-// packetSocket opens an AF_PACKET socket bound to dev inside ns; the
-// socket stays in ns after the thread returns to its own.
-func packetSocket(ns netns.NsHandle, dev string, proto uint16) (fd, ifindex int, mac []byte, err error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		return -1, 0, nil, err
-	}
-	defer orig.Close()
-	if err := netns.Set(ns); err != nil {
-		return -1, 0, nil, err
-	}
-	defer netns.Set(orig) //nolint:errcheck
-	l, err := netlink.LinkByName(dev)
-	if err != nil {
-		return -1, 0, nil, err
-	}
-	fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(packet.Htons(proto)))
-	if err != nil {
-		return -1, 0, nil, fmt.Errorf("packet socket: %w", err)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: packet.Htons(proto), Ifindex: l.Attrs().Index}); err != nil {
-		unix.Close(fd)
-		return -1, 0, nil, fmt.Errorf("bind %s: %w", dev, err)
-	}
-	return fd, l.Attrs().Index, l.Attrs().HardwareAddr, nil
 }
 
 func TestSocketPathLimit(t *testing.T) {
