@@ -44,7 +44,7 @@ func main() {
 	rateFlag := flag.String("rate", "10gbit", "tbf rate on every hop's output, high enough not to limit (\"none\": no qdisc beyond the default)")
 	size := flag.Int("size", 1514, "frame size in bytes")
 	ns := flag.String("netns", "hopbench", "namespace to build the chains in (deleted at the end)")
-	fwd := flag.String("forward", "tc", "what moves a frame from one hop to the next: tc (in the kernel: u32 + mirred) or user (a packet socket per hop read and written by a goroutine: the least any userspace switch on packet sockets pays)")
+	fwd := flag.String("forward", "tc", "what moves a frame from one hop to the next: tc (in the kernel: u32 + mirred) user (a packet socket per hop read and written by a goroutine: the least any userspace switch on packet sockets pays), or bpf (a tc eBPF program per hop that looks the frame's destination MAC up in a hash map and redirects it: what a switch datapath kept in the kernel would pay)")
 	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "hopbench: needs root")
@@ -58,17 +58,17 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if *fwd != "tc" && *fwd != "user" {
-		fmt.Fprintln(os.Stderr, "hopbench: -forward: want tc or user")
+	if *fwd != "tc" && *fwd != "user" && *fwd != "bpf" {
+		fmt.Fprintln(os.Stderr, "hopbench: -forward: want tc, user or bpf")
 		os.Exit(2)
 	}
-	if err := run(*ns, *hops, *chains, *size, bps, *dur, *fwd == "user"); err != nil {
+	if err := run(*ns, *hops, *chains, *size, bps, *dur, *fwd); err != nil {
 		fmt.Fprintln(os.Stderr, "hopbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, user bool) (err error) {
+func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, fwd string) (err error) {
 	if _, err := kernel.CreateNamespaces([]string{ns}); err != nil {
 		return err
 	}
@@ -78,13 +78,21 @@ func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, user 
 		}
 	}()
 	t0 := time.Now()
-	if err := build(ns, hops, chains, bps, !user); err != nil {
+	if err := build(ns, hops, chains, bps, fwd == "tc"); err != nil {
 		return err
 	}
 	how := "tc mirred"
-	if user {
+	switch fwd {
+	case "user":
 		how = "userspace packet sockets"
 		stop, err := forwardInUserspace(ns, hops, chains)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	case "bpf":
+		how = "tc eBPF (hash-map lookup of the destination MAC, redirect)"
+		stop, err := forwardInBPF(ns, hops, chains)
 		if err != nil {
 			return err
 		}
