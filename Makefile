@@ -53,6 +53,7 @@ FUZZ_TARGETS = \
 	FuzzParseRate:./internal/rate \
 	FuzzFormat:./internal/rate \
 	FuzzParsePacketDiag:./kernel \
+	FuzzParseQdisc:./kernel \
 	FuzzParseMemAvailable:./kernel \
 	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./traffic \

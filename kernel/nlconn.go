@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"unsafe"
 
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -142,38 +143,58 @@ func (c *rtconn) execAcked(reqs []*nl.NetlinkRequest, batch int) []error {
 // query sends one request and returns its reply messages of type resType,
 // following a multipart dump to NLMSG_DONE.
 func (c *rtconn) query(req *nl.NetlinkRequest, resType uint16) ([][]byte, error) {
+	var out [][]byte
+	err := c.each(req, resType, func(m []byte) error {
+		// m points into c.buf, which the next datagram of a dump
+		// overwrites.
+		out = append(out, append([]byte(nil), m...))
+		return nil
+	})
+	return out, err
+}
+
+// each sends req and hands every reply of type resType to fn, in place:
+// the bytes are valid only during the call. Nothing is allocated per
+// message, so a dump polled every millisecond costs the kernel's work and
+// little else.
+func (c *rtconn) each(req *nl.NetlinkRequest, resType uint16, fn func([]byte) error) error {
 	c.seq++
 	req.Seq = c.seq
 	if err := c.send(req.Serialize()); err != nil {
-		return nil, fmt.Errorf("netlink send: %w", err)
+		return fmt.Errorf("netlink send: %w", err)
 	}
-	var out [][]byte
 	for {
-		msgs, err := c.recv()
+		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("netlink receive: %w", err)
 		}
-		for _, m := range msgs {
-			if m.Header.Seq != req.Seq {
+		for b := c.buf[:n]; len(b) >= unix.SizeofNlMsghdr; {
+			h := (*unix.NlMsghdr)(unsafe.Pointer(&b[0]))
+			l := int(nlmAlign(h.Len))
+			if h.Len < unix.SizeofNlMsghdr || int(h.Len) > len(b) {
+				return errors.New("netlink parse: bad message length")
+			}
+			data := b[unix.SizeofNlMsghdr:h.Len]
+			b = b[min(l, len(b)):]
+			if h.Seq != req.Seq {
 				continue
 			}
-			switch m.Header.Type {
+			switch h.Type {
 			case unix.NLMSG_DONE:
-				return out, nil
+				return nil
 			case unix.NLMSG_ERROR:
-				if err := ackError(m.Data); err != nil {
-					return nil, err
+				return ackError(data)
+			}
+			if h.Type == resType {
+				if err := fn(data); err != nil {
+					return err
 				}
-				return out, nil
 			}
-			if m.Header.Type == resType {
-				// m.Data points into c.buf, which the next datagram of a
-				// dump overwrites.
-				out = append(out, append([]byte(nil), m.Data...))
-			}
-			if m.Header.Flags&unix.NLM_F_MULTI == 0 {
-				return out, nil
+			if h.Flags&unix.NLM_F_MULTI == 0 {
+				return nil
 			}
 		}
 	}
 }
+
+func nlmAlign(n uint32) uint32 { return (n + unix.NLMSG_ALIGNTO - 1) &^ (unix.NLMSG_ALIGNTO - 1) }
