@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"syscall"
 	"unsafe"
 
 	"github.com/vishvananda/netlink/nl"
@@ -54,16 +53,26 @@ func (c *rtconn) send(b []byte) error {
 	return unix.Sendto(c.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
 }
 
-func (c *rtconn) recv() ([]syscall.NetlinkMessage, error) {
+// recv reads one datagram and hands each message in it to fn, in place
+// (the bytes are valid only during the call); fn returns true to stop.
+// Nothing is allocated per message.
+func (c *rtconn) recv(fn func(h *unix.NlMsghdr, data []byte) (stop bool, err error)) (stopped bool, err error) {
 	n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
 	if err != nil {
-		return nil, fmt.Errorf("netlink receive: %w", err)
+		return false, fmt.Errorf("netlink receive: %w", err)
 	}
-	msgs, err := syscall.ParseNetlinkMessage(c.buf[:n])
-	if err != nil {
-		return nil, fmt.Errorf("netlink parse: %w", err)
+	for b := c.buf[:n]; len(b) >= unix.SizeofNlMsghdr; {
+		h := (*unix.NlMsghdr)(unsafe.Pointer(&b[0]))
+		if h.Len < unix.SizeofNlMsghdr || int(h.Len) > len(b) {
+			return false, errors.New("netlink parse: bad message length")
+		}
+		data := b[unix.SizeofNlMsghdr:h.Len]
+		b = b[min(int(nlmAlign(h.Len)), len(b)):]
+		if stop, err := fn(h, data); stop || err != nil {
+			return stop, err
+		}
 	}
-	return msgs, nil
+	return false, nil
 }
 
 // ackError decodes an NLMSG_ERROR payload; nil means success.
@@ -75,7 +84,7 @@ func ackError(data []byte) error {
 	if errno == 0 {
 		return nil
 	}
-	var err error = syscall.Errno(-errno)
+	var err error = unix.Errno(-errno)
 	// With NETLINK_CAP_ACK the echoed request is just its header; the
 	// extended ack attributes follow it.
 	rest := data[4:]
@@ -116,7 +125,14 @@ func (c *rtconn) execAcked(reqs []*nl.NetlinkRequest, batch int) []error {
 		}
 		pending := end - start
 		for pending > 0 {
-			msgs, err := c.recv()
+			_, err := c.recv(func(h *unix.NlMsghdr, data []byte) (bool, error) {
+				if h.Type != unix.NLMSG_ERROR || h.Seq < first || h.Seq > c.seq {
+					return false, nil // not an ack, or a stale one from an earlier, failed batch
+				}
+				errs[start+int(h.Seq-first)] = ackError(data)
+				pending--
+				return false, nil
+			})
 			if err != nil {
 				for i := start; i < end; i++ {
 					if errs[i] == nil {
@@ -124,16 +140,6 @@ func (c *rtconn) execAcked(reqs []*nl.NetlinkRequest, batch int) []error {
 					}
 				}
 				return errs
-			}
-			for _, m := range msgs {
-				if m.Header.Type != unix.NLMSG_ERROR {
-					continue
-				}
-				if m.Header.Seq < first || m.Header.Seq > c.seq {
-					continue // stale reply from an earlier, failed batch
-				}
-				errs[start+int(m.Header.Seq-first)] = ackError(m.Data)
-				pending--
 			}
 		}
 	}
@@ -164,35 +170,25 @@ func (c *rtconn) each(req *nl.NetlinkRequest, resType uint16, fn func([]byte) er
 		return fmt.Errorf("netlink send: %w", err)
 	}
 	for {
-		n, _, err := unix.Recvfrom(c.fd, c.buf, 0)
-		if err != nil {
-			return fmt.Errorf("netlink receive: %w", err)
-		}
-		for b := c.buf[:n]; len(b) >= unix.SizeofNlMsghdr; {
-			h := (*unix.NlMsghdr)(unsafe.Pointer(&b[0]))
-			l := int(nlmAlign(h.Len))
-			if h.Len < unix.SizeofNlMsghdr || int(h.Len) > len(b) {
-				return errors.New("netlink parse: bad message length")
-			}
-			data := b[unix.SizeofNlMsghdr:h.Len]
-			b = b[min(l, len(b)):]
+		stopped, err := c.recv(func(h *unix.NlMsghdr, data []byte) (bool, error) {
 			if h.Seq != req.Seq {
-				continue
+				return false, nil
 			}
 			switch h.Type {
 			case unix.NLMSG_DONE:
-				return nil
+				return true, nil
 			case unix.NLMSG_ERROR:
-				return ackError(data)
+				return true, ackError(data)
 			}
 			if h.Type == resType {
 				if err := fn(data); err != nil {
-					return err
+					return true, err
 				}
 			}
-			if h.Flags&unix.NLM_F_MULTI == 0 {
-				return nil
-			}
+			return h.Flags&unix.NLM_F_MULTI == 0, nil
+		})
+		if stopped || err != nil {
+			return err
 		}
 	}
 }

@@ -77,7 +77,7 @@ func upCommand() *cli.Command {
 				fmt.Fprintln(c.App.ErrWriter, "warning:", w)
 			}
 			fmt.Fprintf(c.App.Writer, "lab %s is up: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab exec %s %s -- ip link | ethfab ping %s --all | ethfab down %s\n",
-				lab.Lab, len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing.Total, lab.Lab, lab.Lab, lab.Hosts[0].Name, lab.Lab, lab.Lab)
+				lab.Lab, len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing["total"], lab.Lab, lab.Lab, lab.Hosts[0].Name, lab.Lab, lab.Lab)
 			return nil
 		},
 	}

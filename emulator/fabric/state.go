@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/topology"
@@ -116,22 +117,9 @@ type Lab struct {
 	Links       []Link            `json:"links"`
 	OVS         OVSState          `json:"ovs"`
 	Warnings    []string          `json:"warnings,omitempty"`
-	Timing      Timing            `json:"timing"`
+	Timing      steps.Timing      `json:"timing"` // seconds by bring-up step (see upper.steps), and "total"
 
 	compiled *Compiled // Up's, or Attach's; nil for a lab only loaded
-}
-
-// Timing is where bring-up spent its time, in seconds.
-type Timing struct {
-	Compile    float64 `json:"compile"`
-	Namespaces float64 `json:"namespaces"`
-	Veths      float64 `json:"veths"`
-	Hosts      float64 `json:"hosts"`
-	Shaping    float64 `json:"shaping"`
-	OVS        float64 `json:"ovs"`
-	Bridges    float64 `json:"bridges"`
-	Flows      float64 `json:"flows"`
-	Total      float64 `json:"total"`
 }
 
 // LabDir is where a lab's state lives. The name must have passed

@@ -269,12 +269,12 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 	}
 	lab = u.lab
 	lab.State = "up"
-	lab.Timing = Timing{Compile: t["compile"], Namespaces: t["namespaces"], Veths: t["veths"], Hosts: t["hosts"],
-		Shaping: t["shaping"], OVS: t["ovs"], Bridges: t["bridges"], Flows: t["flows"], Total: time.Since(start).Seconds()}
+	t["total"] = time.Since(start).Seconds()
+	lab.Timing = t
 	if err := lab.save(); err != nil {
 		return nil, err
 	}
-	steps.Printf(rep, "lab %s up in %.2fs", sc.Name, lab.Timing.Total)
+	steps.Printf(rep, "lab %s up in %.2fs", sc.Name, t["total"])
 	return lab, nil
 }
 

@@ -13,31 +13,6 @@ import (
 	"github.com/ethfab/ethfab/results"
 )
 
-func TestCPULine(t *testing.T) {
-	a, err := parseCPULine("cpu  100 5 50 1000 20 1 4 10 7 0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// busy = user+nice+system+irq+softirq+steal; guest (7) is inside user.
-	if a.Busy != 170 || a.Idle != 1020 || a.Softirq != 4 {
-		t.Errorf("parsed %+v, want busy 170 idle 1020 softirq 4", a)
-	}
-	b := CPUTimes{Busy: a.Busy + 90, Idle: a.Idle + 10}
-	if f := BusyFraction(a, b); f != 0.9 {
-		t.Errorf("busy fraction %g, want 0.9", f)
-	}
-	if f := BusyFraction(a, a); f != -1 {
-		t.Errorf("no time passed: %g, want -1", f)
-	}
-	if _, err := parseCPULine("intr 1 2 3"); err == nil {
-		t.Error("accepted a line that is not the cpu line")
-	}
-	now, err := ReadCPU()
-	if err != nil || now.Busy+now.Idle == 0 {
-		t.Errorf("ReadCPU: %+v, %v", now, err)
-	}
-}
-
 func TestThin(t *testing.T) {
 	if got := thin([]int{0, 1, 2, 3, 4}); len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 4 {
 		t.Errorf("thin = %v", got)

@@ -124,7 +124,7 @@ type Sampler struct {
 	stop     chan struct{}
 	done     chan struct{}
 	t0       time.Time
-	cpu0     kernel0
+	cpu0     kernel.CPUTimes
 	procs    []watchedProc
 	threads0 cpuSnapshot
 	sw0      []switchCounters
@@ -141,8 +141,6 @@ type Sampler struct {
 	slow     int
 	sampErr  error
 }
-
-type kernel0 = CPUTimes
 
 // New prepares a sampler for a lab: it opens one netlink socket per fabric
 // namespace and resolves every switch-side link end.
@@ -314,7 +312,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	s.ser = make([]series, len(s.ends))
 	s.times, s.stride, s.tick, s.cost, s.samples, s.slow, s.sampErr = nil, 1, 0, 0, 0, 0, nil
 	s.interval = s.opt.Interval
-	if s.cpu0, err = ReadCPU(); err != nil {
+	if s.cpu0, err = kernel.ReadCPU(); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 	s.procs = s.watched()
@@ -473,7 +471,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	defer s.mu.Unlock()
 	s.stop, s.done = nil, nil
 	dur := time.Since(s.t0)
-	cpu1, err := ReadCPU()
+	cpu1, err := kernel.ReadCPU()
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
@@ -494,7 +492,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
-	r := s.report(dur, BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
+	r := s.report(dur, kernel.BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
 	r.CPU = cpuSplit(s.threads0, threads1)
 	return r, s.sampErr
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 )
 
@@ -100,7 +101,7 @@ func snapshotCPU(procs []watchedProc) cpuSnapshot {
 			s.procs = append(s.procs, t)
 		}
 	}
-	if t, err := ReadCPU(); err == nil {
+	if t, err := kernel.ReadCPU(); err == nil {
 		s.softirq = t.Softirq
 	}
 	return s

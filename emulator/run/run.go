@@ -104,6 +104,7 @@ func (o *Outcome) Failed() []string {
 
 // Run executes the scenario, or each of its cases in turn.
 func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error) {
+	o.Report = steps.Or(o.Report)
 	if len(sc.Cases) == 0 {
 		return runOne(ctx, sc, o)
 	}
@@ -121,7 +122,7 @@ func Run(ctx context.Context, sc *scenario.Scenario, o Options) (*Outcome, error
 		}
 		co := o
 		co.Out = filepath.Join(o.Out, c.Name)
-		steps.Printf(steps.Or(o.Report), "case %s (lab %s): %s", c.Name, csc.Name, overridesText(c))
+		steps.Printf(o.Report, "case %s (lab %s): %s", c.Name, csc.Name, overridesText(c))
 		out, err := runOne(ctx, csc, co)
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Name, err)
@@ -160,7 +161,6 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if o.Drain == 0 {
 		o.Drain = 500 * time.Millisecond
 	}
-	o.Report = steps.Or(o.Report)
 	say := func(format string, a ...any) { steps.Printf(o.Report, format, a...) }
 	dir := o.Out
 	if dir == "" {

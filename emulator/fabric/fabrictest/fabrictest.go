@@ -56,6 +56,5 @@ func Up(t testing.TB, sc *scenario.Scenario) *fabric.Lab {
 // UpYAML is Up of Scenario(t, name, body).
 func UpYAML(t testing.TB, name, body string) *fabric.Lab {
 	t.Helper()
-	roottest.NeedOVS(t)
 	return Up(t, Scenario(t, name, body))
 }

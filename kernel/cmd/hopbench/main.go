@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -108,7 +108,7 @@ func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, fwd s
 		}
 		defer socks[c].Close()
 	}
-	busy0, total0, err := cpuTicks()
+	cpu0, err := kernel.ReadCPU()
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, fwd s
 	// Frames still in flight finish within microseconds; the counters
 	// are read after the sender stopped and the queues drained.
 	time.Sleep(100 * time.Millisecond)
-	busy1, total1, err := cpuTicks()
+	cpu1, err := kernel.ReadCPU()
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, fwd s
 		delivered += n
 		offered += sent[c]
 	}
-	cores := float64(busy1-busy0) / float64(total1-total0) * float64(ncpu())
+	cores := kernel.BusyFraction(cpu0, cpu1) * float64(runtime.NumCPU())
 	hopsPerSec := float64(delivered) * float64(hops) / elapsed.Seconds()
 	fmt.Printf("sent %d frames, %d crossed all %d hops (%.1f%%)\n", offered, delivered, hops, 100*float64(delivered)/float64(max(offered, 1)))
 	fmt.Printf("floor: %.0f switch-hop frames/s on %.2f busy cores: %.2f µs of CPU per hop (sender's frame cost included once per %d hops)\n",
@@ -274,32 +274,4 @@ func rxPackets(ns, ifname string) (uint64, error) {
 		return 0, err
 	}
 	return l.Attrs().Statistics.RxPackets, nil
-}
-
-// cpuTicks reads the machine's busy and total jiffies from /proc/stat.
-func cpuTicks() (busy, total uint64, err error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])[1:]
-	for i, v := range f {
-		n, _ := strconv.ParseUint(v, 10, 64)
-		total += n
-		if i != 3 && i != 4 { // idle, iowait
-			busy += n
-		}
-	}
-	return busy, total, nil
-}
-
-func ncpu() int {
-	b, _ := os.ReadFile("/proc/stat")
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "cpu") && !strings.HasPrefix(l, "cpu ") {
-			n++
-		}
-	}
-	return max(n, 1)
 }

@@ -1,4 +1,4 @@
-package measure
+package kernel
 
 import (
 	"bufio"
