@@ -231,7 +231,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 	if e := f["ovs"]; e != nil {
 		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache", "ports")
 		if e := of["datapath"]; e != nil {
-			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system"); ok {
+			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system", "ebpf"); ok {
 				s.OVS.Datapath = Datapath(v)
 			}
 		}

@@ -115,11 +115,13 @@ type LinkSpec struct {
 type Datapath string
 
 // Datapaths: Auto picks system when the openvswitch module is present,
-// netdev (userspace) otherwise.
+// netdev (userspace) otherwise. EBPF is ethfab's own in-kernel datapath
+// (package emulator/datapath): the same tables, no Open vSwitch process.
 const (
 	DatapathAuto   Datapath = "auto"
 	DatapathNetdev Datapath = "netdev"
 	DatapathSystem Datapath = "system"
+	DatapathEBPF   Datapath = "ebpf"
 )
 
 // OVS is the `ovs` section.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
@@ -116,8 +117,10 @@ type Lab struct {
 	Switches    []Switch          `json:"switches"`
 	Links       []Link            `json:"links"`
 	OVS         OVSState          `json:"ovs"`
-	Warnings    []string          `json:"warnings,omitempty"`
-	Timing      steps.Timing      `json:"timing"` // seconds by bring-up step (see upper.steps), and "total"
+	// BPF names the eBPF datapath's program and maps (ovs.datapath ebpf).
+	BPF      *datapath.IDs `json:"bpf,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
+	Timing   steps.Timing  `json:"timing"` // seconds by bring-up step (see upper.steps), and "total"
 
 	compiled *Compiled // Up's, or Attach's; nil for a lab only loaded
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/internal/fanout"
 	"github.com/ethfab/ethfab/internal/rate"
@@ -185,6 +186,9 @@ func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []st
 			warnings = append(warnings, fmt.Sprintf("links.%s.%s is best-effort and this kernel has no netem: not applied", class, imp.name))
 		}
 	}
+	if sc.OVS.Datapath == scenario.DatapathEBPF && !caps.Clsact {
+		return nil, fmt.Errorf("%s: ovs.datapath ebpf needs the clsact qdisc, which this kernel lacks (use auto)", sc.Source)
+	}
 	if sc.OVS.Datapath == scenario.DatapathSystem && !caps.OVSModule {
 		return nil, fmt.Errorf("%s: ovs.datapath system needs the openvswitch kernel module, which this kernel lacks (use auto or netdev)", sc.Source)
 	}
@@ -324,13 +328,18 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 		return nil, err
 	}
 	u.datapath = ovs.DatapathNetdev
-	if sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && u.caps.OVSModule) {
+	switch {
+	case sc.OVS.Datapath == scenario.DatapathEBPF:
+		u.datapath = datapath.Name
+	case sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && u.caps.OVSModule):
 		u.datapath = ovs.DatapathSystem
 	}
-	if u.allocator, u.preload, err = ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs()); err != nil {
-		return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
+	if u.datapath != datapath.Name {
+		if u.allocator, u.preload, err = ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs()); err != nil {
+			return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
+		}
+		u.cached = FlowCached(sc, u.datapath)
 	}
-	u.cached = FlowCached(sc, u.datapath)
 	if u.ports, u.pmdSwitch, err = PortMode(sc, u.datapath); err != nil {
 		return nil, err
 	}
@@ -340,23 +349,33 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 	return u, nil
 }
 
+// ebpf says the lab runs ethfab's eBPF datapath: no Open vSwitch.
+func (u *upper) ebpf() bool { return u.datapath == datapath.Name }
+
 // steps is the bring-up, in order. Each step's result line starts with
 // the word a log reader (and TestKilledUpIsCleanedByDown) looks for.
 func (u *upper) steps() []steps.Step {
 	top := func() *topology.Topology { return u.comp.Top }
-	return []steps.Step{
+	common := []steps.Step{
 		{Name: "compile", What: func() string { return "compiling the controller's tables" }, Do: u.compile},
 		{Name: "state", What: func() string { return "recording the lab's names" }, Do: u.record},
 		{Name: "namespaces", What: func() string { return fmt.Sprintf("creating %d namespaces", len(u.lab.Namespaces)) }, Do: u.namespaces},
 		{Name: "veths", What: func() string { return fmt.Sprintf("creating %d veth pairs", len(u.pairs)) }, Do: u.veths},
 		{Name: "hosts", What: func() string { return fmt.Sprintf("addressing %d hosts", len(top().Hosts)) }, Do: u.hosts},
 		{Name: "shaping", What: func() string { return fmt.Sprintf("shaping %d link ends", len(u.shapeJobs)) }, Do: u.shape},
+	}
+	if u.ebpf() {
+		return append(common, steps.Step{Name: "datapath", What: func() string {
+			return fmt.Sprintf("loading %d tables into the eBPF datapath on %d ports", len(top().Switches), top().NumPorts())
+		}, Do: u.loadDatapath})
+	}
+	return append(common, []steps.Step{
 		{Name: "ovs", What: func() string { return fmt.Sprintf("starting %d private open vswitch instance(s)", len(u.cfgs)) }, Do: u.startOVS},
 		{Name: "bridges", What: func() string {
 			return fmt.Sprintf("creating %d bridges with %d ports", len(top().Switches), top().NumPorts())
 		}, Do: u.createBridges},
 		{Name: "flows", What: func() string { return fmt.Sprintf("installing and reading back %d tables", len(top().Switches)) }, Do: u.installFlows},
-	}
+	}...)
 }
 
 // compile builds the controller's tables, unless the caller did, and
@@ -371,6 +390,9 @@ func (u *upper) compile(context.Context) (string, error) {
 	}
 	top := u.comp.Top
 	u.partition()
+	if u.ebpf() {
+		return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, eBPF datapath", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks()), nil
+	}
 	return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s",
 		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), u.datapath, onOff(u.cached), u.allocator), nil
 }
@@ -393,6 +415,9 @@ func (u *upper) partition() {
 	}
 	if nInst <= 0 {
 		nInst = min(8, max(1, (top.NumPorts()+499)/500))
+	}
+	if u.ebpf() {
+		nInst = 1 // one fabric namespace holds every switch port
 	}
 	nInst = min(nInst, len(top.Switches))
 	base := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(LabDir(sc.Name), "ovs"), NetNS: sc.Name + "-fab", Datapath: u.datapath,
@@ -446,14 +471,21 @@ func (u *upper) record(context.Context) (string, error) {
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
 		compiled: comp, Warnings: u.warnings,
 		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}
+	if u.ebpf() {
+		lab.OVS = OVSState{Datapath: u.datapath}
+	}
 	for _, c := range u.cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
-		lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
+		if !u.ebpf() {
+			lab.OVS.Instances = append(lab.OVS.Instances, OVSRef{RunDir: c.RunDir, NetNS: c.NetNS, DB: "unix:" + filepath.Join(c.RunDir, "db.sock")})
+		}
 	}
 	for _, h := range top.Hosts {
 		lab.Namespaces = append(lab.Namespaces, sc.Name+"-"+h.Name)
 	}
-	lab.OVS.DB = lab.OVS.Instances[0].DB
+	if len(lab.OVS.Instances) > 0 {
+		lab.OVS.DB = lab.OVS.Instances[0].DB
+	}
 	if err := lab.save(); err != nil {
 		removeLabDir(dir)
 		return "", err
@@ -610,6 +642,15 @@ func (u *upper) installFlows(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading back: %w", err)
 	}
+	total := u.recordNodes(counts, func(i int) (string, string) { return top.Switches[i].Name, u.jobs[i].Mgmt })
+	return fmt.Sprintf("rules: %d installed and read back", total), nil
+}
+
+// recordNodes records the lab's hosts and switches, with each switch's
+// installed rule count, and returns their total; bridge names a switch's
+// bridge and management socket (none on the eBPF datapath).
+func (u *upper) recordNodes(counts []int, bridge func(i int) (name, mgmt string)) int {
+	top, comp := u.comp.Top, u.comp
 	total := 0
 	for h := range top.Hosts {
 		host := top.Hosts[h]
@@ -618,11 +659,58 @@ func (u *upper) installFlows(ctx context.Context) (string, error) {
 	}
 	for i := range top.Switches {
 		s := &top.Switches[i]
-		u.lab.Switches = append(u.lab.Switches, Switch{Name: s.Name, Bridge: s.Name, Ports: len(s.Ports), Flows: counts[i],
-			Mgmt: u.jobs[i].Mgmt, Instance: u.owner[i], NetNS: u.fabNS(i)})
+		br, mgmt := bridge(i)
+		u.lab.Switches = append(u.lab.Switches, Switch{Name: s.Name, Bridge: br, Ports: len(s.Ports), Flows: counts[i],
+			Mgmt: mgmt, Instance: u.owner[i], NetNS: u.fabNS(i)})
 		total += counts[i]
 	}
-	return fmt.Sprintf("rules: %d installed and read back", total), nil
+	return total
+}
+
+// loadDatapath translates every switch's table into the eBPF datapath's
+// maps, loads its program and attaches it to every switch port. The
+// rules are read back from the maps' sizes, not from a switch: Build
+// refuses any rule the program cannot hold.
+func (u *upper) loadDatapath(context.Context) (string, error) {
+	top, comp := u.comp.Top, u.comp
+	ns := u.cfgs[0].NetNS
+	var names []string
+	var refs []datapath.PortRef
+	for i := range top.Switches {
+		for _, p := range top.Switches[i].Ports {
+			names = append(names, PortIface(i, p.Num))
+			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost})
+		}
+	}
+	idx, err := kernel.LinkIndexes(ns, names)
+	if err != nil {
+		return "", err
+	}
+	for i := range refs {
+		refs[i].Ifindex = uint32(idx[i])
+	}
+	img, err := datapath.Build(comp.Tables, refs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", u.sc.Source, err)
+	}
+	l, err := datapath.Load(img)
+	if err != nil {
+		return "", err
+	}
+	// The filters hold the program, and it its maps, once attached; this
+	// process's references go either way.
+	defer l.Close()
+	if err := l.Attach(ns, idx); err != nil {
+		return "", err
+	}
+	ids := l.IDs()
+	u.lab.BPF = &ids
+	counts := make([]int, len(top.Switches))
+	for i, t := range comp.Tables {
+		counts[i] = len(t.Rules)
+	}
+	total := u.recordNodes(counts, func(int) (string, string) { return "", "" })
+	return fmt.Sprintf("eBPF datapath: %d rules in %d subtables on %d ports (program %d)", total, img.Subtables(), len(idx), ids.Program), nil
 }
 
 func classOf(c scenario.LinkClass) topology.LinkClass {

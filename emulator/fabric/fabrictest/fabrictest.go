@@ -44,6 +44,9 @@ func Up(t testing.TB, sc *scenario.Scenario) *fabric.Lab {
 		t.Fatal("fabric.Up returned a lab without its compiled tables")
 	}
 	for i, s := range lab.Switches {
+		if lab.BPF != nil {
+			break // no bridge: the datapath step checked every rule in
+		}
 		n, err := ovs.FlowCount(context.Background(), s.Mgmt)
 		if err != nil || n != len(comp.Tables[i].Rules) {
 			t.Fatalf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// ethfab's eBPF switch: one tc ingress program, attached to every switch
+// port of a lab, that forwards each frame as the switch's OpenFlow table
+// would, through the output port's egress qdisc (the link's tbf queue).
+//
+// The tables are the controller's, loaded into maps by package datapath
+// (datapath.go says how each field maps). Classification is OVS's own
+// tuple-space search: a (switch, table)'s rules are grouped by mask into
+// subtables; each subtable is one exact-match hash lookup on the frame's
+// masked fields, and the highest-priority hit wins. Subtables are sorted by
+// the highest priority they hold, so the search stops as soon as no later
+// subtable can beat the best hit.
+//
+// Build: make bpf (clang -O2 -target bpf); the object is committed.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+#define MAX_SUBTABLES 32
+#define MAX_TABLES 4
+#define MAX_OUT 64
+#define KIND_SLOTS 16
+#define SLOT_HOST_BCAST 15 // broadcast-rule frames that entered on a host port
+#define SLOT_DROPPED 14    // frames the program could not forward (redirect failed, bad action)
+#define OUT_IN_PORT 0xffffffffu
+#define BROADCAST_KIND 4   // controller.KindBroadcast
+
+struct port {
+	__u16 sw;
+	__u16 num;
+	__u8 host;
+	__u8 pad[3];
+};
+
+struct subtable {
+	__u8 in_port;  // match the ingress port
+	__u8 dl_type;  // match the EtherType
+	__u16 max_prio; // the highest priority among its rules
+	__u32 pad;
+	__u64 src_mask;
+	__u64 dst_mask;
+	__u64 meta_mask;
+};
+
+struct table {
+	__u32 n;
+	__u32 pad;
+	struct subtable sub[MAX_SUBTABLES];
+};
+
+struct rule_key {
+	__u16 sw;
+	__u8 table;
+	__u8 sub;
+	__u16 in_port;
+	__u16 dl_type;
+	__u64 src;
+	__u64 dst;
+	__u64 meta;
+};
+
+struct rule_val {
+	__u32 prio;
+	__u32 action;
+};
+
+struct action {
+	__u64 set_src;   // 0: leave
+	__u64 set_dst;   // 0: leave
+	__u8 kind;
+	__u8 go_to;      // continue in this table (0: none)
+	__u8 write_cond; // load the switch's condition bitmask into metadata
+	__u8 nout;
+	__u32 pad;
+	__u32 out[MAX_OUT]; // ifindex, or OUT_IN_PORT
+};
+
+struct counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32); // ifindex in the fabric namespace
+	__type(value, struct port);
+	__uint(max_entries, 1);
+} ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32); // switch * MAX_TABLES + table
+	__type(value, struct table);
+	__uint(max_entries, 1);
+} tables SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct rule_key);
+	__type(value, struct rule_val);
+	__uint(max_entries, 1);
+} rules SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct action);
+	__uint(max_entries, 1);
+} actions SEC(".maps");
+
+// conditions holds each switch's condition bitmask (conditional routing):
+// the switch's own condition logic writes it, the controller never.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32); // switch
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} conditions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32); // switch * KIND_SLOTS + slot
+	__type(value, struct counter);
+	__uint(max_entries, 1);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 sw, __u32 slot, __u32 len)
+{
+	__u32 k = sw * KIND_SLOTS + slot;
+	struct counter *c = bpf_map_lookup_elem(&counters, &k);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+}
+
+static __always_inline __u64 mac48(const __u8 *b)
+{
+	return ((__u64)b[0] << 40) | ((__u64)b[1] << 32) | ((__u64)b[2] << 24) |
+	       ((__u64)b[3] << 16) | ((__u64)b[4] << 8) | (__u64)b[5];
+}
+
+static __always_inline void put48(__u8 *b, __u64 v)
+{
+	b[0] = v >> 40;
+	b[1] = v >> 32;
+	b[2] = v >> 24;
+	b[3] = v >> 16;
+	b[4] = v >> 8;
+	b[5] = v;
+}
+
+// classify returns the action of the highest-priority rule of a table
+// that the frame matches, or -1.
+static __always_inline long classify(__u16 sw, __u8 t, __u16 in_port, __u16 dl_type, __u64 src, __u64 dst, __u64 meta)
+{
+	__u32 tk = (__u32)sw * MAX_TABLES + t;
+	struct table *tab = bpf_map_lookup_elem(&tables, &tk);
+	if (!tab)
+		return -1;
+	long best = -1;
+	__u32 best_prio = 0;
+	__u32 n = tab->n;
+	for (__u32 i = 0; i < MAX_SUBTABLES; i++) {
+		if (i >= n)
+			break;
+		struct subtable *s = &tab->sub[i];
+		if (best >= 0 && s->max_prio <= best_prio)
+			break; // sorted by max_prio: nothing later can win
+		struct rule_key k = {
+			.sw = sw,
+			.table = t,
+			.sub = i,
+			.in_port = s->in_port ? in_port : 0,
+			.dl_type = s->dl_type ? dl_type : 0,
+			.src = src & s->src_mask,
+			.dst = dst & s->dst_mask,
+			.meta = meta & s->meta_mask,
+		};
+		struct rule_val *v = bpf_map_lookup_elem(&rules, &k);
+		if (v && (best < 0 || v->prio > best_prio)) {
+			best = v->action;
+			best_prio = v->prio;
+		}
+	}
+	return best;
+}
+
+SEC("tc")
+int ethfab_switch(struct __sk_buff *skb)
+{
+	__u32 ifindex = skb->ingress_ifindex;
+	struct port *p = bpf_map_lookup_elem(&ports, &ifindex);
+	if (!p)
+		return TC_ACT_OK; // not a switch port: leave it to the stack
+	__u16 sw = p->sw;
+	__u8 eth[14];
+	if (bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0) {
+		count(sw, SLOT_DROPPED, skb->len);
+		return TC_ACT_SHOT;
+	}
+	__u64 dst = mac48(eth), src = mac48(eth + 6);
+	__u16 dl_type = ((__u16)eth[12] << 8) | eth[13];
+	__u64 meta = 0;
+	__u8 t = 0;
+	struct action *a = 0;
+	for (int hop = 0; hop < MAX_TABLES; hop++) {
+		long ai = classify(sw, t, p->num, dl_type, src, dst, meta);
+		if (ai < 0)
+			return TC_ACT_SHOT; // table miss: OpenFlow 1.3 drops
+		__u32 key = ai;
+		a = bpf_map_lookup_elem(&actions, &key);
+		if (!a) {
+			count(sw, SLOT_DROPPED, skb->len);
+			return TC_ACT_SHOT;
+		}
+		count(sw, a->kind, skb->len);
+		if (a->kind == BROADCAST_KIND && p->host)
+			count(sw, SLOT_HOST_BCAST, skb->len);
+		if (a->set_src)
+			src = a->set_src;
+		if (a->set_dst)
+			dst = a->set_dst;
+		if (a->write_cond) {
+			__u32 k = sw;
+			__u64 *m = bpf_map_lookup_elem(&conditions, &k);
+			meta = m ? *m : 0;
+		}
+		if (!a->go_to)
+			break;
+		t = a->go_to;
+		a = 0;
+	}
+	if (!a) {
+		count(sw, SLOT_DROPPED, skb->len);
+		return TC_ACT_SHOT; // more gotos than tables
+	}
+	if (src != mac48(eth + 6) || dst != mac48(eth)) {
+		put48(eth, dst);
+		put48(eth + 6, src);
+		if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0) {
+			count(sw, SLOT_DROPPED, skb->len);
+			return TC_ACT_SHOT;
+		}
+	}
+	// Every output but the last gets a clone; the last takes the frame.
+	// OpenFlow never outputs to the ingress port unless told IN_PORT.
+	__u32 last = 0;
+	__u32 nout = a->nout;
+	for (__u32 i = 0; i < MAX_OUT; i++) {
+		if (i >= nout)
+			break;
+		__u32 o = a->out[i];
+		if (o == OUT_IN_PORT)
+			o = ifindex;
+		else if (o == ifindex)
+			continue;
+		if (last && bpf_clone_redirect(skb, last, 0) < 0)
+			count(sw, SLOT_DROPPED, skb->len);
+		last = o;
+	}
+	if (!last)
+		return TC_ACT_SHOT; // drop rule
+	return bpf_redirect(last, 0); // egress: through the port's qdisc
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,179 @@
+package datapath
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/topology"
+)
+
+type fabricCase struct {
+	spec   string
+	scheme addressing.Scheme
+	opts   controller.Options
+}
+
+var cases = []fabricCase{
+	{"dragonfly:p=2,a=4,h=2", addressing.PerGroup, controller.Options{Mode: controller.Minimal}},
+	{"dragonfly:p=2,a=4,h=2", addressing.PerGroup, controller.Options{Mode: controller.Minimal, Compact: true, SourceGuard: true}},
+	{"dragonfly:p=2,a=4,h=2", addressing.PerGroup, controller.Options{Mode: controller.Valiant}},
+	{"dragonfly:p=2,a=3,h=2", addressing.PerGroup, controller.Options{Mode: controller.Conditional}},
+	{"dragonfly:p=2,a=3,h=2", addressing.Flat, controller.Options{Mode: controller.Minimal}},
+	{"flatfly:dims=3x3,t=2", addressing.PerSwitch, controller.Options{Mode: controller.Conditional}},
+	{"flatfly:dims=3x3,t=2", addressing.PerSwitch, controller.Options{Mode: controller.Valiant}},
+	{"clos:k=4", addressing.PerSwitch, controller.Options{Mode: controller.Minimal}},
+	{"clos:k=4", addressing.PerSwitch, controller.Options{Mode: controller.Conditional}},
+}
+
+// fabric compiles a case's tables and gives every switch port a made-up
+// ifindex.
+func fabric(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, []*controller.Table, []PortRef) {
+	t.Helper()
+	sp, err := topology.ParseSpec(c.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := addressing.New(top, c.scheme, c.opts.Compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := controller.New(plan, c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := make([]*controller.Table, len(top.Switches))
+	var ports []PortRef
+	for i := range top.Switches {
+		if tables[i], err = ctl.Table(i); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range top.Switches[i].Ports {
+			ports = append(ports, PortRef{Switch: i, Port: p.Num, Ifindex: ifindexOf(i, p.Num), Host: p.Class == topology.ClassHost})
+		}
+	}
+	return top, plan, tables, ports
+}
+
+func ifindexOf(sw, port int) uint32 { return uint32(1000 + sw*256 + port) }
+
+// TestForwardMatchesTheController checks the datapath's lookup against
+// the controller's own: for every switch, ingress port, destination (every
+// host, broadcast, an unknown address), EtherType (data, DMP) and
+// condition bitmask (none, each bit alone, all), the eBPF datapath's maps
+// select the rule Table.LookupPaused selects, rewrite as it does and
+// output where it does.
+func TestForwardMatchesTheController(t *testing.T) {
+	for _, c := range cases {
+		top, plan, tables, ports := fabric(t, c)
+		img, err := Build(tables, ports)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.spec, c.opts.Mode, err)
+		}
+		hostOn := map[[2]int]int{}
+		for _, h := range top.Hosts {
+			hostOn[[2]int{h.Switch, h.Port}] = h.ID
+		}
+		var dsts []addressing.MAC
+		for h := range top.Hosts {
+			dsts = append(dsts, plan.HostMAC(h))
+		}
+		dsts = append(dsts, controller.Broadcast, 0x0e0000000001)
+		checked := 0
+		for sw, tab := range tables {
+			masks := []uint64{0, 1<<len(tab.CondPorts) - 1}
+			for b := range tab.CondPorts {
+				masks = append(masks, 1<<b)
+			}
+			for _, p := range top.Switches[sw].Ports {
+				src := plan.HostMAC(0)
+				if h, ok := hostOn[[2]int{sw, p.Num}]; ok {
+					src = plan.HostMAC(h)
+				}
+				for _, dst := range dsts {
+					for _, dl := range []uint16{ethertype.Traffic, ethertype.DMP} {
+						for _, mask := range masks {
+							paused := func(port int32) bool {
+								i := slices.Index(tab.CondPorts, port)
+								return i >= 0 && mask&(1<<i) != 0
+							}
+							want := tab.LookupPaused(p.Num, dst, dl, paused)
+							got, ok := img.Forward(ifindexOf(sw, p.Num), src, dst, dl, mask)
+							if !ok {
+								t.Fatalf("%s: port %d of switch %d unknown", c.spec, p.Num, sw)
+							}
+							if msg := differ(want, got, sw, p.Num, src, dst); msg != "" {
+								t.Fatalf("%s %s switch %d port %d dst %s type %#x cond %#x: %s", c.spec, c.opts.Mode, sw, p.Num, dst, dl, mask, msg)
+							}
+							checked++
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s %s: %d frames, %d rules, %d actions", c.spec, c.opts.Mode, checked, len(img.rules), len(img.Actions))
+	}
+}
+
+func differ(want *controller.Rule, got Decision, sw, inPort int, src, dst addressing.MAC) string {
+	if want == nil {
+		if got.Rule != nil && got.Rule.NOut > 0 {
+			return "the controller has no rule; the datapath forwards"
+		}
+		return ""
+	}
+	if got.Rule == nil {
+		return "the datapath has no rule for " + want.OpenFlow()
+	}
+	if controller.Kind(got.Rule.Kind) != want.Kind {
+		return "datapath rule kind " + controller.Kind(got.Rule.Kind).String() + ", controller's " + want.OpenFlow()
+	}
+	wantSrc, wantDst := src, dst
+	if want.SetSrc != 0 {
+		wantSrc = want.SetSrc
+	}
+	if want.SetDst != 0 {
+		wantDst = want.SetDst
+	}
+	if got.Src != wantSrc || got.Dst != wantDst {
+		return "rewrites differ from " + want.OpenFlow()
+	}
+	var out []uint32
+	for _, o := range want.Out {
+		switch {
+		case o == controller.PortInPort:
+			out = append(out, ifindexOf(sw, inPort))
+		case int(o) != inPort:
+			out = append(out, ifindexOf(sw, int(o)))
+		}
+	}
+	if !slices.Equal(out, got.Out) {
+		return "outputs differ from " + want.OpenFlow()
+	}
+	return ""
+}
+
+// TestBuildRefuses: what the program cannot hold is an error naming the
+// switch and rule, not a silently different datapath.
+func TestBuildRefuses(t *testing.T) {
+	_, _, tables, ports := fabric(t, cases[0])
+	bad := *tables[0]
+	bad.Rules = append([]controller.Rule{{Kind: controller.KindRouting, Priority: 1, Out: []int32{99}}}, bad.Rules...)
+	tables[0] = &bad
+	if _, err := Build(tables, ports); err == nil {
+		t.Fatal("a rule output to a port with no device was accepted")
+	}
+	tables[0].Rules[0] = controller.Rule{Kind: controller.KindRouting, Priority: 1, Goto: 1, Out: []int32{1}}
+	if _, err := Build(tables, ports); err == nil {
+		t.Fatal("outputs with goto_table were accepted")
+	}
+	if _, err := Build(tables, append(ports, ports[0])); err == nil {
+		t.Fatal("an ifindex given twice was accepted")
+	}
+}

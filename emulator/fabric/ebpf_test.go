@@ -1,0 +1,89 @@
+package fabric
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
+	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
+)
+
+// The eBPF datapath forwards a Dragonfly, a Flattened Butterfly and a Clos
+// under every routing mode with no Open vSwitch: every ordered pair's
+// frame arrives (ethfab ping, raw frames) and real ICMP crosses the fabric
+// (ARP's broadcast, then unicast both ways); the switches' counters in the
+// maps saw the rule kinds the mode uses; down leaves no namespace.
+func TestEBPFDatapathReachesEveryPair(t *testing.T) {
+	roottest.Need(t, "ping")
+	for _, c := range []struct{ name, topo, mode, kind string }{
+		{"ebpf-df-min", "{kind: dragonfly, p: 2, a: 3, h: 2}", "minimal", "routing"},
+		{"ebpf-df-val", "{kind: dragonfly, p: 2, a: 3, h: 2}", "valiant", "valiant"},
+		{"ebpf-df-cond", "{kind: dragonfly, p: 2, a: 3, h: 2}", "conditional", "conditional"},
+		{"ebpf-fb", "{kind: flatfly, dims: [3, 2], t: 1}", "minimal", "routing"},
+		{"ebpf-clos", "{kind: clos, k: 4, pods: 2}", "minimal", "uplink"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := scenario.Parse(c.name+".yaml", []byte("name: "+c.name+"\ntopology: "+c.topo+
+				"\nrouting: {mode: "+c.mode+"}\nlinks: {host: {rate: 50mbit}}\novs: {datapath: ebpf}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { Down(c.name) })
+			lab, err := Up(context.Background(), sc, UpOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lab.BPF == nil || lab.OVS.Datapath != datapath.Name || len(lab.OVS.Instances) != 0 {
+				t.Fatalf("lab state: bpf %v, datapath %q, %d ovs instances", lab.BPF, lab.OVS.Datapath, len(lab.OVS.Instances))
+			}
+			r, err := Ping(context.Background(), lab, 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reached != r.Pairs {
+				t.Fatalf("ping: %d of %d pairs reached; unreachable %v", r.Reached, r.Pairs, r.Unreachable)
+			}
+			first, last := lab.Hosts[0], lab.Hosts[len(lab.Hosts)-1]
+			if out, err := exec.Command("ip", "netns", "exec", first.NetNS, "ping", "-c", "1", "-W", "3", last.IP).CombinedOutput(); err != nil {
+				t.Fatalf("ICMP %s -> %s: %v\n%s", first.Name, last.Name, err, out)
+			}
+			h, err := datapath.Open(*lab.BPF)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			cs, err := h.ReadCounters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var byKind [datapath.KindSlots]uint64
+			for _, sw := range cs {
+				for k := range sw {
+					byKind[k] += sw[k].Packets
+				}
+			}
+			var want controller.Kind
+			for _, k := range controller.Kinds() {
+				if k.String() == c.kind {
+					want = k
+				}
+			}
+			if byKind[want] == 0 {
+				t.Errorf("no frame met a %s rule: %v", c.kind, byKind)
+			}
+			if byKind[datapath.SlotDropped] != 0 {
+				t.Errorf("the datapath dropped %d frames it could not forward", byKind[datapath.SlotDropped])
+			}
+			if err := Down(c.name); err != nil {
+				t.Fatal(err)
+			}
+			if left, _ := kernel.ListNamespaces(c.name + "-"); len(left) != 0 {
+				t.Errorf("namespaces left: %v", left)
+			}
+		})
+	}
+}

@@ -1,0 +1,60 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// LinkIndexes resolves interface names to ifindexes in a namespace, with
+// one link dump.
+func LinkIndexes(ns string, names []string) ([]int, error) {
+	h, err := handleAt(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, fmt.Errorf("netns %q: link dump: %w", ns, err)
+	}
+	byName := make(map[string]int, len(links))
+	for _, l := range links {
+		byName[l.Attrs().Name] = l.Attrs().Index
+	}
+	out := make([]int, len(names))
+	for i, n := range names {
+		idx, ok := byName[n]
+		if !ok {
+			return nil, fmt.Errorf("netns %q: no interface %s", ns, n)
+		}
+		out[i] = idx
+	}
+	return out, nil
+}
+
+// AttachIngress attaches a tc BPF program (direct action) to the ingress
+// of every listed interface of a namespace, under a clsact qdisc: the
+// filter holds the program, and the program its maps, until the
+// interface goes, so nothing outlives the namespace. name labels the
+// filter in `tc filter show`.
+func AttachIngress(ns string, ifindexes []int, progFD int, name string) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	for _, idx := range ifindexes {
+		q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: netlink.MakeHandle(0xffff, 0)}}
+		if err := h.QdiscAdd(q); err != nil {
+			return fmt.Errorf("netns %q ifindex %d: clsact qdisc: %w", ns, idx, err)
+		}
+		f := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS,
+			Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1}, Fd: progFD, Name: name, DirectAction: true}
+		if err := h.FilterAdd(f); err != nil {
+			return fmt.Errorf("netns %q ifindex %d: bpf filter: %w", ns, idx, err)
+		}
+	}
+	return nil
+}
