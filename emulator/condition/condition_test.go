@@ -28,9 +28,23 @@ import (
 // over its global port) with slow inter-switch links.
 func up(t *testing.T, name string) (*fabric.Lab, *fabric.Compiled) {
 	t.Helper()
-	return upYAML(t, name, "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: conditional}\n"+
-		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n")
+	return upOn(t, name, "")
 }
+
+// upOn is up on a datapath ("": the scenario's default, Open vSwitch).
+func upOn(t *testing.T, name, dp string) (*fabric.Lab, *fabric.Compiled) {
+	t.Helper()
+	body := "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: conditional}\n" +
+		"links: {host: {rate: 200mbit}, local: {rate: 2mbit}, global: {rate: 2mbit}}\n"
+	if dp != "" {
+		body += "ovs: {datapath: " + dp + "}\n"
+	}
+	return upYAML(t, name, body)
+}
+
+// datapaths are the datapaths the condition logic is tested on: Open
+// vSwitch's (the scenario default) and ethfab's eBPF one.
+var datapaths = []struct{ name, value string }{{"ovs", ""}, {"ebpf", "ebpf"}}
 
 // upYAML brings up the lab the scenario body describes (fabrictest).
 func upYAML(t *testing.T, name, body string) (*fabric.Lab, *fabric.Compiled) {

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
@@ -126,9 +127,27 @@ type port struct {
 
 func (p *port) String() string { return fmt.Sprintf("%s:%d", p.sw.name, p.num) }
 
+// conditionWriter is how a switch's condition logic sets its bitmask:
+// one FlowMod on its OpenFlow connection (Open vSwitch, openflow.go) or
+// one map write (the eBPF datapath, bpfWriter).
+type conditionWriter interface {
+	// setMask sets the bitmask; with sync it returns once the switch
+	// applies it.
+	setMask(mask uint64, sync bool) error
+	// setMaskAcked sets the bitmask and returns a channel closed once the
+	// switch has applied it, and the instant just before the switch could
+	// first act on it.
+	setMaskAcked(mask uint64) (<-chan struct{}, time.Time, error)
+	// barrier returns once the switch has applied every change sent.
+	barrier(timeout time.Duration) error
+	// rejected counts the changes the switch refused after accepting them.
+	rejected() uint64
+	close()
+}
+
 type sw struct {
 	name  string
-	of    *ofConn
+	of    conditionWriter
 	mask  uint64
 	ports map[int]*port
 	// For the reaction measurement: the switch's table, the ingress port
@@ -175,6 +194,8 @@ type Monitor struct {
 	reacts []Reaction
 	rhead  int
 	rtotal uint64 // reactions ever recorded
+
+	bpf *datapath.Handle // the eBPF datapath's maps (nil on Open vSwitch)
 
 	pctx    context.Context // probers' lifetime: Run's
 	probes  sync.WaitGroup
@@ -232,7 +253,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		if !found {
 			return nil, fmt.Errorf("switch %s is not in topology %s", s.Name, top.Spec)
 		}
-		of, err := dialOF(s.Mgmt)
+		of, err := m.writerFor(lab, s, ts.ID)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
@@ -292,6 +313,43 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	ok = true
 	return m, nil
 }
+
+// writerFor connects to a switch's condition bitmask: its OpenFlow
+// management socket, or the eBPF datapath's conditions map.
+func (m *Monitor) writerFor(lab *fabric.Lab, s fabric.Switch, id int) (conditionWriter, error) {
+	if lab.BPF == nil {
+		return dialOF(s.Mgmt)
+	}
+	if m.bpf == nil {
+		h, err := datapath.Open(*lab.BPF)
+		if err != nil {
+			return nil, err
+		}
+		m.bpf = h
+	}
+	return &bpfWriter{h: m.bpf, sw: id}, nil
+}
+
+// bpfWriter sets a switch's bitmask in the eBPF datapath's conditions
+// map: the write is the whole change (the next frame the switch forwards
+// reads it), so it is applied when it returns.
+type bpfWriter struct {
+	h  *datapath.Handle
+	sw int
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (w *bpfWriter) setMask(mask uint64, _ bool) error { return w.h.SetCondition(w.sw, mask) }
+
+func (w *bpfWriter) setMaskAcked(mask uint64) (<-chan struct{}, time.Time, error) {
+	at := time.Now()
+	return closedChan, at, w.h.SetCondition(w.sw, mask)
+}
+
+func (w *bpfWriter) barrier(time.Duration) error { return nil }
+func (w *bpfWriter) rejected() uint64            { return 0 }
+func (w *bpfWriter) close()                      {}
 
 // wire gives each switch the table the lab compiled for it, for the
 // reaction taps (conditional mode never rewrites addresses, so hosts carry
@@ -664,7 +722,7 @@ func (m *Monitor) Counters() Counters {
 	c := m.c
 	m.mu.Unlock()
 	for _, s := range m.switches {
-		c.FlowModErrs += s.of.errs.Load()
+		c.FlowModErrs += s.of.rejected()
 	}
 	return c
 }
@@ -673,6 +731,9 @@ func (m *Monitor) Counters() Counters {
 func (m *Monitor) Close() {
 	for _, s := range m.switches {
 		s.of.close()
+	}
+	if m.bpf != nil {
+		m.bpf.Close()
 	}
 	for _, np := range m.ns {
 		np.r.Close()

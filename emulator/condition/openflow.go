@@ -249,6 +249,8 @@ func (o *ofConn) barrier(timeout time.Duration) error {
 	return nil
 }
 
+func (o *ofConn) rejected() uint64 { return o.errs.Load() }
+
 func (o *ofConn) close() {
 	o.c.Close()
 	<-o.done

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/ovs"
@@ -20,12 +21,18 @@ import (
 // leaving the switch, when they took the alternative and came back.
 func TestReactionTimeMeasured(t *testing.T) {
 	roottest.NeedOVS(t)
-	lab, comp := up(t, "hrx-react")
+	for _, dp := range datapaths {
+		t.Run(dp.name, func(t *testing.T) { testReactionTimeMeasured(t, "hrx-"+dp.name, dp.value) })
+	}
+}
+
+func testReactionTimeMeasured(t *testing.T, name, dp string) {
+	lab, comp := upOn(t, name, dp)
 	in, dst, def, _ := divertable(t, comp)
 	hookedBefore := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)
 	m := newMonitor(t, lab, false)
 	sw0 := lab.Switches[0]
-	altBefore := cookiePackets(t, sw0.Mgmt, controller.KindAlternative.Cookie())
+	altBefore := kindPackets(t, lab, 0, controller.KindAlternative)
 	stop := runMonitor(t, m)
 
 	var host fabric.Host
@@ -72,9 +79,9 @@ func TestReactionTimeMeasured(t *testing.T) {
 	if c.Reacted+c.Undiverted+c.Unmeasured != c.PauseEvents {
 		t.Fatalf("pause flips %d, pause reactions %d", c.PauseEvents, c.Reacted+c.Undiverted+c.Unmeasured)
 	}
-	// The switch's own counters, read independently (ovs-ofctl), agree
-	// frames were diverted.
-	altAfter := cookiePackets(t, sw0.Mgmt, controller.KindAlternative.Cookie())
+	// The switch's own counters, read independently (ovs-ofctl, or the
+	// datapath's map), agree frames were diverted.
+	altAfter := kindPackets(t, lab, 0, controller.KindAlternative)
 	if altAfter <= altBefore {
 		t.Fatalf("alternative rules: %d packets before, %d after", altBefore, altAfter)
 	}
@@ -123,6 +130,25 @@ func hookedPacketSockets(t *testing.T, nss ...string) int {
 		}
 	}
 	return n
+}
+
+// kindPackets sums the packet counters of switch sw's rules of a kind:
+// from the eBPF datapath's counters, or from its bridge's flows.
+func kindPackets(t *testing.T, lab *fabric.Lab, sw int, k controller.Kind) uint64 {
+	t.Helper()
+	if lab.BPF == nil {
+		return cookiePackets(t, lab.Switches[sw].Mgmt, k.Cookie())
+	}
+	h, err := datapath.Open(*lab.BPF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	cs, err := h.ReadCounters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs[sw][k].Packets
 }
 
 // cookiePackets sums the packet counters of a switch's rules with cookie,
