@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
@@ -108,6 +109,8 @@ type Sampler struct {
 	lab  *fabric.Lab
 	opt  Options
 	mgmt []string
+	// bpf reaches the eBPF datapath's counters (nil on Open vSwitch).
+	bpf *datapath.Handle
 	// hostPorts[i] are switch i's OpenFlow ports that face hosts.
 	hostPorts []map[int]bool
 	hostRate  []float64 // per switch: capacity of its host links, bits/s
@@ -147,6 +150,13 @@ type Sampler struct {
 func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 	o.defaults()
 	s := &Sampler{lab: lab, opt: o, readers: map[string]*kernel.StatsReader{}, byNS: map[string]map[int]int{}}
+	if lab.BPF != nil {
+		h, err := datapath.Open(*lab.BPF)
+		if err != nil {
+			return nil, fmt.Errorf("measure: %w", err)
+		}
+		s.bpf = h
+	}
 	swIdx := map[string]int{}
 	for i, sw := range lab.Switches {
 		swIdx[sw.Name] = i
@@ -165,6 +175,7 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 		rate := shapingRate(l.Shaping)
 		a, ok := swIdx[l.A.Node]
 		if !ok {
+			s.Close()
 			return nil, fmt.Errorf("measure: link end %s is no switch of lab %s", l.A.Node, lab.Lab)
 		}
 		host := l.Class == "host"
@@ -275,6 +286,10 @@ func handleIn(ns string) (*netlink.Handle, error) {
 
 // Close releases the netlink sockets.
 func (s *Sampler) Close() {
+	if s.bpf != nil {
+		s.bpf.Close()
+		s.bpf = nil
+	}
 	for _, r := range s.readers {
 		r.Close()
 	}
@@ -300,10 +315,10 @@ func (s *Sampler) Start(ctx context.Context) error {
 		return fmt.Errorf("measure: already started")
 	}
 	var err error
-	if s.sw0, err = readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel); err != nil {
+	if s.sw0, err = s.switches(ctx); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
-	if s.lost0, err = datapathLost(ctx, s.lab.OVS.Instances, s.lab.OVS.Datapath); err != nil {
+	if s.lost0, err = s.lost(ctx); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 	if s.lnk0, err = s.linkStats(); err != nil {
@@ -484,11 +499,11 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	sw1, err := readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel)
+	sw1, err := s.switches(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
-	lost1, err := datapathLost(ctx, s.lab.OVS.Instances, s.lab.OVS.Datapath)
+	lost1, err := s.lost(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
