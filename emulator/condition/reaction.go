@@ -192,7 +192,7 @@ func (m *Monitor) openTaps(s *sw) {
 			continue
 		}
 		m.readers.Add(1)
-		go m.listen(t, t.s)
+		go m.listen(t, t.r)
 	}
 	s.tapsOpen = true
 }
@@ -208,7 +208,7 @@ func (m *Monitor) closeTaps(s *sw) {
 	for _, t := range s.taps {
 		if t.s != nil {
 			socks = append(socks, t.s)
-			t.s = nil
+			t.s, t.r = nil, nil
 		}
 	}
 	s.tapsOpen = false
@@ -291,26 +291,24 @@ wait:
 	m.recordReaction(r)
 }
 
-// listen reads one tap's socket (k: the one open when the reader started;
-// t's may be another by then) until it is closed: arrivals are noted,
-// departures fire the probes they answer.
-func (m *Monitor) listen(t *tap, k *packet.Socket) {
+// listen reads one tap's ring (the one open when the reader started;
+// t's may be another by then) until its socket is closed: arrivals are
+// noted, departures fire the probes they answer.
+func (m *Monitor) listen(t *tap, r *packet.Ring) {
 	defer m.readers.Done()
-	buf := make([]byte, tapSnap)
-	oob := make([]byte, 128)
 	var h traffic.Header
 	s := t.sw
-	for {
-		n, ts, err := k.RecvStamped(buf, oob)
-		if err != nil {
-			return // closed
-		}
-		if traffic.Decode(buf[:n], &h) != nil {
-			continue
+	read := func(b []byte, wall int64) {
+		if traffic.Decode(b, &h) != nil {
+			return
 		}
 		in, ok := s.ingress[h.Src]
 		if !ok {
-			continue // not a frame the switch's conditions decide
+			return // not a frame the switch's conditions decide
+		}
+		ts := time.Now()
+		if wall != 0 {
+			ts = time.Unix(0, wall)
 		}
 		if t.in {
 			if in == t.num {
@@ -318,15 +316,21 @@ func (m *Monitor) listen(t *tap, k *packet.Socket) {
 				s.arrive(&h, ts)
 				s.pmu.Unlock()
 			}
-			continue
+			return
 		}
 		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), ethertype.Traffic)
 		if rule == nil || rule.Kind != controller.KindConditional {
-			continue
+			return
 		}
 		s.pmu.Lock()
 		s.depart(t.num, int(rule.Cond), &h, ts)
 		s.pmu.Unlock()
+	}
+	for {
+		r.Read(read)
+		if r.Wait() != nil {
+			return // closed
+		}
 	}
 }
 

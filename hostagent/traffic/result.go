@@ -95,7 +95,6 @@ type Fidelity struct {
 	Foreign         uint64 `json:"foreign_frames"` // same EtherType, not traffic (pings)
 	StaleRun        uint64 `json:"stale_run_frames"`
 	FarReordered    uint64 `json:"far_reordered"` // beyond the duplicate window
-	ReadErrors      uint64 `json:"read_errors"`
 }
 
 func latencyOf(h *pat.Histogram) Latency {
@@ -171,7 +170,6 @@ func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint
 		f.Foreign += k.st.foreign
 		f.StaleRun += k.st.staleRun
 		f.FarReordered += k.st.farBehind
-		f.ReadErrors += k.st.readErrs
 
 		j, ok := bySwitch[hs.Switch]
 		if !ok {

@@ -3,7 +3,7 @@ package traffic
 import (
 	"errors"
 
-	"golang.org/x/sys/unix"
+	"time"
 
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -40,38 +40,32 @@ type sinkStats struct {
 	staleRun   uint64 // frames of an earlier run
 	foreign    uint64 // other frames of the EtherType (pings)
 	malformed  uint64
-	readErrs   uint64
 }
 
 func newSink(host, n int, run uint32) *sink {
 	return &sink{host: host, run: run, flows: make([]flow, n)}
 }
 
-// serve reads until the socket's read deadline passes.
+// serve reads the host's ring until the socket's read deadline passes,
+// then reads what the kernel has handed over by then. Each frame's time
+// is the kernel's stamp as it reached the host's interface, so a sink
+// scheduled late does not add to the fabric's latency.
 func (k *sink) serve(s *sock) {
-	buf := make([]byte, pat.MaxFrameSize+64)
 	var h pat.Header
-	var msg rxMsg
+	var off int64 // wall - monotonic, taken once per batch
+	read := func(b []byte, wall int64) {
+		at := wall - off
+		if wall == 0 {
+			at = monoNow()
+		}
+		k.frame(b, &h, at)
+	}
 	for {
-		err := s.rc.Read(func(fd uintptr) bool {
-			for {
-				n, at, err := msg.recv(int(fd), buf)
-				switch err {
-				case nil:
-				case unix.EINTR:
-					continue
-				case unix.EAGAIN:
-					return false // wait for the poller
-				default:
-					// e.g. ENETDOWN while a link flaps: count it, and
-					// wait rather than spin on it.
-					k.st.readErrs++
-					return false
-				}
-				k.frame(buf[:n], &h, at)
-			}
-		})
-		if err != nil {
+		now := time.Now()
+		off = now.UnixNano() - (clockBaseMono + int64(now.Sub(clockBase)))
+		s.ring.Read(read)
+		if err := s.ring.Wait(); err != nil {
+			s.ring.Read(read)
 			return // deadline: the run is over (or the socket closed)
 		}
 	}

@@ -73,6 +73,7 @@ type Socket struct {
 	// PACKET_IGNORE_OUTGOING although asked), so Recv filters them.
 	own    bool
 	closed atomic.Bool
+	ring   *Ring // a receive ring (Ring), unmapped on Close
 }
 
 // Open opens a packet socket on interface ifname of namespace ns ("" is
@@ -276,7 +277,11 @@ func (s *Socket) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	return s.f.Close()
+	err := s.f.Close()
+	if s.ring != nil {
+		s.ring.unmap()
+	}
+	return err
 }
 
 // Closed says whether Close was called, so a reader can tell its error
