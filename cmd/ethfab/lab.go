@@ -197,8 +197,13 @@ func statusCommand() *cli.Command {
 					fmt.Fprintln(w, "warning:", warning)
 				}
 			}
-			fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
-				len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
+			if b := lab.BPF; b != nil {
+				fmt.Fprintf(w, "eBPF datapath: program %d on every switch port, maps conditions %d, counters %d (bpftool prog show id %d)\n",
+					b.Program, b.Conditions, b.Counters, b.Program)
+			} else {
+				fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
+					len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)
+			}
 			for _, in := range lab.OVS.Instances {
 				fmt.Fprintf(w, "  db %s (netns %s)\n", in.DB, in.NetNS)
 			}
@@ -206,7 +211,7 @@ func statusCommand() *cli.Command {
 			for _, h := range lab.Hosts {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", h.Name, h.NetNS, h.MAC, h.IP, h.Switch, h.Port)
 			}
-			fmt.Fprintln(w, "\nSWITCH\tPORTS\tFLOWS\tMGMT")
+			fmt.Fprintln(w, "\nSWITCH\tPORTS\tRULES\tMGMT")
 			for _, s := range lab.Switches {
 				fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", s.Name, s.Ports, s.Flows, s.Mgmt)
 			}

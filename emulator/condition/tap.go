@@ -73,4 +73,4 @@ func (t *tap) open() error {
 // answered (well within ReactLimit), not what it measures; and a tap that
 // reads a block at a time, not a frame at a time, costs a busy fabric a
 // tenth of what it did.
-var tapRing = packet.RingConfig{BlockSize: 16 << 10, Blocks: 4, Retire: 2 * time.Millisecond}
+var tapRing = packet.RingConfig{BlockSize: 16 << 10, Blocks: 4, Retire: 10 * time.Millisecond}

@@ -700,7 +700,8 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	// The filters hold the program, and it its maps, once attached; this
 	// process's references go either way.
 	defer l.Close()
-	if err := l.Attach(ns, idx); err != nil {
+	how, err := l.Attach(ns, idx)
+	if err != nil {
 		return "", err
 	}
 	ids := l.IDs()
@@ -710,7 +711,8 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 		counts[i] = len(t.Rules)
 	}
 	total := u.recordNodes(counts, func(int) (string, string) { return "", "" })
-	return fmt.Sprintf("eBPF datapath: %d rules in %d subtables on %d ports (program %d)", total, img.Subtables(), len(idx), ids.Program), nil
+	return fmt.Sprintf("eBPF datapath: %d rules in %d subtables on %d ports (program %d, %s), maps filled in %v",
+		total, img.Subtables(), len(idx), ids.Program, how, l.Fill.Round(time.Microsecond)), nil
 }
 
 func classOf(c scenario.LinkClass) topology.LinkClass {

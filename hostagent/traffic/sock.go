@@ -26,7 +26,7 @@ type sock struct {
 // host link, wait for a sink scheduled late) handed over at least every
 // 4 ms, so a sink wakes at most 250 times a second however many frames it
 // gets. 1,056 hosts hold 540 MB of rings.
-var sinkRing = packet.RingConfig{BlockSize: 32 << 10, Blocks: 16, Retire: 4 * time.Millisecond}
+var sinkRing = packet.RingConfig{BlockSize: 32 << 10, Blocks: 16, Retire: 20 * time.Millisecond}
 
 // defaultRcvBuf is the receive buffer asked for each socket: room for ~2,000
 // 1000-byte frames, so a sink goroutine that is not scheduled for a few
