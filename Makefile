@@ -4,12 +4,23 @@ GO      ?= go
 BIN     ?= bin/ethfab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build test vet race reliability fuzz sweep clean quickstart
+.PHONY: bpf all build test vet race reliability fuzz sweep clean quickstart
 
 all: build
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ethfab
+
+# The eBPF datapath's program (emulator/datapath/bpf/switch.c) is compiled
+# here and the object committed, so building ethfab needs no clang; after
+# editing the C, run `make bpf` (clang and libbpf-dev: apt install clang
+# libbpf-dev) and commit the object. TestObjectIsBuiltFromSource checks
+# the two agree wherever clang is installed.
+BPF_OBJ = emulator/datapath/switch.bpf.o
+bpf:
+	clang -O2 -g -target bpf -Wall -Werror -I/usr/include/$$(uname -m)-linux-gnu \
+		-c emulator/datapath/bpf/switch.c -o $(BPF_OBJ)
+	llvm-strip -g $(BPF_OBJ)
 
 vet:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)

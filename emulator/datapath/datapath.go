@@ -18,6 +18,10 @@ import (
 //go:embed switch.bpf.o
 var object []byte
 
+// flowCacheEntries bounds the program's cache of decided flows (an LRU:
+// the least recently used entry goes): 64 Ki entries of 64 bytes.
+const flowCacheEntries = 1 << 16
+
 // programName is the program's name in the object and its filter's in tc.
 const programName = "ethfab_switch"
 
@@ -48,7 +52,7 @@ func Load(img *Image) (*Loaded, error) {
 	}
 	nTables := img.Switches * MaxTables
 	sizes := map[string]int{"ports": len(img.Ports), "tables": nTables, "rules": len(img.rules),
-		"actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots}
+		"actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries}
 	for name, n := range sizes {
 		spec.Maps[name].MaxEntries = uint32(max(1, n))
 	}

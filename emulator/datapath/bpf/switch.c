@@ -77,6 +77,28 @@ struct action {
 	__u32 out[MAX_OUT]; // ifindex, or OUT_IN_PORT
 };
 
+// A flow is what the pipeline decided for one exact frame header on one
+// port under one condition bitmask: its cache entry spares the next such
+// frame the subtable lookups (OVS's exact-match cache, in the kernel).
+// The tables never change under a running lab; the condition bitmask is
+// in the key, so a flip finds new entries and the old ones age out.
+struct flow_key {
+	__u32 ifindex;
+	__u16 dl_type;
+	__u16 pad;
+	__u64 src;
+	__u64 dst;
+	__u64 cond;
+};
+
+struct flow_val {
+	__u32 action; // the last rule's
+	__u8 nkinds;
+	__u8 kinds[MAX_TABLES]; // every rule met, for the counters
+	__u8 pad[3];
+	__u64 src, dst; // after the rewrites
+};
+
 struct counter {
 	__u64 packets;
 	__u64 bytes;
@@ -118,6 +140,15 @@ struct {
 	__type(value, __u64);
 	__uint(max_entries, 1);
 } conditions SEC(".maps");
+
+struct {
+	// Shared, not per CPU: a per-CPU entry that one CPU creates reads as
+	// zeroes on the others.
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct flow_key);
+	__type(value, struct flow_val);
+	__uint(max_entries, 1);
+} flows SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -188,6 +219,38 @@ static __always_inline long classify(__u16 sw, __u8 t, __u16 in_port, __u16 dl_t
 	return best;
 }
 
+// pipeline runs the switch's tables on a frame, as classify's tuple-space
+// search, and fills f with the outcome; false if no rule (or an action)
+// was found: the frame is dropped.
+static __always_inline int pipeline(struct port *p, __u16 sw, __u16 dl_type, __u64 cond, struct flow_val *f)
+{
+	__u64 meta = 0;
+	__u8 t = 0;
+	for (int hop = 0; hop < MAX_TABLES; hop++) {
+		long ai = classify(sw, t, p->num, dl_type, f->src, f->dst, meta);
+		if (ai < 0)
+			return 0; // table miss: OpenFlow 1.3 drops
+		__u32 key = ai;
+		struct action *a = bpf_map_lookup_elem(&actions, &key);
+		if (!a)
+			return 0;
+		f->kinds[hop] = a->kind;
+		f->nkinds = hop + 1;
+		if (a->set_src)
+			f->src = a->set_src;
+		if (a->set_dst)
+			f->dst = a->set_dst;
+		if (a->write_cond)
+			meta = cond;
+		if (!a->go_to) {
+			f->action = key;
+			return 1;
+		}
+		t = a->go_to;
+	}
+	return 0; // more gotos than tables
+}
+
 SEC("tc")
 int ethfab_switch(struct __sk_buff *skb)
 {
@@ -201,45 +264,52 @@ int ethfab_switch(struct __sk_buff *skb)
 		count(sw, SLOT_DROPPED, skb->len);
 		return TC_ACT_SHOT;
 	}
-	__u64 dst = mac48(eth), src = mac48(eth + 6);
-	__u16 dl_type = ((__u16)eth[12] << 8) | eth[13];
-	__u64 meta = 0;
-	__u8 t = 0;
-	struct action *a = 0;
-	for (int hop = 0; hop < MAX_TABLES; hop++) {
-		long ai = classify(sw, t, p->num, dl_type, src, dst, meta);
-		if (ai < 0)
-			return TC_ACT_SHOT; // table miss: OpenFlow 1.3 drops
-		__u32 key = ai;
-		a = bpf_map_lookup_elem(&actions, &key);
-		if (!a) {
-			count(sw, SLOT_DROPPED, skb->len);
+	__u32 swk = sw;
+	__u64 *cm = bpf_map_lookup_elem(&conditions, &swk);
+	struct flow_key fk = {
+		.ifindex = ifindex,
+		.dl_type = ((__u16)eth[12] << 8) | eth[13],
+		.src = mac48(eth + 6),
+		.dst = mac48(eth),
+		.cond = cm ? *cm : 0,
+	};
+	// The decision, copied out of the cache (the verifier tracks one
+	// pointer better than two), or made by the pipeline and cached.
+	struct flow_val fv;
+	struct flow_val *hit = bpf_map_lookup_elem(&flows, &fk);
+	if (hit) {
+		fv = *hit;
+	} else {
+		__builtin_memset(&fv, 0, sizeof(fv));
+		fv.src = fk.src;
+		fv.dst = fk.dst;
+		if (!pipeline(p, sw, fk.dl_type, fk.cond, &fv)) {
+			// The table-0 rules the frame met still count it.
+			for (int i = 0; i < MAX_TABLES; i++)
+				if (i < fv.nkinds)
+					count(sw, fv.kinds[i], skb->len);
 			return TC_ACT_SHOT;
 		}
-		count(sw, a->kind, skb->len);
-		if (a->kind == BROADCAST_KIND && p->host)
-			count(sw, SLOT_HOST_BCAST, skb->len);
-		if (a->set_src)
-			src = a->set_src;
-		if (a->set_dst)
-			dst = a->set_dst;
-		if (a->write_cond) {
-			__u32 k = sw;
-			__u64 *m = bpf_map_lookup_elem(&conditions, &k);
-			meta = m ? *m : 0;
-		}
-		if (!a->go_to)
-			break;
-		t = a->go_to;
-		a = 0;
+		bpf_map_update_elem(&flows, &fk, &fv, BPF_ANY);
 	}
+	struct flow_val *f = &fv;
+	__u8 n = f->nkinds;
+	for (int i = 0; i < MAX_TABLES; i++) {
+		if (i >= n)
+			break;
+		count(sw, f->kinds[i], skb->len);
+		if (f->kinds[i] == BROADCAST_KIND && p->host)
+			count(sw, SLOT_HOST_BCAST, skb->len);
+	}
+	__u32 ak = f->action;
+	struct action *a = bpf_map_lookup_elem(&actions, &ak);
 	if (!a) {
 		count(sw, SLOT_DROPPED, skb->len);
-		return TC_ACT_SHOT; // more gotos than tables
+		return TC_ACT_SHOT;
 	}
-	if (src != mac48(eth + 6) || dst != mac48(eth)) {
-		put48(eth, dst);
-		put48(eth + 6, src);
+	if (f->src != fk.src || f->dst != fk.dst) {
+		put48(eth, f->dst);
+		put48(eth + 6, f->src);
 		if (bpf_skb_store_bytes(skb, 0, eth, 12, 0) < 0) {
 			count(sw, SLOT_DROPPED, skb->len);
 			return TC_ACT_SHOT;
