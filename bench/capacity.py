@@ -14,11 +14,11 @@ all ovs-vswitchd threads, the ethfab process (traffic engine, condition
 monitor, sampler) and softirq, in cores. A table, and JSON with --json.
 
 The largest faithful switch-hop rate over every case is the machine's
-capacity; --save writes it where `ethfab doctor` and `ethfab run` read it
+capacity on that datapath (--datapath; each has its own); --save writes it where `ethfab doctor` and `ethfab run` read it
 (/var/lib/ethfab/capacity.json, or $ETHFAB_CAPACITY_FILE).
 
 Usage (root; make build first):
-  bench/capacity.py [--sizes 2,4,2 4,8,4] [--modes minimal,valiant,conditional]
+  bench/capacity.py [--datapath auto|netdev|ebpf] [--sizes 2,4,2 4,8,4] [--modes minimal,valiant,conditional]
                     [--patterns uniform,adv+1] [--rate 5mbit] [--loads 0.1,0.2,0.3,0.4,0.5,0.7,0.9]
                     [--load 0.5] [--rates 1mbit,2mbit,5mbit,10mbit,20mbit]
                     [--duration 3s] [--set K=V ...] [--json FILE] [--save]
@@ -103,6 +103,7 @@ def main():
     ap.add_argument("--load", type=float, default=0.5, help="offered load of the rate search")
     ap.add_argument("--rates", default="1mbit,2mbit,5mbit,10mbit,20mbit")
     ap.add_argument("--duration", default="3s")
+    ap.add_argument("--datapath", default="auto", help="ovs.datapath of every run: auto, netdev, system or ebpf")
     ap.add_argument("--set", action="append", default=[], help="scenario override for every run")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--save", action="store_true", help="record the capacity for ethfab doctor and run")
@@ -111,6 +112,8 @@ def main():
     if os.geteuid() != 0:
         sys.exit("run as root")
     loads = [float(x) for x in args.loads.split(",")]
+    args.set = ["ovs.datapath=" + args.datapath] + args.set
+    used = set()
     rates = args.rates.split(",")
     cases = []
     hdr = "%-7s %-11s %-8s %-6s %7s %5s %8s %10s %-26s %6s %6s %6s %s" % (
@@ -130,6 +133,7 @@ def main():
                 for pattern in args.patterns.split(","):
                     case = {"dragonfly": size, "routing": mode, "pattern": pattern, "load_search": [], "rate_search": []}
                     m = run(args.ethfab, size, mode, pattern, args.rate, loads, args.duration, args.set, tmp)
+                    used.add(m["run"]["machine"].get("datapath", "?"))
                     ok = True
                     for pt, why in points(m):
                         d = describe(pt, args.rate, why)
@@ -154,19 +158,31 @@ def main():
                         case.get("max_rate", {}).get("rate", "none"), args.load, case["faithful_hop_fps"]), flush=True)
                     cases.append(case)
     capacity = max((c["faithful_hop_fps"] for c in cases), default=0)
-    doc = {"measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    datapath = ",".join(sorted(used))
+    doc = {"datapath": datapath, "measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "command": " ".join(sys.argv), "switch_hop_fps": capacity,
            "by_case": {"df(%s) %s %s" % (c["dragonfly"], c["routing"], c["pattern"]): c["faithful_hop_fps"] for c in cases},
            "cases": cases}
-    print("capacity: %d switch-hop frames/s kept faithfully (largest over %d cases)" % (capacity, len(cases)))
+    print("capacity: %d switch-hop frames/s kept faithfully on the %s datapath (largest over %d cases)" % (capacity, datapath, len(cases)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1)
     if args.save:
+        if len(used) != 1:
+            sys.exit("runs used datapaths %s: not saved" % datapath)
+        # One entry per datapath: the others' measurements are kept (a
+        # file of one capacity, from before the eBPF datapath, is the
+        # userspace datapath's).
+        saved = {"datapaths": {}}
+        if os.path.exists(CAPACITY_FILE):
+            with open(CAPACITY_FILE) as f:
+                old = json.load(f)
+            saved["datapaths"] = old.get("datapaths") or {old.get("datapath") or "netdev": old}
+        saved["datapaths"][datapath] = {k: doc[k] for k in ("datapath", "measured", "command", "switch_hop_fps", "by_case")}
         os.makedirs(os.path.dirname(CAPACITY_FILE), exist_ok=True)
         with open(CAPACITY_FILE, "w") as f:
-            json.dump({k: doc[k] for k in ("measured", "command", "switch_hop_fps", "by_case")}, f, indent=1)
-        print("saved to %s" % CAPACITY_FILE)
+            json.dump(saved, f, indent=1)
+        print("saved to %s (%s datapath)" % (CAPACITY_FILE, datapath))
 
 
 if __name__ == "__main__":

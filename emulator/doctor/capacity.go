@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -15,21 +16,39 @@ const CapacityFileEnv = "ETHFAB_CAPACITY_FILE"
 // DefaultCapacityFile is where bench/capacity.py --save records it.
 const DefaultCapacityFile = "/var/lib/ethfab/capacity.json"
 
-// Capacity is this machine's emulation capacity as bench/capacity.py
-// measured it: the switch-hop frames per second (frames forwarded by every
-// switch, summed) that a run carried while keeping its fidelity verdict.
-// The userspace datapath's cost is per frame and per switch, so this one
-// number predicts, across sizes and patterns, whether a run will keep up.
+// Capacity is this machine's emulation capacity on one datapath as
+// bench/capacity.py measured it: the switch-hop frames per second (frames
+// forwarded by every switch, summed) that a run carried while keeping its
+// fidelity verdict. A datapath's cost is per frame and per switch, so this
+// one number predicts, across sizes and patterns, whether a run will keep
+// up.
 type Capacity struct {
-	File     string `json:"file"`
-	Measured string `json:"measured"` // UTC time of the benchmark
+	Datapath string `json:"datapath,omitempty"` // netdev (Open vSwitch's userspace), system, ebpf
+	Measured string `json:"measured"`           // UTC time of the benchmark
 	Command  string `json:"command"`
 	// SwitchHopFPS is the largest faithful rate over every case.
 	SwitchHopFPS float64 `json:"switch_hop_fps"`
 	// ByCase is the faithful rate per case, keyed "df(P,A,H) ROUTING
-	// PATTERN"; conditional routing without the flow cache costs more
-	// per frame, so the run warning uses its routing's cases.
+	// PATTERN"; conditional routing costs more per frame, so the run
+	// warning uses its routing's cases.
 	ByCase map[string]float64 `json:"by_case"`
+}
+
+// Capacities are the capacities measured here, by datapath, as the
+// capacity file keeps them: {"datapaths": {"netdev": {...}, "ebpf":
+// {...}}}. A file of one Capacity (before the eBPF datapath) is the
+// userspace datapath's.
+type Capacities struct {
+	File       string               `json:"file"`
+	ByDatapath map[string]*Capacity `json:"datapaths"`
+}
+
+// For is the capacity measured on a datapath, or nil.
+func (c *Capacities) For(datapath string) *Capacity {
+	if c == nil {
+		return nil
+	}
+	return c.ByDatapath[datapath]
 }
 
 // CapacityFile is where the capacity is read and written.
@@ -40,9 +59,9 @@ func CapacityFile() string {
 	return DefaultCapacityFile
 }
 
-// LoadCapacity reads the recorded capacity; nil and no error when the
+// LoadCapacity reads the recorded capacities; nil and no error when the
 // benchmark never ran here.
-func LoadCapacity() (*Capacity, error) {
+func LoadCapacity() (*Capacities, error) {
 	f := CapacityFile()
 	b, err := os.ReadFile(f)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -51,15 +70,28 @@ func LoadCapacity() (*Capacity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("capacity: %w", err)
 	}
-	var c Capacity
-	if err := json.Unmarshal(b, &c); err != nil {
+	var doc struct {
+		Datapaths map[string]*Capacity `json:"datapaths"`
+		Capacity
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("capacity: %s: %w", f, err)
 	}
-	if c.SwitchHopFPS < 0 {
-		return nil, fmt.Errorf("capacity: %s: negative switch_hop_fps", f)
+	c := &Capacities{File: f, ByDatapath: doc.Datapaths}
+	if c.ByDatapath == nil {
+		one := doc.Capacity
+		if one.Datapath == "" {
+			one.Datapath = "netdev"
+		}
+		c.ByDatapath = map[string]*Capacity{one.Datapath: &one}
 	}
-	c.File = f
-	return &c, nil
+	for dp, v := range c.ByDatapath {
+		if v == nil || v.SwitchHopFPS < 0 {
+			return nil, fmt.Errorf("capacity: %s: datapath %q: missing or negative switch_hop_fps", f, dp)
+		}
+		v.Datapath = dp
+	}
+	return c, nil
 }
 
 // ForRouting is the capacity measured for one routing mode: the largest
@@ -85,19 +117,29 @@ func (c *Capacity) measured(mode string) (float64, bool) {
 }
 
 // capacityNote is doctor's line about the capacity.
-func capacityNote(c *Capacity, loadErr string) string {
+func capacityNote(c *Capacities, loadErr string) string {
 	switch {
 	case loadErr != "":
 		return "capacity  " + loadErr
-	case c == nil:
+	case c == nil || len(c.ByDatapath) == 0:
 		return "capacity  not measured on this machine: run bench/capacity.py --save (as root, machine otherwise idle) so `ethfab run` can warn before a phase asks for more than the machine keeps faithful"
 	}
-	var parts []string
-	for _, m := range []string{"minimal", "valiant", "conditional"} {
-		if v, ok := c.measured(m); ok {
-			parts = append(parts, fmt.Sprintf("%s %.0f", m, v))
-		}
+	dps := make([]string, 0, len(c.ByDatapath))
+	for dp := range c.ByDatapath {
+		dps = append(dps, dp)
 	}
-	return fmt.Sprintf("capacity  %.0f switch-hop frames/s kept faithful (%s; measured %s by `%s`, %s)",
-		c.SwitchHopFPS, strings.Join(parts, ", "), c.Measured, c.Command, c.File)
+	sort.Strings(dps)
+	var lines []string
+	for _, dp := range dps {
+		v := c.ByDatapath[dp]
+		var parts []string
+		for _, m := range []string{"minimal", "valiant", "conditional"} {
+			if f, ok := v.measured(m); ok {
+				parts = append(parts, fmt.Sprintf("%s %.0f", m, f))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("capacity  %s datapath: %.0f switch-hop frames/s kept faithful (%s; measured %s by `%s`, %s)",
+			dp, v.SwitchHopFPS, strings.Join(parts, ", "), v.Measured, v.Command, c.File))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -50,7 +50,7 @@ type Report struct {
 	Notes        []string            `json:"notes,omitempty"`
 	// Capacity is what bench/capacity.py measured here; nil when it never
 	// ran.
-	Capacity *Capacity `json:"capacity,omitempty"`
+	Capacity *Capacities `json:"capacity,omitempty"`
 	// CapacityError says why the recorded capacity could not be read.
 	CapacityError string `json:"capacity_error,omitempty"`
 }

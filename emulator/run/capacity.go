@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/hostagent/traffic"
@@ -19,19 +20,25 @@ import (
 // preflight draws from the pattern to average their path lengths.
 const destinationsPerHost = 8
 
-// capacityWarnings compares, before anything is built, each traffic
+// capacityWarnings compares, before any traffic runs, each traffic
 // point's offered work — frames per second times the switches each crosses
 // on its default path, from the controller's own tables — with the
-// switch-hop rate this machine kept faithful (bench/capacity.py). A point
-// above it will most likely fail the fidelity verdict, so the user hears
-// it before the run and is told the load or rate that would fit.
-func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Compiled) ([]string, error) {
+// switch-hop rate this machine kept faithful on the lab's datapath
+// (bench/capacity.py). A point above it will most likely fail the
+// fidelity verdict, so the user hears it before the run and is told the
+// load or rate that would fit, and whether the eBPF datapath would.
+func capacityWarnings(sc *scenario.Scenario, caps *doctor.Capacities, dp string, comp *fabric.Compiled) ([]string, error) {
+	c := caps.For(dp)
 	if c == nil {
 		return nil, nil
 	}
 	limit := c.ForRouting(string(sc.Routing.Mode))
 	if limit <= 0 {
 		return nil, nil
+	}
+	ebpfLimit := 0.0
+	if e := caps.For(datapath.Name); e != nil && dp != datapath.Name {
+		ebpfLimit = e.ForRouting(string(sc.Routing.Mode))
 	}
 	ts := controller.TablesOf(comp.Ctl, comp.Tables)
 	bps := float64(sc.Links[scenario.HostLinks].Rate)
@@ -60,12 +67,16 @@ func capacityWarnings(sc *scenario.Scenario, c *doctor.Capacity, comp *fabric.Co
 				continue
 			}
 			fit := limit / work
-			warns = append(warns, fmt.Sprintf(
+			w := fmt.Sprintf(
 				"phase %s at load %g offers about %.0f switch-hop frames/s (%d hosts × %g × %s in %d-byte frames, %.1f switches each), "+
-					"above the %.0f/s this machine kept faithful for %s routing (%s, measured %s): expect the fidelity verdict to fail; "+
+					"above the %.0f/s this machine kept faithful for %s routing on the %s datapath (%s, measured %s): expect the fidelity verdict to fail; "+
 					"load %g at this rate, or links at %s at this load, would fit",
 				ph.Name, load, work, len(comp.Top.Hosts), load, rate.Format(uint64(bps)), frame, crossed,
-				limit, sc.Routing.Mode, c.File, c.Measured, twoDigits(load*fit), rate.Format(uint64(twoDigits(bps*fit)))))
+				limit, sc.Routing.Mode, dp, caps.File, c.Measured, twoDigits(load*fit), rate.Format(uint64(twoDigits(bps*fit))))
+			if work <= ebpfLimit {
+				w += fmt.Sprintf(", and so would ovs.datapath: ebpf as it is (%.0f/s kept faithful)", ebpfLimit)
+			}
+			warns = append(warns, w)
 		}
 	}
 	return warns, nil

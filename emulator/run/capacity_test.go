@@ -61,23 +61,32 @@ func TestCapacityWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w, err := capacityWarnings(sc, nil, comp); w != nil || err != nil {
+	if w, err := capacityWarnings(sc, nil, "netdev", comp); w != nil || err != nil {
 		t.Errorf("no capacity measured: %v, %v", w, err)
 	}
 	// 42 hosts × 625 frames/s × load × ~4 switches: ~10k/s at 0.1, ~50k/s at 0.5.
-	c := &doctor.Capacity{File: "f", Measured: "then", SwitchHopFPS: 1e6, ByCase: map[string]float64{"df(2,3,2) valiant adv+1": 30000}}
-	w, err := capacityWarnings(sc, c, comp)
+	c := &doctor.Capacity{Measured: "then", SwitchHopFPS: 1e6, ByCase: map[string]float64{"df(2,3,2) valiant adv+1": 30000}}
+	caps := &doctor.Capacities{File: "f", ByDatapath: map[string]*doctor.Capacity{"netdev": c}}
+	if w, err := capacityWarnings(sc, caps, "ebpf", comp); w != nil || err != nil {
+		t.Errorf("the lab's datapath not measured: %v, %v", w, err)
+	}
+	w, err := capacityWarnings(sc, caps, "netdev", comp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w) != 1 || !strings.Contains(w[0], "load 0.5") || !strings.Contains(w[0], "would fit") {
-		t.Fatalf("warnings %q: want one, for load 0.5, with what fits", w)
+	if len(w) != 1 || !strings.Contains(w[0], "load 0.5") || !strings.Contains(w[0], "would fit") || strings.Contains(w[0], "ebpf") {
+		t.Fatalf("warnings %q: want one, for load 0.5, with what fits, and no word of an unmeasured eBPF datapath", w)
 	}
 	if !strings.Contains(w[0], "load 0.2") && !strings.Contains(w[0], "load 0.3") {
 		t.Errorf("suggested load not about 0.3: %s", w[0])
 	}
+	// The eBPF datapath, measured with room for it, is suggested.
+	caps.ByDatapath["ebpf"] = &doctor.Capacity{SwitchHopFPS: 1e6}
+	if w, _ := capacityWarnings(sc, caps, "netdev", comp); len(w) != 1 || !strings.Contains(w[0], "ovs.datapath: ebpf") {
+		t.Errorf("warnings %q: want the eBPF datapath suggested", w)
+	}
 	c.ByCase = map[string]float64{"df(2,3,2) valiant adv+1": 1e6}
-	if w, _ := capacityWarnings(sc, c, comp); len(w) != 0 {
+	if w, _ := capacityWarnings(sc, caps, "netdev", comp); len(w) != 0 {
 		t.Errorf("under capacity, warned: %q", w)
 	}
 }

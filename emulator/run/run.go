@@ -211,16 +211,6 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 	top := comp.Top
-	warnings, err := capacityWarnings(sc, capa, comp)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		if o.Warn != nil {
-			fmt.Fprintf(o.Warn, "warning: %s\n", w)
-		}
-	}
-
 	if o.Lab == "" {
 		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Report: o.Report, Compiled: comp}); err != nil {
 			return nil, err
@@ -236,6 +226,17 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 
+	// Warned once the lab is up, when its datapath is known (ebpf,
+	// netdev or system have their own capacities), before any traffic.
+	warnings, err := capacityWarnings(sc, capa, lab.OVS.Datapath, comp)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		if o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
+		}
+	}
 	m := &results.Metrics{Schema: results.SchemaVersion, Run: runRecord(sc, lab, start, o.Version, warnings)}
 	doc := doctor.Run(ctx)
 	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)
