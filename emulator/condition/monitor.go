@@ -196,6 +196,8 @@ type Monitor struct {
 	rtotal uint64 // reactions ever recorded
 
 	bpf *datapath.Handle // the eBPF datapath's maps (nil on Open vSwitch)
+	// tapRetire is the taps' ring period: how late a tap may read a frame.
+	tapRetire time.Duration
 
 	pctx    context.Context // probers' lifetime: Run's
 	probes  sync.WaitGroup
@@ -309,6 +311,16 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	}
 	if err := m.wire(comp, !o.PortOnly); err != nil {
 		return nil, err
+	}
+	n := 0
+	for _, s := range m.switches {
+		n += len(s.taps)
+	}
+	m.tapRetire = tapRetire(n)
+	for _, s := range m.switches {
+		for _, t := range s.taps {
+			t.retire = m.tapRetire
+		}
 	}
 	ok = true
 	return m, nil

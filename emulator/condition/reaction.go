@@ -249,7 +249,9 @@ func (m *Monitor) countTapErr() {
 func (m *Monitor) await(ctx context.Context, s *sw, pr *probe, acked <-chan struct{}) {
 	defer m.probes.Done()
 	r := pr.r
-	timer := time.NewTimer(time.Until(r.Onset.Add(m.o.ReactLimit)))
+	// A frame within the limit may sit in its tap's ring up to a retire
+	// period before it is read.
+	timer := time.NewTimer(time.Until(r.Onset.Add(m.o.ReactLimit + m.tapRetire)))
 	defer timer.Stop()
 	var o Outcome
 	var why string

@@ -31,6 +31,7 @@ type tap struct {
 	// only frames the tap needs (a direct topology's switch: its own
 	// hosts), so transit traffic is never copied to user space.
 	srcVal, srcMask uint64
+	retire          time.Duration // the ring's (tapRetire)
 
 	// The open socket and its ring, under the switch's pmu; nil while
 	// closed.
@@ -58,7 +59,9 @@ func (t *tap) open() error {
 	if err != nil {
 		return fmt.Errorf("tap: %w", err)
 	}
-	r, err := s.Ring(tapRing)
+	rc := tapRing
+	rc.Retire = t.retire
+	r, err := s.Ring(rc)
 	if err != nil {
 		s.Close()
 		return fmt.Errorf("tap: %w", err)
@@ -68,9 +71,17 @@ func (t *tap) open() error {
 }
 
 // tapRing is a tap's receive ring: 4 blocks of 16 KiB hold about 450 cut
-// frames, handed over at least every 2 ms. The reaction is timed by the
-// kernel's stamps, so the wait in the ring delays when a probe is
-// answered (well within ReactLimit), not what it measures; and a tap that
-// reads a block at a time, not a frame at a time, costs a busy fabric a
-// tenth of what it did.
-var tapRing = packet.RingConfig{BlockSize: 16 << 10, Blocks: 4, Retire: 10 * time.Millisecond}
+// frames. The reaction is timed by the kernel's stamps, so the wait in
+// the ring delays when a probe is answered, not what it measures; and a
+// tap that reads a block at a time, not a frame at a time, costs a busy
+// fabric a tenth of what it did. Retire is set per monitor (tapRetire).
+var tapRing = packet.RingConfig{BlockSize: 16 << 10, Blocks: 4}
+
+// tapRetire is how long a tap's ring keeps a block that is not full. Each
+// open tap's ring fires a timer every period, frames or not (a 2 ms period
+// on DF(2,3,2)'s taps cost more in interrupts than the reads it saved), so
+// the period grows with the taps: 0.1 ms each, 10 to 100 ms. A probe
+// waits that much longer for its answer (await).
+func tapRetire(taps int) time.Duration {
+	return min(100*time.Millisecond, max(10*time.Millisecond, time.Duration(taps)*100*time.Microsecond))
+}

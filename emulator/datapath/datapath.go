@@ -272,3 +272,14 @@ func (h *Handle) Close() {
 
 // Name is the datapath's name in a lab's state (OVSState.Datapath).
 const Name = "ebpf"
+
+// Probe loads the program with empty tables and unloads it: whether this
+// kernel runs the eBPF datapath (ethfab doctor).
+func Probe() error {
+	l, err := Load(&Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: 1, rules: map[RuleKey]RuleVal{}})
+	if err != nil {
+		return err
+	}
+	l.Close()
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
@@ -87,7 +88,7 @@ func Run(ctx context.Context) Report {
 	for _, b := range binaries {
 		checks = append(checks, checkBinary(ctx, b))
 	}
-	checks = append(checks, checkAllocator(ovs.LibDirs()), checkPMDSwitch())
+	checks = append(checks, checkAllocator(ovs.LibDirs()), checkPMDSwitch(), checkEBPF())
 	caps := kernel.Probe()
 	r := Decide(checks, caps)
 	var err error
@@ -116,6 +117,15 @@ func checkPMDSwitch() Check {
 		return Check{Name: "vswitchd pmd ports", OK: true, Detail: p + " (userspace-datapath labs read their ports with PMD threads)"}
 	}
 	return Check{Name: "vswitchd pmd ports", Detail: "not installed: userspace-datapath labs use stock OVS, whose main thread reads every port on every frame: more CPU and latency, and fabrics of thousands of ports starve (scripts/ovs/build.sh)"}
+}
+
+// checkEBPF reports whether the kernel runs ethfab's eBPF datapath
+// (ovs.datapath: ebpf): its program loaded and verified here.
+func checkEBPF() Check {
+	if err := datapath.Probe(); err != nil {
+		return Check{Name: "ebpf datapath", Detail: "unavailable (" + err.Error() + "): labs use Open vSwitch"}
+	}
+	return Check{Name: "ebpf datapath", OK: true, Detail: "ovs.datapath: ebpf runs here (no Open vSwitch: the tables in BPF maps, one tc program per switch port)"}
 }
 
 func checkBinary(ctx context.Context, b binary) Check {

@@ -45,8 +45,9 @@ type Host struct {
 
 // Options are the engine's, fixed for its lifetime.
 type Options struct {
-	// RcvBuf is each socket's receive buffer in bytes (default 4 MiB).
-	RcvBuf int
+	// Retire is how long a host's receive ring keeps a block that is not
+	// full (0: sinkRetire of the number of hosts).
+	Retire time.Duration
 }
 
 // Engine holds one packet socket per host.
@@ -55,6 +56,8 @@ type Engine struct {
 	socks []*sock
 	mu    sync.Mutex // one Run at a time
 	run   atomic.Uint32
+	// retire is the receive rings' retire period (sinkRetire).
+	retire time.Duration
 }
 
 // Open opens a packet socket in every host's namespace (a few at a time,
@@ -63,10 +66,10 @@ func Open(hosts []Host, opt Options) (*Engine, error) {
 	if len(hosts) < 2 {
 		return nil, fmt.Errorf("traffic: need at least 2 hosts, got %d", len(hosts))
 	}
-	if opt.RcvBuf <= 0 {
-		opt.RcvBuf = defaultRcvBuf
+	if opt.Retire <= 0 {
+		opt.Retire = sinkRetire(len(hosts))
 	}
-	e := &Engine{hosts: append([]Host(nil), hosts...), socks: make([]*sock, len(hosts))}
+	e := &Engine{hosts: append([]Host(nil), hosts...), socks: make([]*sock, len(hosts)), retire: opt.Retire}
 	e.run.Store(uint32(time.Now().UnixNano()))
 	var (
 		mu   sync.Mutex
@@ -80,7 +83,7 @@ func Open(hosts []Host, opt Options) (*Engine, error) {
 			defer wg.Done()
 			for i := range next {
 				h := e.hosts[i]
-				s, err := openSock(h.NetNS, h.Iface, opt.RcvBuf)
+				s, err := openSock(h.NetNS, h.Iface, e.retire)
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("host %s (netns %s, %s): %w", h.Name, h.NetNS, h.Iface, err))
@@ -160,8 +163,9 @@ type Config struct {
 	// Seed makes every random choice: the per-host arrival processes and
 	// destinations. The pattern has its own (traffic.New).
 	Seed int64
-	// Senders is how many goroutines share the sending (default
-	// GOMAXPROCS); each walks the schedule of its share of the hosts.
+	// Senders is how many goroutines share the sending (default twice
+	// GOMAXPROCS: one can be in a long write while another sends); they
+	// take the next due frame of any host from one schedule.
 	Senders int
 }
 
@@ -191,7 +195,7 @@ func (c *Config) check(n int) error {
 		return fmt.Errorf("durations must be positive: warmup %v, duration %v, drain %v", c.Warmup, c.Duration, c.Drain)
 	}
 	if c.Senders <= 0 {
-		c.Senders = runtime.GOMAXPROCS(0)
+		c.Senders = 2 * runtime.GOMAXPROCS(0)
 	}
 	c.Senders = min(c.Senders, n)
 	return nil
@@ -238,23 +242,17 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range srcs {
 		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
 	}
+	w := newSenders(e, &cfg, sched, run, srcs)
 	var swg sync.WaitGroup
-	senders := make([]*sender, cfg.Senders)
-	for w := range senders {
-		var mine []*source
-		for i := w; i < n; i += cfg.Senders {
-			mine = append(mine, srcs[i])
-		}
-		senders[w] = &sender{e: e, cfg: &cfg, sched: sched, run: run, srcs: mine}
-		swg.Add(1)
-		go func() {
-			defer swg.Done()
-			senders[w].loop(ctx)
-		}()
+	for range cfg.Senders {
+		swg.Go(func() { w.loop(ctx) })
 	}
 	swg.Wait()
+	w.finish()
+	// Frames still in a block the kernel has not handed over by the
+	// stop would be lost to this run: wait two retire periods at least.
 	select {
-	case <-time.After(cfg.Drain):
+	case <-time.After(max(cfg.Drain, 2*e.retire)):
 	case <-ctx.Done():
 	}
 	for _, s := range e.socks {

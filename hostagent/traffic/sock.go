@@ -22,18 +22,24 @@ type sock struct {
 }
 
 // sinkRing is each host's receive ring: 16 blocks of 32 KiB (a 9000-byte
-// frame fits a block; 480 frames of 1000 bytes, 0.2 s of a 20 Mbit/s
-// host link, wait for a sink scheduled late) handed over at least every
-// 4 ms, so a sink wakes at most 250 times a second however many frames it
-// gets. 1,056 hosts hold 540 MB of rings.
-var sinkRing = packet.RingConfig{BlockSize: 32 << 10, Blocks: 16, Retire: 20 * time.Millisecond}
+// frame fits a block; 480 frames of 1000 bytes, 0.2 s of a 20 Mbit/s host
+// link, wait for a sink scheduled late); 1,056 hosts hold 540 MB of rings.
+// Retire is set per engine (sinkRetire).
+var sinkRing = packet.RingConfig{BlockSize: 32 << 10, Blocks: 16}
 
-// defaultRcvBuf is the receive buffer asked for each socket: room for ~2,000
-// 1000-byte frames, so a sink goroutine that is not scheduled for a few
-// milliseconds loses nothing.
-const defaultRcvBuf = 4 << 20
+// sinkRetire is how long a ring keeps a block that is not full. The kernel
+// fires each ring's retire timer every period, traffic or not, and a timer
+// interrupt is dear in this VM: 20 ms per 42 hosts is 2,100 a second, but
+// per 1,056 hosts it would be 53,000, as many as DF(4,8,4) at 1 Mbit/s,
+// load 0.4, sends frames. So the period grows with the hosts (0.2 ms
+// each, 20 to 200 ms), keeping the timers near 5,000 a second at most, and
+// a run waits at least twice the period after the last send before it
+// stops reading (Run), so no frame is left in an unreturned block.
+func sinkRetire(hosts int) time.Duration {
+	return min(200*time.Millisecond, max(20*time.Millisecond, time.Duration(hosts)*200*time.Microsecond))
+}
 
-func openSock(ns, iface string, rcvbuf int) (*sock, error) {
+func openSock(ns, iface string, retire time.Duration) (*sock, error) {
 	p, err := packet.Open(ns, iface, packet.Config{
 		// Bound to the interface and EtherType: write(2) without an
 		// address sends there, and only this interface's frames of the
@@ -46,7 +52,6 @@ func openSock(ns, iface string, rcvbuf int) (*sock, error) {
 		// interface, so a sink goroutine scheduled late (the machine busy
 		// with the switches) does not add to the fabric's latency.
 		Timestamps: true,
-		RcvBuf:     rcvbuf,
 	})
 	if err != nil {
 		return nil, err
@@ -62,7 +67,9 @@ func openSock(ns, iface string, rcvbuf int) (*sock, error) {
 		p.Close()
 		return nil, err
 	}
-	r, err := p.Ring(sinkRing)
+	rc := sinkRing
+	rc.Retire = retire
+	r, err := p.Ring(rc)
 	if err != nil {
 		p.Close()
 		return nil, err
