@@ -139,12 +139,7 @@ func kindPackets(t *testing.T, lab *fabric.Lab, sw int, k controller.Kind) uint6
 	if lab.BPF == nil {
 		return cookiePackets(t, lab.Switches[sw].Mgmt, k.Cookie())
 	}
-	h, err := datapath.Open(*lab.BPF)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	cs, err := h.ReadCounters()
+	cs, err := datapath.ReadCounters(*lab.BPF)
 	if err != nil {
 		t.Fatal(err)
 	}

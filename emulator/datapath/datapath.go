@@ -283,3 +283,14 @@ func Probe() error {
 	l.Close()
 	return nil
 }
+
+// ReadCounters opens a running datapath's counters by its IDs, reads them
+// once and lets go: for a caller that looks once, not every millisecond.
+func ReadCounters(ids IDs) ([]Counters, error) {
+	h, err := Open(ids)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return h.ReadCounters()
+}

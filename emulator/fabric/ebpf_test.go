@@ -56,12 +56,7 @@ func TestEBPFDatapathReachesEveryPair(t *testing.T) {
 			if out, err := exec.Command("ip", "netns", "exec", first.NetNS, "ping", "-c", "1", "-W", "3", last.IP).CombinedOutput(); err != nil {
 				t.Fatalf("ICMP %s -> %s: %v\n%s", first.Name, last.Name, err, out)
 			}
-			h, err := datapath.Open(*lab.BPF)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
-			cs, err := h.ReadCounters()
+			cs, err := datapath.ReadCounters(*lab.BPF)
 			if err != nil {
 				t.Fatal(err)
 			}

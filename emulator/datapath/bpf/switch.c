@@ -276,6 +276,7 @@ int ethfab_switch(struct __sk_buff *skb)
 	// The decision, copied out of the cache (the verifier tracks one
 	// pointer better than two), or made by the pipeline and cached.
 	struct flow_val fv;
+	int found = 1;
 	struct flow_val *hit = bpf_map_lookup_elem(&flows, &fk);
 	if (hit) {
 		fv = *hit;
@@ -283,16 +284,13 @@ int ethfab_switch(struct __sk_buff *skb)
 		__builtin_memset(&fv, 0, sizeof(fv));
 		fv.src = fk.src;
 		fv.dst = fk.dst;
-		if (!pipeline(p, sw, fk.dl_type, fk.cond, &fv)) {
-			// The table-0 rules the frame met still count it.
-			for (int i = 0; i < MAX_TABLES; i++)
-				if (i < fv.nkinds)
-					count(sw, fv.kinds[i], skb->len);
-			return TC_ACT_SHOT;
-		}
-		bpf_map_update_elem(&flows, &fk, &fv, BPF_ANY);
+		found = pipeline(p, sw, fk.dl_type, fk.cond, &fv);
+		if (found)
+			bpf_map_update_elem(&flows, &fk, &fv, BPF_ANY);
 	}
 	struct flow_val *f = &fv;
+	// Every rule the frame met counts it, the table-0 ones of a frame
+	// that then found no rule too.
 	__u8 n = f->nkinds;
 	for (int i = 0; i < MAX_TABLES; i++) {
 		if (i >= n)
@@ -301,6 +299,8 @@ int ethfab_switch(struct __sk_buff *skb)
 		if (f->kinds[i] == BROADCAST_KIND && p->host)
 			count(sw, SLOT_HOST_BCAST, skb->len);
 	}
+	if (!found)
+		return TC_ACT_SHOT;
 	__u32 ak = f->action;
 	struct action *a = bpf_map_lookup_elem(&actions, &ak);
 	if (!a) {
