@@ -19,7 +19,7 @@ build:
 BPF_OBJ = emulator/datapath/switch.bpf.o
 bpf:
 	clang -O2 -g -target bpf -Wall -Werror -I/usr/include/$$(uname -m)-linux-gnu \
-		-c emulator/datapath/bpf/switch.c -o $(BPF_OBJ)
+		-fdebug-prefix-map=$(CURDIR)=. -c emulator/datapath/bpf/switch.c -o $(BPF_OBJ)
 	llvm-strip -g $(BPF_OBJ)
 
 vet:

@@ -26,8 +26,16 @@ func TestObjectIsBuiltFromSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// From the repository's root, its path mapped to ".", as `make bpf`
+	// does: the object's line info names the source file, and must not
+	// name the checkout it was built in.
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cc := exec.Command("clang", "-O2", "-g", "-target", "bpf", "-Wall", "-Werror", "-I/usr/include/"+strings.TrimSpace(string(arch))+"-linux-gnu",
-		"-c", "bpf/switch.c", "-o", tmp)
+		"-fdebug-prefix-map="+root+"=.", "-c", "emulator/datapath/bpf/switch.c", "-o", tmp)
+	cc.Dir = root
 	if out, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("clang: %v\n%s", err, out)
 	}
