@@ -89,18 +89,19 @@ def wait_gone(pids, limit=300):
     return time.monotonic() - t0
 
 
-def ethfab_run(ethfab, p, a, h):
+def ethfab_run(ethfab, p, a, h, datapath="auto"):
     lab = "bench-df%d%d%d" % (p, a, h)
-    subprocess.run([ethfab, "down", lab], check=True)
+    # A lab left by an interrupted run goes first; none is the usual case.
+    subprocess.run([ethfab, "down", lab], stderr=subprocess.DEVNULL)
     sets = ["--set", "name=" + lab, "--set", "topology.p=%d" % p, "--set", "topology.a=%d" % a,
-            "--set", "topology.h=%d" % h]
+            "--set", "topology.h=%d" % h, "--set", "ovs.datapath=" + datapath]
     up_s, up_mb, out = timed([ethfab, "up", os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), "--json"] + sets)
     st = json.loads(out)
     try:
         ping_s, ping_mb, pout = timed([ethfab, "ping", lab, "--all", "--json"])
         pr = json.loads(pout)
-        rundir = st["ovs"]["run_dir"]
-        pids = pids_in(rundir)
+        rundir = st["ovs"].get("run_dir") or ""
+        pids = pids_in(rundir) if rundir else []  # the eBPF datapath runs no daemon
         ovs_mb = sum(hwm_mb(x) for x in pids)
     finally:
         t0 = time.monotonic()
@@ -108,9 +109,9 @@ def ethfab_run(ethfab, p, a, h):
         down_s = time.monotonic() - t0
     exit_s = wait_gone(pids)
     return {
-        "tool": "ethfab", "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
+        "tool": "ethfab", "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
         "links": len(st["links"]), "flows": sum(s["flows"] for s in st["switches"]),
-        "ovs_instances": len(st["ovs"]["instances"]),
+        "ovs_instances": len(st["ovs"].get("instances") or []),
         "up_s": round(up_s, 2), "ping_s": round(ping_s, 2),
         "pairs": pr.get("pairs_checked", pr.get("pairs")), "unreachable": len(pr.get("unreachable") or []),
         "down_s": round(down_s, 2), "daemons_exit_s": round(down_s + exit_s, 2),
@@ -171,6 +172,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", nargs="+", default=["2,4,2", "4,8,4"], help="Dragonfly P,A,H (repeatable)")
     ap.add_argument("--no-mininet", action="store_true", help="skip the Mininet comparison")
+    ap.add_argument("--datapath", default="auto", help="ovs.datapath of ethfab's labs: auto, netdev, system or ebpf")
     ap.add_argument("--ethfab", default=os.path.join(ROOT, "bin", "ethfab"))
     ap.add_argument("--json", action="store_true", help="print one JSON object per measurement only")
     args = ap.parse_args()
@@ -181,7 +183,7 @@ def main():
     rows = []
     for s in args.sizes:
         p, a, h = (int(x) for x in s.split(","))
-        r = ethfab_run(args.ethfab, p, a, h)
+        r = ethfab_run(args.ethfab, p, a, h, args.datapath)
         rows.append(r)
         if args.json:
             print(json.dumps(r), flush=True)
@@ -198,7 +200,7 @@ def main():
     for r in rows:
         if r["tool"] == "ethfab":
             print("%-8s %-9s %6d %6d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s" % (
-                "ethfab", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
+                "ethfab" if r["datapath"] != "ebpf" else "ethfab+e", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
                 r["down_s"], r["total_s"], r["daemons_exit_s"], r["peak_mb_tool"], r["peak_mb_ovs"],
                 ("%.1fx" % r["speedup"]) if "speedup" in r else "-"))
         else:
