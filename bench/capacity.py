@@ -171,13 +171,13 @@ def main():
         if len(used) != 1:
             sys.exit("runs used datapaths %s: not saved" % datapath)
         # One entry per datapath: the others' measurements are kept (a
-        # file of one capacity, from before the eBPF datapath, is the
-        # userspace datapath's).
+        # file of one capacity, from before the eBPF datapath, measured
+        # Open vSwitch with ovs.datapath auto).
         saved = {"datapaths": {}}
         if os.path.exists(CAPACITY_FILE):
             with open(CAPACITY_FILE) as f:
                 old = json.load(f)
-            saved["datapaths"] = old.get("datapaths") or {old.get("datapath") or "netdev": old}
+            saved["datapaths"] = old.get("datapaths") or {old.get("datapath") or "auto": old}
         saved["datapaths"][datapath] = {k: doc[k] for k in ("datapath", "measured", "command", "switch_hop_fps", "by_case")}
         os.makedirs(os.path.dirname(CAPACITY_FILE), exist_ok=True)
         with open(CAPACITY_FILE, "w") as f:

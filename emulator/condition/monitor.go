@@ -33,6 +33,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/topology"
 )
@@ -750,16 +751,23 @@ func (m *Monitor) Close() {
 	for _, np := range m.ns {
 		np.r.Close()
 	}
+	// Closed outside pmu: a tap's reader holds its ring while it hands a
+	// frame over, and takes pmu to note it; closing a socket waits for
+	// its ring.
+	var socks []*packet.Socket
 	for _, s := range m.switches {
 		s.pmu.Lock()
 		s.closed = true
 		for _, t := range s.taps {
 			if t.s != nil {
-				t.s.Close()
-				t.s = nil
+				socks = append(socks, t.s)
+				t.s, t.r = nil, nil
 			}
 		}
 		s.pmu.Unlock()
+	}
+	for _, k := range socks {
+		k.Close()
 	}
 	m.readers.Wait()
 }

@@ -250,8 +250,8 @@ func (m *Monitor) await(ctx context.Context, s *sw, pr *probe, acked <-chan stru
 	defer m.probes.Done()
 	r := pr.r
 	// A frame within the limit may sit in its tap's ring up to a retire
-	// period before it is read.
-	timer := time.NewTimer(time.Until(r.Onset.Add(m.o.ReactLimit + m.tapRetire)))
+	// period (rounded up to the kernel's tick) before it is read.
+	timer := time.NewTimer(time.Until(r.Onset.Add(m.o.ReactLimit + 2*m.tapRetire)))
 	defer timer.Stop()
 	var o Outcome
 	var why string

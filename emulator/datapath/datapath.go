@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/kernel"
 )
@@ -148,8 +149,8 @@ func (l *Loaded) Attach(ns string, ifindexes []int) (string, error) {
 	err := kernel.InNamespace(ns, func() error {
 		for i, idx := range ifindexes {
 			err := link.RawAttachProgram(link.RawAttachProgramOptions{Target: idx, Program: prog, Attach: ebpf.AttachTCXIngress})
-			if err != nil && i == 0 {
-				return errNoTCX
+			if i == 0 && (errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+				return errNoTCX // a kernel before tcx (6.6)
 			}
 			if err != nil {
 				return fmt.Errorf("netns %q ifindex %d: tcx attach: %w", ns, idx, err)

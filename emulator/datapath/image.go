@@ -30,8 +30,10 @@ const (
 	MaxTables    = 4  // tables per switch
 	MaxOut       = 64 // outputs of one rule
 	KindSlots    = 16 // counter slots per switch: one per rule kind, then these:
-	// SlotDropped counts frames the program could not forward (a redirect
-	// failed, or an action was missing): the datapath's own drops.
+	// SlotDropped counts frames the program could not forward (a clone
+	// not redirected, an unreadable header, an action missing): the
+	// datapath's own drops. A failed final redirect happens after the
+	// program returns and shows in the kernel's drop counters instead.
 	SlotDropped = 14
 	// SlotHostBroadcast counts broadcast-rule frames that entered on a host
 	// port: injected, but not unicast data.

@@ -36,20 +36,32 @@ type Capacity struct {
 
 // Capacities are the capacities measured here, by datapath, as the
 // capacity file keeps them: {"datapaths": {"netdev": {...}, "ebpf":
-// {...}}}. A file of one Capacity (before the eBPF datapath) is the
-// userspace datapath's.
+// {...}}}. A file of one Capacity (before the eBPF datapath) counts for
+// Open vSwitch's datapaths (For).
 type Capacities struct {
 	File       string               `json:"file"`
 	ByDatapath map[string]*Capacity `json:"datapaths"`
 }
 
-// For is the capacity measured on a datapath, or nil.
+// For is the capacity measured on a datapath, or nil. A capacity the
+// file does not label (one from before the eBPF datapath, measured with
+// ovs.datapath auto) stands for either of Open vSwitch's datapaths.
 func (c *Capacities) For(datapath string) *Capacity {
 	if c == nil {
 		return nil
 	}
-	return c.ByDatapath[datapath]
+	if v, ok := c.ByDatapath[datapath]; ok {
+		return v
+	}
+	if datapath == DatapathNetdev || datapath == DatapathSystem {
+		return c.ByDatapath[unlabelled]
+	}
+	return nil
 }
+
+// unlabelled keys a capacity file's one measurement that names no
+// datapath.
+const unlabelled = "auto"
 
 // CapacityFile is where the capacity is read and written.
 func CapacityFile() string {
@@ -81,7 +93,7 @@ func LoadCapacity() (*Capacities, error) {
 	if c.ByDatapath == nil {
 		one := doc.Capacity
 		if one.Datapath == "" {
-			one.Datapath = "netdev"
+			one.Datapath = unlabelled
 		}
 		c.ByDatapath = map[string]*Capacity{one.Datapath: &one}
 	}
@@ -138,8 +150,12 @@ func capacityNote(c *Capacities, loadErr string) string {
 				parts = append(parts, fmt.Sprintf("%s %.0f", m, f))
 			}
 		}
-		lines = append(lines, fmt.Sprintf("capacity  %s datapath: %.0f switch-hop frames/s kept faithful (%s; measured %s by `%s`, %s)",
-			dp, v.SwitchHopFPS, strings.Join(parts, ", "), v.Measured, v.Command, c.File))
+		name := dp + " datapath"
+		if dp == unlabelled {
+			name = "Open vSwitch (ovs.datapath auto)"
+		}
+		lines = append(lines, fmt.Sprintf("capacity  %s: %.0f switch-hop frames/s kept faithful (%s; measured %s by `%s`, %s)",
+			name, v.SwitchHopFPS, strings.Join(parts, ", "), v.Measured, v.Command, c.File))
 	}
 	return strings.Join(lines, "\n")
 }

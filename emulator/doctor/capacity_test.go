@@ -26,8 +26,8 @@ func TestLoadCapacity(t *testing.T) {
 		t.Fatal(cs, err)
 	}
 	c = cs.For("netdev")
-	if c == nil || cs.For("ebpf") != nil {
-		t.Fatalf("a file of one capacity: %+v, want the userspace datapath's only", cs.ByDatapath)
+	if c == nil || cs.For("system") != c || cs.For("ebpf") != nil {
+		t.Fatalf("a file of one capacity: %+v, want it for Open vSwitch's datapaths only", cs.ByDatapath)
 	}
 	if got := c.ForRouting("conditional"); got != 25000 {
 		t.Errorf("conditional: %g, want its own best case 25000", got)
@@ -35,7 +35,7 @@ func TestLoadCapacity(t *testing.T) {
 	if got := c.ForRouting("valiant"); got != 50000 {
 		t.Errorf("valiant (not measured): %g, want the overall 50000", got)
 	}
-	if n := capacityNote(cs, ""); !strings.Contains(n, "netdev datapath") || !strings.Contains(n, "minimal 50000, conditional 25000") || strings.Contains(n, "valiant") {
+	if n := capacityNote(cs, ""); !strings.Contains(n, "Open vSwitch (ovs.datapath auto)") || !strings.Contains(n, "minimal 50000, conditional 25000") || strings.Contains(n, "valiant") {
 		t.Errorf("note %q", n)
 	}
 	os.WriteFile(f, []byte(`{"datapaths":{"netdev":{"switch_hop_fps":50000},"ebpf":{"switch_hop_fps":400000,"by_case":{"df(2,4,2) minimal uniform":400000}}}}`), 0o644)

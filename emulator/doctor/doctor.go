@@ -122,6 +122,9 @@ func checkPMDSwitch() Check {
 // checkEBPF reports whether the kernel runs ethfab's eBPF datapath
 // (ovs.datapath: ebpf): its program loaded and verified here.
 func checkEBPF() Check {
+	if os.Geteuid() != 0 {
+		return Check{Name: "ebpf datapath", Detail: "not checked: loading a program needs root"}
+	}
 	if err := datapath.Probe(); err != nil {
 		return Check{Name: "ebpf datapath", Detail: "unavailable (" + err.Error() + "): labs use Open vSwitch"}
 	}

@@ -668,9 +668,11 @@ func (u *upper) recordNodes(counts []int, bridge func(i int) (name, mgmt string)
 }
 
 // loadDatapath translates every switch's table into the eBPF datapath's
-// maps, loads its program and attaches it to every switch port. The
-// rules are read back from the maps' sizes, not from a switch: Build
-// refuses any rule the program cannot hold.
+// maps, loads its program and attaches it to every switch port. There is
+// no switch to read the rules back from: Build refuses any rule the
+// program cannot hold, so each switch records its compiled count (a rule
+// shadowed by an equal match of higher priority is left out of the maps,
+// as OVS would never select it).
 func (u *upper) loadDatapath(context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
 	ns := u.cfgs[0].NetNS

@@ -33,6 +33,10 @@ const (
 	// AgentPerHostMiB: the ethfab process per host while its agents and
 	// traffic engine run (1,056 agents take 173 MB).
 	AgentPerHostMiB = 0.17
+	// RingPerHostMiB: the traffic engine's receive ring per host, kernel
+	// memory allocated when the engine opens (16 blocks of 32 KiB:
+	// hostagent/traffic's sinkRing).
+	RingPerHostMiB = 0.5
 	// PlanPerHostB and PlanPerPortB: `ethfab plan`'s memory per host and
 	// per switch port (topology, addresses, the switches' tables being
 	// compiled): 310 MB for the paper's 300,024-host Dragonfly, 355 MB
@@ -75,7 +79,7 @@ func ForLab(s topology.Spec) Estimate {
 	links := hosts + (ports-hosts)/2
 	e := Estimate{Spec: s.String(), Hosts: hosts, Switches: switches, Ports: ports, VethPairs: links,
 		Namespaces: hosts + 1, PacketSockets: ports}
-	e.MemoryMiB = KernelPerVethMiB*float64(links) + OVSPerPortMiB*float64(ports) + AgentPerHostMiB*float64(hosts)
+	e.MemoryMiB = KernelPerVethMiB*float64(links) + OVSPerPortMiB*float64(ports) + (AgentPerHostMiB+RingPerHostMiB)*float64(hosts)
 	e.UpSeconds = upSeconds(hosts, links, ports)
 	return e
 }

@@ -206,6 +206,10 @@ func (c *Config) slotNs() int64 {
 	return int64(math.Round(float64(c.FrameSize) * 8 * 1e9 / float64(c.RateBps)))
 }
 
+// retireSlack covers the kernel's rounding of a ring's retire period to
+// its clock tick (4 ms at HZ=250) and the reader's wake-up.
+const retireSlack = 10 * time.Millisecond
+
 // Run sends the pattern for Warmup+Duration, waits Drain, and reports.
 // Frames are counted by their send time: those sent inside the
 // measurement window, wherever they arrive (until the drain ends).
@@ -249,10 +253,11 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	swg.Wait()
 	w.finish()
-	// Frames still in a block the kernel has not handed over by the
-	// stop would be lost to this run: wait two retire periods at least.
+	// A frame that arrives within the drain may sit in a block the kernel
+	// hands over up to a retire period later (rounded up to its clock's
+	// tick): read until then, or it would count as lost.
 	select {
-	case <-time.After(max(cfg.Drain, 2*e.retire)):
+	case <-time.After(cfg.Drain + e.retire + retireSlack):
 	case <-ctx.Done():
 	}
 	for _, s := range e.socks {

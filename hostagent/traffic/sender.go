@@ -86,6 +86,8 @@ type senders struct {
 	run   uint32
 	mu    sync.Mutex
 	heap  []*source
+	// inflight counts the hosts out of the heap, being sent.
+	inflight int
 }
 
 func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*source) *senders {
@@ -107,9 +109,16 @@ func (w *senders) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		w.mu.Lock()
 		now := monoNow() - w.sched.start
-		if len(w.heap) == 0 || now >= end {
+		if now >= end || (len(w.heap) == 0 && w.inflight == 0) {
 			w.mu.Unlock()
 			return // behind schedule at the end: finish counts what is left
+		}
+		if len(w.heap) == 0 {
+			// Every host left is being sent by another sender, and may
+			// come back with a frame due.
+			w.mu.Unlock()
+			sleep(int64(50 * time.Microsecond))
+			continue
 		}
 		s := w.heap[0]
 		at := s.next * slot
@@ -119,14 +128,16 @@ func (w *senders) loop(ctx context.Context) {
 			continue
 		}
 		w.pop()
+		w.inflight++
 		w.mu.Unlock()
 		w.emit(s, at, now, frame, &h)
 		s.next += s.gap()
+		w.mu.Lock()
 		if s.next*slot < end {
-			w.mu.Lock()
 			w.push(s)
-			w.mu.Unlock()
 		}
+		w.inflight--
+		w.mu.Unlock()
 	}
 }
 

@@ -33,8 +33,8 @@ var sinkRing = packet.RingConfig{BlockSize: 32 << 10, Blocks: 16}
 // per 1,056 hosts it would be 53,000, as many as DF(4,8,4) at 1 Mbit/s,
 // load 0.4, sends frames. So the period grows with the hosts (0.2 ms
 // each, 20 to 200 ms), keeping the timers near 5,000 a second at most, and
-// a run waits at least twice the period after the last send before it
-// stops reading (Run), so no frame is left in an unreturned block.
+// a run reads a period longer than its drain (Run), so no frame that
+// arrived within the drain is left in a block not yet handed over.
 func sinkRetire(hosts int) time.Duration {
 	return min(200*time.Millisecond, max(20*time.Millisecond, time.Duration(hosts)*200*time.Microsecond))
 }

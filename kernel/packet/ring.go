@@ -75,9 +75,9 @@ func (s *Socket) Ring(c RingConfig) (*Ring, error) {
 		return nil, fmt.Errorf("ring block size %d: want a power of two of at least a page", c.BlockSize)
 	}
 	fd := s.fd
-	// Without a socket asking for timestamps the kernel stamps ring
-	// frames from the coarse clock (a jiffy, 4 ms here): SO_TIMESTAMPNS
-	// turns on the precise stamp taken as each frame is received.
+	// SO_TIMESTAMPNS has the kernel stamp each frame as it is received
+	// by the interface (else the ring's stamp is when the frame was
+	// copied into the ring, after the packet taps before it).
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
 		return nil, fmt.Errorf("ring on %s: SO_TIMESTAMPNS: %w", s.ifname, err)
 	}
@@ -109,8 +109,8 @@ func (r *Ring) ready() bool {
 }
 
 // Read hands fn every frame of the blocks the kernel has handed over, in
-// order, with the time the kernel stamped it as it received the frame
-// (wall clock, ns since the epoch; 0 when it has only a coarse one),
+// order, with the time the kernel stamped it (wall clock, ns since the
+// epoch: as the interface received it, else as it entered the ring),
 // gives the blocks back and returns how many frames it read. It never
 // blocks. frame is valid only during fn.
 func (r *Ring) Read(fn func(frame []byte, wallNs int64)) int {
@@ -129,11 +129,7 @@ func (r *Ring) Read(fn func(frame []byte, wallNs int64)) int {
 			h := (*unix.Tpacket3Hdr)(unsafe.Pointer(&blk[off]))
 			start := off + int(h.Mac)
 			if end := start + int(h.Snaplen); start <= len(blk) && end <= len(blk) {
-				var wall int64
-				if h.Status&unix.TP_STATUS_TS_SOFTWARE != 0 {
-					wall = int64(h.Sec)*1e9 + int64(h.Nsec)
-				}
-				fn(blk[start:end], wall)
+				fn(blk[start:end], int64(h.Sec)*1e9+int64(h.Nsec))
 				n++
 			}
 			if h.Next_offset == 0 {
