@@ -170,6 +170,9 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 		s.max = max(s.max, r.Priority)
 		s.idx = append(s.idx, i)
 	}
+	if err := equalPriorityOverlap(t); err != nil {
+		return err
+	}
 	for tab, list := range order {
 		if len(list) == 0 {
 			continue
@@ -204,6 +207,57 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 		img.Tables[uint32(sw*MaxTables+tab)] = tt
 	}
 	return nil
+}
+
+// equalPriorityOverlap refuses two rules of one table with the same
+// priority that a frame can match both of, in different subtables, and
+// that act differently: OpenFlow leaves the choice undefined, the
+// controller's Lookup takes the first in table order and the program the
+// first subtable it searches, so the datapaths could disagree. The
+// controller compiles no such pair today; this keeps it so.
+func equalPriorityOverlap(t *controller.Table) error {
+	type key struct {
+		table uint8
+		prio  uint16
+	}
+	groups := map[key][]int{}
+	for i := range t.Rules {
+		r := &t.Rules[i]
+		groups[key{r.Table, r.Priority}] = append(groups[key{r.Table, r.Priority}], i)
+	}
+	for _, idx := range groups {
+		for x := 0; x < len(idx); x++ {
+			for y := x + 1; y < len(idx); y++ {
+				a, b := &t.Rules[idx[x]], &t.Rules[idx[y]]
+				if ruleMask(a) == ruleMask(b) || !overlap(a, b) || sameAction(a, b) {
+					continue // one subtable holds one of them (Build keeps the first)
+				}
+				return fmt.Errorf("rules %d and %d have priority %d and can match the same frame: %s / %s", idx[x], idx[y], a.Priority, a.OpenFlow(), b.OpenFlow())
+			}
+		}
+	}
+	return nil
+}
+
+// overlap says whether some frame matches both rules (conditions aside:
+// both match while their bits are clear).
+func overlap(a, b *controller.Rule) bool {
+	if a.Match.InPort != 0 && b.Match.InPort != 0 && a.Match.InPort != b.Match.InPort {
+		return false
+	}
+	if a.Match.DlType != 0 && b.Match.DlType != 0 && a.Match.DlType != b.Match.DlType {
+		return false
+	}
+	if a.Match.Src != 0 && b.Match.Src != 0 && a.Match.Src != b.Match.Src {
+		return false
+	}
+	both := a.Match.DstMask & b.Match.DstMask
+	return (a.Match.Dst^b.Match.Dst)&both == 0
+}
+
+func sameAction(a, b *controller.Rule) bool {
+	return a.SetSrc == b.SetSrc && a.SetDst == b.SetDst && a.Goto == b.Goto && a.WriteCond == b.WriteCond &&
+		a.Kind == b.Kind && slices.Equal(a.Out, b.Out)
 }
 
 func b2u(b bool) uint8 {

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
@@ -175,5 +176,12 @@ func TestBuildRefuses(t *testing.T) {
 	}
 	if _, err := Build(tables, append(ports, ports[0])); err == nil {
 		t.Fatal("an ifindex given twice was accepted")
+	}
+	// Two rules of one priority that a frame can match both of, with
+	// different outputs: which one wins would be the datapath's whim.
+	tables[0].Rules[0] = controller.Rule{Kind: controller.KindRouting, Table: 1, Priority: 7, Match: controller.Match{Dst: 0x020000000000, DstMask: 0xff0000000000}, Out: []int32{1}}
+	tables[0].Rules = append(tables[0].Rules, controller.Rule{Kind: controller.KindRouting, Table: 1, Priority: 7, Match: controller.Match{InPort: 2}, Out: []int32{2}})
+	if _, err := Build(tables, ports); err == nil || !strings.Contains(err.Error(), "priority 7") {
+		t.Fatalf("overlapping rules of equal priority: %v", err)
 	}
 }
