@@ -121,6 +121,10 @@ func Probe() Capabilities {
 	return c
 }
 
+// HasOVSModule reports whether the openvswitch kernel datapath is usable
+// (Probe's OVSModule, without the rest of the probe).
+func HasOVSModule() bool { return probeOVS(func(string, ...any) {}) }
+
 // probeOVS reports whether the openvswitch kernel datapath is usable.
 func probeOVS(note func(string, ...any)) bool {
 	if _, err := os.Stat("/sys/module/openvswitch"); err == nil {

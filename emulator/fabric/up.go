@@ -327,13 +327,7 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 	if u.warnings, err = CheckKernel(sc, u.caps); err != nil {
 		return nil, err
 	}
-	u.datapath = ovs.DatapathNetdev
-	switch {
-	case sc.OVS.Datapath == scenario.DatapathEBPF:
-		u.datapath = datapath.Name
-	case sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && u.caps.OVSModule):
-		u.datapath = ovs.DatapathSystem
-	}
+	u.datapath = DatapathOf(sc, u.caps.OVSModule)
 	if u.datapath != datapath.Name {
 		if u.allocator, u.preload, err = ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs()); err != nil {
 			return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
@@ -347,6 +341,19 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 		return nil, err
 	}
 	return u, nil
+}
+
+// DatapathOf is the datapath a scenario's lab runs on a kernel with or
+// without the openvswitch module: ebpf, system (OVS's kernel datapath;
+// auto's choice where the module is) or netdev (OVS's userspace one).
+func DatapathOf(sc *scenario.Scenario, ovsModule bool) string {
+	switch {
+	case sc.OVS.Datapath == scenario.DatapathEBPF:
+		return datapath.Name
+	case sc.OVS.Datapath == scenario.DatapathSystem || (sc.OVS.Datapath == scenario.DatapathAuto && ovsModule):
+		return ovs.DatapathSystem
+	}
+	return ovs.DatapathNetdev
 }
 
 // ebpf says the lab runs ethfab's eBPF datapath: no Open vSwitch.

@@ -211,6 +211,21 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 	top := comp.Top
+	// Warned before anything is built, against the capacity of the
+	// datapath the lab runs (each has its own).
+	dp := fabric.DatapathOf(sc, kernel.HasOVSModule())
+	if lab != nil {
+		dp = lab.OVS.Datapath
+	}
+	warnings, err := capacityWarnings(sc, capa, dp, comp)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		if o.Warn != nil {
+			fmt.Fprintf(o.Warn, "warning: %s\n", w)
+		}
+	}
 	if o.Lab == "" {
 		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Report: o.Report, Compiled: comp}); err != nil {
 			return nil, err
@@ -226,17 +241,6 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 		}
 	}
 
-	// Warned once the lab is up, when its datapath is known (ebpf,
-	// netdev or system have their own capacities), before any traffic.
-	warnings, err := capacityWarnings(sc, capa, lab.OVS.Datapath, comp)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		if o.Warn != nil {
-			fmt.Fprintf(o.Warn, "warning: %s\n", w)
-		}
-	}
 	m := &results.Metrics{Schema: results.SchemaVersion, Run: runRecord(sc, lab, start, o.Version, warnings)}
 	doc := doctor.Run(ctx)
 	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)
