@@ -199,6 +199,10 @@ type Monitor struct {
 	bpf *datapath.Handle // the eBPF datapath's maps (nil on Open vSwitch)
 	// tapRetire is the taps' ring period: how late a tap may read a frame.
 	tapRetire time.Duration
+	// The eBPF datapath's tap records (nil with socket taps), and what
+	// puts their CLOCK_MONOTONIC stamps on the wall clock.
+	tapReader  *datapath.TapReader
+	wallOffset int64
 
 	pctx    context.Context // probers' lifetime: Run's
 	probes  sync.WaitGroup
@@ -323,8 +327,72 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			t.retire = m.tapRetire
 		}
 	}
+	if n > 0 && m.bpf != nil && m.bpf.HasTaps() {
+		if err := m.datapathTaps(lab); err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	return m, nil
+}
+
+// datapathTaps makes every tap a flag in the eBPF datapath (tap.go) and
+// starts the one reader of their records.
+func (m *Monitor) datapathTaps(lab *fabric.Lab) error {
+	// Each switch port's far end, and every end's interface by namespace.
+	type end struct {
+		node string
+		port int
+	}
+	peer := map[end]fabric.LinkEnd{}
+	for _, l := range lab.Links {
+		peer[end{l.A.Node, l.A.Port}] = l.B
+		peer[end{l.B.Node, l.B.Port}] = l.A
+	}
+	where := map[*tap]fabric.LinkEnd{}
+	names := map[string][]string{}
+	for _, s := range m.switches {
+		for _, t := range s.taps {
+			e := fabric.LinkEnd{Node: s.name, Port: t.num, NetNS: t.ns, Iface: t.ifname}
+			if !t.in {
+				far, ok := peer[end{s.name, t.num}]
+				if !ok || m.switches[far.Node] == nil {
+					return fmt.Errorf("switch %s port %d: its link's far end is not a switch port the datapath runs", s.name, t.num)
+				}
+				e = far
+			}
+			where[t] = e
+			names[e.NetNS] = append(names[e.NetNS], e.Iface)
+		}
+	}
+	index := map[[2]string]int{}
+	for ns, list := range names {
+		idx, err := kernel.LinkIndexes(ns, list)
+		if err != nil {
+			return fmt.Errorf("tap ports: %w", err)
+		}
+		for i, name := range list {
+			index[[2]string{ns, name}] = idx[i]
+		}
+	}
+	taps := map[tapKey]*tap{}
+	flags := &tapFlags{h: m.bpf, on: map[uint32][]*tap{}}
+	for t, e := range where {
+		t.dp, t.ifindex = flags, uint32(index[[2]string{e.NetNS, e.Iface}])
+		if taps[t.key()] != nil {
+			return fmt.Errorf("switch %s port %d: two taps of one kind on %s", t.sw.name, t.num, e.Iface)
+		}
+		taps[t.key()] = t
+	}
+	rd, err := m.bpf.Taps()
+	if err != nil {
+		return err
+	}
+	m.tapReader, m.tapRetire = rd, bpfTapPeriod
+	m.wallOffset = time.Now().UnixNano() - monoNow()
+	m.readers.Add(1)
+	go m.readTaps(rd, taps)
+	return nil
 }
 
 // writerFor connects to a switch's condition bitmask: its OpenFlow
@@ -744,6 +812,18 @@ func (m *Monitor) Counters() Counters {
 func (m *Monitor) Close() {
 	for _, s := range m.switches {
 		s.of.close()
+	}
+	// The datapath's taps go off before its maps are let go: a tap left on
+	// would cost every frame of the lab a record nobody reads.
+	for _, s := range m.switches {
+		s.pmu.Lock()
+		for _, t := range s.taps {
+			t.clear()
+		}
+		s.pmu.Unlock()
+	}
+	if m.tapReader != nil {
+		m.tapReader.Close()
 	}
 	if m.bpf != nil {
 		m.bpf.Close()

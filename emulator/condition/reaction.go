@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/traffic"
@@ -184,15 +185,17 @@ func (m *Monitor) openTaps(s *sw) {
 		return
 	}
 	for _, t := range s.taps {
-		if t.s != nil {
+		if t.isOpen() {
 			continue
 		}
 		if err := t.open(); err != nil {
 			m.countTapErr()
 			continue
 		}
-		m.readers.Add(1)
-		go m.listen(t, t.r)
+		if t.dp == nil {
+			m.readers.Add(1)
+			go m.listen(t, t.r)
+		}
 	}
 	s.tapsOpen = true
 }
@@ -209,6 +212,9 @@ func (m *Monitor) closeTaps(s *sw) {
 		if t.s != nil {
 			socks = append(socks, t.s)
 			t.s, t.r = nil, nil
+		}
+		if err := t.clear(); err != nil {
+			m.countTapErr()
 		}
 	}
 	s.tapsOpen = false
@@ -299,41 +305,65 @@ wait:
 func (m *Monitor) listen(t *tap, r *packet.Ring) {
 	defer m.readers.Done()
 	var h traffic.Header
-	s := t.sw
-	read := func(b []byte, wall int64) {
-		if traffic.Decode(b, &h) != nil {
-			return
-		}
-		in, ok := s.ingress[h.Src]
-		if !ok {
-			return // not a frame the switch's conditions decide
-		}
-		ts := time.Now()
-		if wall != 0 {
-			ts = time.Unix(0, wall)
-		}
-		if t.in {
-			if in == t.num {
-				s.pmu.Lock()
-				s.arrive(&h, ts)
-				s.pmu.Unlock()
-			}
-			return
-		}
-		rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), ethertype.Traffic)
-		if rule == nil || rule.Kind != controller.KindConditional {
-			return
-		}
-		s.pmu.Lock()
-		s.depart(t.num, int(rule.Cond), &h, ts)
-		s.pmu.Unlock()
-	}
+	read := func(b []byte, wall int64) { t.frame(b, wall, &h) }
 	for {
 		r.Read(read)
 		if r.Wait() != nil {
 			return // closed
 		}
 	}
+}
+
+// readTaps reads the eBPF datapath's tap records until the reader is
+// closed, handing each to its tap. A record's stamp is CLOCK_MONOTONIC;
+// wallOffset puts it on the wall clock, as a socket tap's stamp is.
+func (m *Monitor) readTaps(rd *datapath.TapReader, taps map[tapKey]*tap) {
+	defer m.readers.Done()
+	var h traffic.Header
+	for {
+		err := rd.Read(bpfTapPeriod, func(rec datapath.TapRecord) {
+			for _, f := range []uint8{datapath.TapArrive, datapath.TapDepart} {
+				if t := taps[tapKey{rec.Ifindex, f}]; t != nil && rec.Flags&f != 0 {
+					t.frame(rec.Header, rec.Mono+m.wallOffset, &h)
+				}
+			}
+		})
+		if err != nil {
+			return // closed
+		}
+	}
+}
+
+// frame handles one frame the tap saw at wall (ns; 0: unknown, now):
+// arrivals are noted, departures fire the probes they answer.
+func (t *tap) frame(b []byte, wall int64, h *traffic.Header) {
+	if traffic.Decode(b, h) != nil {
+		return
+	}
+	s := t.sw
+	in, ok := s.ingress[h.Src]
+	if !ok {
+		return // not a frame the switch's conditions decide
+	}
+	ts := time.Now()
+	if wall != 0 {
+		ts = time.Unix(0, wall)
+	}
+	if t.in {
+		if in == t.num {
+			s.pmu.Lock()
+			s.arrive(h, ts)
+			s.pmu.Unlock()
+		}
+		return
+	}
+	rule := s.table.Lookup(in, addressing.MACFromBytes(h.Dst[:]), ethertype.Traffic)
+	if rule == nil || rule.Kind != controller.KindConditional {
+		return
+	}
+	s.pmu.Lock()
+	s.depart(t.num, int(rule.Cond), h, ts)
+	s.pmu.Unlock()
 }
 
 // arrive notes that a frame of a source the conditions decide entered the

@@ -94,6 +94,21 @@ func testReactionTimeMeasured(t *testing.T, name, dp string) {
 	}) {
 		t.Errorf("%d packet sockets hooked in the fabric after the monitor went idle, %d before it started", hooked, hookedBefore)
 	}
+	if lab.BPF != nil {
+		// The eBPF datapath taps in its program: the flags must all be
+		// off once the monitor is idle, or every frame pays a record.
+		h, err := datapath.Open(*lab.BPF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if !h.HasTaps() {
+			t.Fatal("the datapath has no taps")
+		}
+		if on, err := h.TapsOn(); err != nil || on != 0 {
+			t.Errorf("%d datapath taps on after the monitor went idle (%v)", on, err)
+		}
+	}
 	if len(resume) == 0 {
 		t.Fatalf("no recovery measured on %s port %d; counters %+v", sw0.Name, def.Cond, c)
 	}

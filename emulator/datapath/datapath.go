@@ -3,12 +3,15 @@ package datapath
 import (
 	"bytes"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/kernel"
@@ -33,7 +36,11 @@ type IDs struct {
 	Program    uint32 `json:"program"`
 	Conditions uint32 `json:"conditions"`
 	Counters   uint32 `json:"counters"`
-	Switches   int    `json:"switches"`
+	// Taps and Tapped: the reaction taps' flags and their records (0 in a
+	// lab brought up before the datapath had taps).
+	Taps     uint32 `json:"taps,omitempty"`
+	Tapped   uint32 `json:"tapped,omitempty"`
+	Switches int    `json:"switches"`
 }
 
 // Loaded is a datapath loaded into the kernel, its maps filled.
@@ -52,8 +59,12 @@ func Load(img *Image) (*Loaded, error) {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	nTables := img.Switches * MaxTables
-	sizes := map[string]int{"ports": len(img.Ports), "tables": nTables, "rules": len(img.rules),
-		"actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries}
+	ifindexes := 0
+	for k := range img.Ports {
+		ifindexes = max(ifindexes, int(k)+1)
+	}
+	sizes := map[string]int{"ports": ifindexes, "tables": nTables, "rules": len(img.rules),
+		"taps": ifindexes, "actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries}
 	for name, n := range sizes {
 		spec.Maps[name].MaxEntries = uint32(max(1, n))
 	}
@@ -87,7 +98,7 @@ func idsOf(coll *ebpf.Collection, switches int) (IDs, error) {
 	}
 	id, _ := pi.ID()
 	ids.Program = uint32(id)
-	for name, dst := range map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters} {
+	for name, dst := range map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped} {
 		mi, err := coll.Maps[name].Info()
 		if err != nil {
 			return ids, err
@@ -176,6 +187,7 @@ func (l *Loaded) Close() { l.coll.Close() }
 // Handle reaches a running datapath's maps from any process.
 type Handle struct {
 	conditions, counters *ebpf.Map
+	taps, tapped         *ebpf.Map // nil in a lab from before taps
 	switches             int
 	cpus                 int
 }
@@ -191,12 +203,126 @@ func Open(ids IDs) (*Handle, error) {
 		h.conditions.Close()
 		return nil, err
 	}
+	if ids.Taps != 0 && ids.Tapped != 0 {
+		if h.taps, err = openMap(ids.Taps, "taps"); err != nil {
+			h.Close()
+			return nil, err
+		}
+		if h.tapped, err = openMap(ids.Tapped, "tapped"); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	if h.cpus, err = ebpf.PossibleCPU(); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
 }
+
+// Tap flags: where a tap is set decides what it sees.
+const (
+	// TapArrive: the frames a switch port receives from its link.
+	TapArrive uint8 = 1
+	// TapDepart: the frames a switch port receives, as departures of the
+	// port at the far end of its link (set it on the far end of the port
+	// to watch).
+	TapDepart uint8 = 2
+)
+
+// HasTaps says whether the datapath can tap ports (a lab brought up by
+// this version).
+func (h *Handle) HasTaps() bool { return h.tapped != nil }
+
+// SetTap sets (flags not 0) or clears the tap on the switch port with
+// this ifindex: it records the traffic frames the port receives whose
+// source matches val under mask. The next frame sees the change.
+func (h *Handle) SetTap(ifindex uint32, flags uint8, val, mask uint64) error {
+	if h.taps == nil {
+		return errors.New("the lab's datapath has no taps: bring it up again")
+	}
+	return h.taps.Update(ifindex, Tap{Flags: flags, SrcVal: val & mask, SrcMask: mask}, ebpf.UpdateAny)
+}
+
+// TapsOn counts the ports whose tap is on.
+func (h *Handle) TapsOn() (int, error) {
+	if h.taps == nil {
+		return 0, nil
+	}
+	n := 0
+	var k uint32
+	var v Tap
+	it := h.taps.Iterate()
+	for it.Next(&k, &v) {
+		if v.Flags != 0 {
+			n++
+		}
+	}
+	return n, it.Err()
+}
+
+// Tap is a port's tap setting (struct tap).
+type Tap struct {
+	Flags           uint8
+	Pad             [7]uint8
+	SrcVal, SrcMask uint64
+}
+
+// TapRecord is one tapped frame: where and when (CLOCK_MONOTONIC) it came
+// in, and its first TapSnap bytes.
+type TapRecord struct {
+	Mono    int64
+	Ifindex uint32
+	Flags   uint8
+	Header  []byte
+}
+
+// TapSnap is how much of a tapped frame a record holds: the traffic
+// header (traffic.HeaderLen).
+const TapSnap = 52
+
+// TapReader reads the tap records.
+type TapReader struct {
+	r   *ringbuf.Reader
+	rec ringbuf.Record
+}
+
+// Taps opens the reader of the tap records; one at a time per lab.
+func (h *Handle) Taps() (*TapReader, error) {
+	if h.tapped == nil {
+		return nil, errors.New("the lab's datapath has no taps: bring it up again")
+	}
+	r, err := ringbuf.NewReader(h.tapped)
+	if err != nil {
+		return nil, fmt.Errorf("tap records: %w", err)
+	}
+	return &TapReader{r: r}, nil
+}
+
+// Read waits up to period (the program commits records without waking the
+// reader: one wakeup a period, not one a frame), then hands fn every
+// record in the ring. It returns os.ErrClosed once Close was called.
+func (t *TapReader) Read(period time.Duration, fn func(TapRecord)) error {
+	t.r.SetDeadline(time.Now().Add(period))
+	for {
+		err := t.r.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b := t.rec.RawSample
+		if len(b) < 16+TapSnap {
+			continue
+		}
+		fn(TapRecord{Mono: int64(binary.NativeEndian.Uint64(b)), Ifindex: binary.NativeEndian.Uint32(b[8:]),
+			Flags: b[12], Header: b[16 : 16+TapSnap]})
+	}
+}
+
+// Close stops the reader; a Read in progress returns os.ErrClosed.
+func (t *TapReader) Close() error { return t.r.Close() }
 
 func openMap(id uint32, name string) (*ebpf.Map, error) {
 	m, err := ebpf.NewMapFromID(ebpf.MapID(id))
@@ -266,8 +392,10 @@ func (h *Handle) Close() {
 	if h.conditions != nil {
 		h.conditions.Close()
 	}
-	if h.counters != nil {
-		h.counters.Close()
+	for _, m := range []*ebpf.Map{h.counters, h.taps, h.tapped} {
+		if m != nil {
+			m.Close()
+		}
 	}
 }
 

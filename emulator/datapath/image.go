@@ -35,18 +35,25 @@ const (
 	// datapath's own drops. A failed final redirect happens after the
 	// program returns and shows in the kernel's drop counters instead.
 	SlotDropped = 14
+	// SlotTapLost counts tap records the ring had no room for.
+	SlotTapLost = 13
 	// SlotHostBroadcast counts broadcast-rule frames that entered on a host
 	// port: injected, but not unicast data.
 	SlotHostBroadcast = 15
 	outInPort         = 0xffffffff
 )
 
-// Port is a switch port as the program sees it: keyed by the ifindex of
+// maxIfindex bounds the ports array (8 bytes an entry: 8 MB at most); a
+// fabric namespace's ifindexes count up from 1, two per link.
+const maxIfindex = 1 << 20
+
+// Port is a switch port as the program sees it: indexed by the ifindex of
 // its device in the fabric namespace.
 type Port struct {
 	Sw, Num uint16
 	Host    uint8
-	Pad     [3]uint8
+	Used    uint8 // 1: the entry is a switch port (the map is an array)
+	Pad     [2]uint8
 }
 
 // Subtable is one mask of a (switch, table): which fields its rules match.
@@ -121,6 +128,9 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 		if p.Switch < 0 || p.Switch >= len(tables) || p.Port <= 0 || p.Port >= 1<<16 {
 			return nil, fmt.Errorf("port %d of switch %d: out of range", p.Port, p.Switch)
 		}
+		if p.Ifindex >= maxIfindex {
+			return nil, fmt.Errorf("ifindex %d: the port array holds ifindexes below %d", p.Ifindex, maxIfindex)
+		}
 		if _, dup := img.Ports[p.Ifindex]; dup {
 			return nil, fmt.Errorf("ifindex %d given twice", p.Ifindex)
 		}
@@ -128,7 +138,7 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 		if p.Host {
 			host = 1
 		}
-		img.Ports[p.Ifindex] = Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host}
+		img.Ports[p.Ifindex] = Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host, Used: 1}
 		ifindex[[2]int{p.Switch, p.Port}] = p.Ifindex
 	}
 	for sw, t := range tables {
@@ -282,7 +292,7 @@ func ruleMask(r *controller.Rule) maskOf {
 
 func actionOf(sw int, r *controller.Rule, ifindex map[[2]int]uint32) (Action, error) {
 	a := Action{SetSrc: uint64(r.SetSrc), SetDst: uint64(r.SetDst), Kind: uint8(r.Kind), GoTo: r.Goto, WriteCond: b2u(r.WriteCond)}
-	if int(r.Kind) >= SlotDropped {
+	if int(r.Kind) >= SlotTapLost {
 		return a, fmt.Errorf("kind %d has no counter slot", r.Kind)
 	}
 	if r.Goto != 0 && len(r.Out) > 0 {

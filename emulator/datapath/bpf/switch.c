@@ -26,12 +26,18 @@
 #define SLOT_DROPPED 14    // frames the program could not forward (redirect failed, bad action)
 #define OUT_IN_PORT 0xffffffffu
 #define BROADCAST_KIND 4   // controller.KindBroadcast
+#define SLOT_TAP_LOST 13   // tap records the ring had no room for
+#define TRAFFIC_ETHERTYPE 0x88B6 // internal/ethertype.Traffic
+#define TAP_SNAP 52        // traffic.HeaderLen: what a tap reads of a frame
+#define TAP_ARRIVE 1       // record the frames this port receives from its link
+#define TAP_DEPART 2       // record them as departures of the port at the link's far end
 
 struct port {
 	__u16 sw;
 	__u16 num;
 	__u8 host;
-	__u8 pad[3];
+	__u8 used; // 0: this ifindex is not a switch port
+	__u8 pad[2];
 };
 
 struct subtable {
@@ -104,8 +110,29 @@ struct counter {
 	__u64 bytes;
 };
 
+// A tap (the condition monitor's reaction measurement) is a flag on the
+// port where the frames it wants come in: a frame arriving on a switch
+// port has just left the port at the far end of its veth, so one program
+// sees both a switch's arrivals and, on the next switch's ports, its
+// departures, with no packet socket and no skb clone.
+struct tap {
+	__u8 flags; // TAP_*; 0: off
+	__u8 pad[7];
+	__u64 src_val, src_mask; // only frames whose source matches
+};
+
+struct tap_rec {
+	__u64 ns; // bpf_ktime_get_ns: CLOCK_MONOTONIC
+	__u32 ifindex;
+	__u32 flags;
+	__u8 hdr[TAP_SNAP];
+};
+
+// ports is indexed by ifindex, not hashed: the lookup every frame makes
+// at every hop costs an array index, not a hash and a bucket walk (a
+// quarter of the program's time in a DF(2,3,2) run).
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32); // ifindex in the fabric namespace
 	__type(value, struct port);
 	__uint(max_entries, 1);
@@ -151,6 +178,20 @@ struct {
 } flows SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32); // ifindex, as ports
+	__type(value, struct tap);
+	__uint(max_entries, 1);
+} taps SEC(".maps");
+
+// tapped carries the tap records to the monitor, which reads it every few
+// milliseconds: records are committed without a wakeup.
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} tapped SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32); // switch * KIND_SLOTS + slot
 	__type(value, struct counter);
@@ -181,6 +222,24 @@ static __always_inline void put48(__u8 *b, __u64 v)
 	b[3] = v >> 16;
 	b[4] = v >> 8;
 	b[5] = v;
+}
+
+// record puts a tapped frame's header in the ring, stamped now.
+static __always_inline void record(struct __sk_buff *skb, __u8 flags, __u16 sw)
+{
+	struct tap_rec *r = bpf_ringbuf_reserve(&tapped, sizeof(*r), 0);
+	if (!r) {
+		count(sw, SLOT_TAP_LOST, skb->len);
+		return;
+	}
+	r->ns = bpf_ktime_get_ns();
+	r->ifindex = skb->ingress_ifindex;
+	r->flags = flags;
+	if (bpf_skb_load_bytes(skb, 0, r->hdr, TAP_SNAP) < 0) {
+		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
+		return;
+	}
+	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }
 
 // classify returns the action of the highest-priority rule of a table
@@ -256,7 +315,7 @@ int ethfab_switch(struct __sk_buff *skb)
 {
 	__u32 ifindex = skb->ingress_ifindex;
 	struct port *p = bpf_map_lookup_elem(&ports, &ifindex);
-	if (!p)
+	if (!p || !p->used)
 		return TC_ACT_OK; // not a switch port: leave it to the stack
 	__u16 sw = p->sw;
 	__u8 eth[14];
@@ -264,12 +323,17 @@ int ethfab_switch(struct __sk_buff *skb)
 		count(sw, SLOT_DROPPED, skb->len);
 		return TC_ACT_SHOT;
 	}
+	__u64 src = mac48(eth + 6);
+	__u16 dl_type = ((__u16)eth[12] << 8) | eth[13];
+	struct tap *tp = bpf_map_lookup_elem(&taps, &ifindex);
+	if (tp && tp->flags && dl_type == TRAFFIC_ETHERTYPE && (src & tp->src_mask) == tp->src_val && skb->len >= TAP_SNAP)
+		record(skb, tp->flags, sw);
 	__u32 swk = sw;
 	__u64 *cm = bpf_map_lookup_elem(&conditions, &swk);
 	struct flow_key fk = {
 		.ifindex = ifindex,
-		.dl_type = ((__u16)eth[12] << 8) | eth[13],
-		.src = mac48(eth + 6),
+		.dl_type = dl_type,
+		.src = src,
 		.dst = mac48(eth),
 		.cond = cm ? *cm : 0,
 	};
