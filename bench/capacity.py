@@ -33,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 
+from settle import settle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAPACITY_FILE = os.environ.get("ETHFAB_CAPACITY_FILE", "/var/lib/ethfab/capacity.json")
 
@@ -48,6 +50,7 @@ phases:
 
 
 def run(ethfab, size, mode, pattern, rate, loads, duration, sets, tmp):
+    settle()
     p, a, h = (int(x) for x in size.split(","))
     sc = os.path.join(tmp, "cap.yaml")
     with open(sc, "w") as f:
@@ -178,7 +181,15 @@ def main():
             with open(CAPACITY_FILE) as f:
                 old = json.load(f)
             saved["datapaths"] = old.get("datapaths") or {old.get("datapath") or "auto": old}
-        saved["datapaths"][datapath] = {k: doc[k] for k in ("datapath", "measured", "command", "switch_hop_fps", "by_case")}
+        entry = {k: doc[k] for k in ("datapath", "measured", "command", "switch_hop_fps", "by_case")}
+        prev = saved["datapaths"].get(datapath)
+        if prev and prev.get("by_case"):
+            # A run of some cases (--modes, --patterns, --sizes) updates
+            # those and keeps the others' last figures.
+            entry["by_case"] = dict(prev["by_case"], **entry["by_case"])
+            entry["switch_hop_fps"] = max(entry["by_case"].values())
+            entry["command"] = "%s (other cases: %s)" % (doc["command"], prev.get("command", "?"))
+        saved["datapaths"][datapath] = entry
         os.makedirs(os.path.dirname(CAPACITY_FILE), exist_ok=True)
         with open(CAPACITY_FILE, "w") as f:
             json.dump(saved, f, indent=1)

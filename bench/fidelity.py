@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from settle import settle
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCENARIO = """version: 1
@@ -59,6 +61,7 @@ def main():
                 with open(sc, "w") as f:
                     f.write(SCENARIO.format(p=p, a=a, h=h, rate=rate, loads=args.loads, duration=args.duration))
                 out = os.path.join(tmp, "run")
+                settle()
                 r = subprocess.run([args.ethfab, "run", sc, "--out", out, "--quiet"], capture_output=True, text=True)
                 if not os.path.exists(os.path.join(out, "metrics.json")):
                     sys.exit("ethfab run failed (%d):\n%s" % (r.returncode, r.stderr[-3000:]))

@@ -21,11 +21,14 @@ import subprocess
 import sys
 import tempfile
 
+from settle import settle
+
 
 def run(ethfab, scenario, sets, out):
     cmd = [ethfab, "run", scenario, "--quiet", "--out", out]
     for s in sets:
         cmd += ["--set", s]
+    settle()
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
