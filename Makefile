@@ -11,16 +11,19 @@ all: build
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ethfab
 
-# The eBPF datapath's program (emulator/datapath/bpf/switch.c) is compiled
-# here and the object committed, so building ethfab needs no clang; after
+# The BPF programs (the eBPF datapath's emulator/datapath/bpf/switch.c,
+# the traffic engine's send stamp hostagent/traffic/bpf/stamp.c) are
+# compiled here and their objects committed, so building ethfab needs no clang; after
 # editing the C, run `make bpf` (clang and libbpf-dev: apt install clang
-# libbpf-dev) and commit the object. TestObjectIsBuiltFromSource checks
-# the two agree wherever clang is installed.
-BPF_OBJ = emulator/datapath/switch.bpf.o
+# libbpf-dev) and commit the object. TestObjectIsBuiltFromSource and
+# TestStampObjectIsBuiltFromSource check each pair agrees wherever clang is installed.
+BPF_SRC = emulator/datapath/bpf/switch.c hostagent/traffic/bpf/stamp.c
 bpf:
-	clang -O2 -g -target bpf -Wall -Werror -I/usr/include/$$(uname -m)-linux-gnu \
-		-fdebug-prefix-map=$(CURDIR)=. -c emulator/datapath/bpf/switch.c -o $(BPF_OBJ)
-	llvm-strip -g $(BPF_OBJ)
+	for src in $(BPF_SRC); do \
+		obj=$$(dirname $$(dirname $$src))/$$(basename $$src .c).bpf.o; \
+		clang -O2 -g -target bpf -Wall -Werror -I/usr/include/$$(uname -m)-linux-gnu \
+			-fdebug-prefix-map=$(CURDIR)=. -c $$src -o $$obj && llvm-strip -g $$obj || exit 1; \
+	done
 
 vet:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/vishvananda/netlink"
@@ -40,6 +41,27 @@ func LinkIndexes(ns string, names []string) ([]int, error) {
 // interface goes, so nothing outlives the namespace. name labels the
 // filter in `tc filter show`.
 func AttachIngress(ns string, ifindexes []int, progFD int, name string) error {
+	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_INGRESS)
+}
+
+// AttachEgress is AttachIngress on the egress: the program sees each frame
+// the interface sends before its root qdisc queues it.
+func AttachEgress(ns string, ifindexes []int, progFD int, name string) error {
+	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS)
+}
+
+// DetachEgress removes the filter AttachEgress added (the clsact qdisc
+// stays: another filter may hang on it).
+func DetachEgress(ns string, ifindex int) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, ""))
+}
+
+func attachBPF(ns string, ifindexes []int, progFD int, name string, parent uint32) error {
 	h, err := handleAt(ns)
 	if err != nil {
 		return err
@@ -47,14 +69,17 @@ func AttachIngress(ns string, ifindexes []int, progFD int, name string) error {
 	defer h.Close()
 	for _, idx := range ifindexes {
 		q := &netlink.Clsact{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Parent: netlink.HANDLE_CLSACT, Handle: netlink.MakeHandle(0xffff, 0)}}
-		if err := h.QdiscAdd(q); err != nil {
+		if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("netns %q ifindex %d: clsact qdisc: %w", ns, idx, err)
 		}
-		f := &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: idx, Parent: netlink.HANDLE_MIN_INGRESS,
-			Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1}, Fd: progFD, Name: name, DirectAction: true}
-		if err := h.FilterAdd(f); err != nil {
+		if err := h.FilterAdd(bpfFilter(idx, parent, progFD, name)); err != nil {
 			return fmt.Errorf("netns %q ifindex %d: bpf filter: %w", ns, idx, err)
 		}
 	}
 	return nil
+}
+
+func bpfFilter(ifindex int, parent uint32, progFD int, name string) *netlink.BpfFilter {
+	return &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindex, Parent: parent,
+		Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1}, Fd: progFD, Name: name, DirectAction: true}
 }

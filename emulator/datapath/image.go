@@ -116,6 +116,17 @@ type PortRef struct {
 	Host         bool
 }
 
+// hosts counts the host ports: the fabric's hosts.
+func (img *Image) hosts() int {
+	n := 0
+	for _, p := range img.Ports {
+		if p.Host != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Build translates every switch's table. ports lists every switch port
 // with the ifindex of its device in the fabric namespace.
 func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {

@@ -379,6 +379,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if r.engine, err = traffic.Open(hs, traffic.Options{}); err != nil {
 			return fmt.Errorf("traffic engine: %w", err)
 		}
+		r.m.Run.Machine["traffic_send"] = r.engine.SendMode()
 		if r.sampler, err = measure.New(r.lab, measure.Options{Topology: r.top}); err != nil {
 			return fmt.Errorf("fabric sampler: %w", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ethfab/ethfab/kernel/uring"
 	pat "github.com/ethfab/ethfab/traffic"
 )
 
@@ -100,9 +101,48 @@ func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*sour
 	return w
 }
 
+// defaultBatch is Config.Batch's default.
+const defaultBatch = 16
+
+// batch is one sender's frames due at once: up to Config.Batch hosts, one
+// frame each (a host out of the heap is this sender's until it goes back),
+// sent in one io_uring submission.
+type batch struct {
+	ring   *uring.Ring // nil: write(2) per frame
+	srcs   []*source
+	at     []int64 // each frame's scheduled time
+	frames [][]byte
+	fds    []int
+	bufs   [][]byte
+	meas   []bool
+	sent   []*source // the sources of bufs
+	dst    []int32   // and their frames' destinations
+	res    []int32
+}
+
+func newBatch(n, frameSize int) *batch {
+	b := &batch{frames: make([][]byte, n), res: make([]int32, n)}
+	for i := range b.frames {
+		b.frames[i] = make([]byte, frameSize)
+	}
+	if n > 1 {
+		// Without io_uring (kernel.io_uring_disabled, seccomp) the batch
+		// is sent a write(2) at a time.
+		b.ring, _ = uring.New(uint32(n))
+	}
+	return b
+}
+
+func (b *batch) close() {
+	if b.ring != nil {
+		b.ring.Close()
+	}
+}
+
 // loop is one sender: it sends due frames until the window ends.
 func (w *senders) loop(ctx context.Context) {
-	frame := make([]byte, w.cfg.FrameSize)
+	b := newBatch(w.cfg.Batch, w.cfg.FrameSize)
+	defer b.close()
 	end, slot := w.sched.measTo, w.sched.slot
 	var h pat.Header
 	h.Run = w.run
@@ -120,23 +160,29 @@ func (w *senders) loop(ctx context.Context) {
 			sleep(int64(50 * time.Microsecond))
 			continue
 		}
-		s := w.heap[0]
-		at := s.next * slot
-		if wait := at - now; wait > 0 {
+		if wait := w.heap[0].next*slot - now; wait > 0 {
 			w.mu.Unlock()
 			sleep(wait)
 			continue
 		}
-		w.pop()
-		w.inflight++
-		w.mu.Unlock()
-		w.emit(s, at, now, frame, &h)
-		s.next += s.gap()
-		w.mu.Lock()
-		if s.next*slot < end {
-			w.push(s)
+		b.srcs, b.at = b.srcs[:0], b.at[:0]
+		for len(b.srcs) < len(b.frames) && len(w.heap) > 0 && w.heap[0].next*slot <= now {
+			s := w.heap[0]
+			w.pop()
+			b.srcs = append(b.srcs, s)
+			b.at = append(b.at, s.next*slot)
 		}
-		w.inflight--
+		w.inflight += len(b.srcs)
+		w.mu.Unlock()
+		w.send(b, now, &h)
+		w.mu.Lock()
+		for _, s := range b.srcs {
+			s.next += s.gap()
+			if s.next*slot < end {
+				w.push(s)
+			}
+		}
+		w.inflight -= len(b.srcs)
 		w.mu.Unlock()
 	}
 }
@@ -169,44 +215,74 @@ func (w *senders) finish() {
 // unsentDrawBudget bounds the arrivals finish draws.
 const unsentDrawBudget = 1 << 20
 
-func (w *senders) emit(s *source, at, now int64, frame []byte, h *pat.Header) {
-	d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
-	if d == pat.Silent {
+// send sends the batch's frames: each source's destination is drawn, its
+// frame built, and all go to the kernel in one io_uring submission (or a
+// write(2) each).
+func (w *senders) send(b *batch, now int64, h *pat.Header) {
+	b.fds, b.bufs, b.meas, b.sent, b.dst = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0], b.dst[:0]
+	for i, s := range b.srcs {
+		at := b.at[i]
+		d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
+		if d == pat.Silent {
+			continue
+		}
+		measured := at >= w.sched.measFrom
+		if measured {
+			s.stats.offered++
+			if late := now - at; late > w.sched.slot {
+				s.stats.late++
+				s.stats.lateMax = max(s.stats.lateMax, late)
+			}
+			s.stats.lateSum += float64(now - at)
+		}
+		h.Flags = 0
+		if measured {
+			h.Flags = pat.FlagMeasured
+		}
+		copy(h.Dst[:], w.e.hosts[d].MAC)
+		copy(h.Src[:], w.e.hosts[s.host].MAC)
+		h.SrcHost, h.DstHost = uint32(s.host), uint32(d)
+		h.Seq = s.seq[int32(d)]
+		h.SendNs = uint64(monoNow())
+		frame := b.frames[len(b.bufs)]
+		pat.Encode(frame, h)
+		b.fds = append(b.fds, w.e.socks[s.host].fd)
+		b.bufs = append(b.bufs, frame)
+		b.meas = append(b.meas, measured)
+		b.sent = append(b.sent, s)
+		b.dst = append(b.dst, int32(d))
+	}
+	if len(b.bufs) == 0 {
 		return
 	}
-	measured := at >= w.sched.measFrom
-	if measured {
-		s.stats.offered++
-		if late := now - at; late > w.sched.slot {
-			s.stats.late++
-			s.stats.lateMax = max(s.stats.lateMax, late)
+	if b.ring == nil || len(b.bufs) == 1 || b.ring.Send(b.fds, b.bufs, unix.MSG_DONTWAIT, b.res) != nil {
+		for i := range b.bufs {
+			b.res[i] = 0
+			if _, err := unix.Write(b.fds[i], b.bufs[i]); err != nil {
+				var errno unix.Errno
+				if !errors.As(err, &errno) {
+					errno = unix.EIO
+				}
+				b.res[i] = -int32(errno)
+			}
 		}
-		s.stats.lateSum += float64(now - at)
 	}
-	h.Flags = 0
-	if measured {
-		h.Flags = pat.FlagMeasured
-	}
-	copy(h.Dst[:], w.e.hosts[d].MAC)
-	copy(h.Src[:], w.e.hosts[s.host].MAC)
-	h.SrcHost, h.DstHost = uint32(s.host), uint32(d)
-	h.Seq = s.seq[int32(d)]
-	h.SendNs = uint64(monoNow())
-	pat.Encode(frame, h)
-	_, err := unix.Write(w.e.socks[s.host].fd, frame)
-	switch {
-	case err == nil:
-		s.seq[int32(d)]++
-		if measured {
-			s.stats.sent++
+	for i, s := range b.sent {
+		r := b.res[i]
+		switch {
+		case r >= 0:
+			s.seq[b.dst[i]]++
+			if b.meas[i] {
+				s.stats.sent++
+			}
+		case !b.meas[i]:
+		case unix.Errno(-r) == unix.ENOBUFS:
+			s.stats.errNoBufs++
+		case unix.Errno(-r) == unix.EAGAIN:
+			s.stats.errAgain++
+		default:
+			s.stats.errOther++
 		}
-	case !measured:
-	case errors.Is(err, unix.ENOBUFS):
-		s.stats.errNoBufs++
-	case errors.Is(err, unix.EAGAIN):
-		s.stats.errAgain++
-	default:
-		s.stats.errOther++
 	}
 }
 

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -96,15 +97,33 @@ func (s *sock) close() error { return s.p.Close() }
 // Clock: frames carry CLOCK_MONOTONIC nanoseconds, which every namespace
 // shares. Reading it through the runtime's monotonic clock (vDSO, no
 // syscall) from a base taken once keeps the per-frame cost to a few ns.
-var (
-	clockBase     = time.Now()
-	clockBaseMono = func() int64 {
-		var ts unix.Timespec
-		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			return 0
+// The base pairs a time.Now with the midpoint of the two clock_gettime
+// calls around it, the closest of a few tries, so monoNow is within a
+// microsecond or so of the kernel's own CLOCK_MONOTONIC, which stamps the
+// frames' send times (stamp.go).
+var clockBase, clockBaseMono = clockBases()
+
+func clockBases() (time.Time, int64) {
+	best := int64(math.MaxInt64)
+	var bt time.Time
+	var bm int64
+	for range 8 {
+		var a, b unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &a) != nil {
+			break
 		}
-		return ts.Nano()
-	}()
-)
+		t := time.Now()
+		if unix.ClockGettime(unix.CLOCK_MONOTONIC, &b) != nil {
+			break
+		}
+		if d := b.Nano() - a.Nano(); d < best {
+			best, bt, bm = d, t, a.Nano()+d/2
+		}
+	}
+	if bt.IsZero() {
+		return time.Now(), 0
+	}
+	return bt, bm
+}
 
 func monoNow() int64 { return clockBaseMono + int64(time.Since(clockBase)) }
