@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/fanout"
 	pat "github.com/ethfab/ethfab/traffic"
 )
 
@@ -156,32 +157,10 @@ func (e *Engine) attachStamp() (*stamper, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A namespace entry each, on a few threads, as the sockets were opened.
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		next = make(chan Host)
-	)
-	for range min(8, len(e.hosts)) {
-		wg.Go(func() {
-			for h := range next {
-				if err := st.attach(h.NetNS, h.Iface); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for _, h := range e.hosts {
-		next <- h
-	}
-	close(next)
-	wg.Wait()
-	if len(errs) > 0 {
+	// A namespace entry each, a few at a time, as the sockets were opened.
+	if err := fanout.Each(len(e.hosts), 8, func(i int) error { return st.attach(e.hosts[i].NetNS, e.hosts[i].Iface) }); err != nil {
 		st.close()
-		return nil, errors.Join(errs...)
+		return nil, err
 	}
 	return st, nil
 }
