@@ -255,7 +255,23 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 	if len(b.bufs) == 0 {
 		return
 	}
-	if b.ring == nil || len(b.bufs) == 1 || b.ring.Send(b.fds, b.bufs, unix.MSG_DONTWAIT, b.res) != nil {
+	var err error
+	if b.ring != nil && len(b.bufs) > 1 {
+		if err = b.ring.Send(b.fds, b.bufs, unix.MSG_DONTWAIT, b.res); err != nil {
+			// A ring that failed is not used again: this sender goes on
+			// with write(2).
+			b.ring.Close()
+			b.ring = nil
+		}
+	}
+	switch {
+	case errors.Is(err, uring.ErrPartial):
+		// Some frames may have gone: sending them again would duplicate
+		// them, so all count as refused.
+		for i := range b.bufs {
+			b.res[i] = -int32(unix.EIO)
+		}
+	case b.ring == nil || len(b.bufs) == 1:
 		for i := range b.bufs {
 			b.res[i] = 0
 			if _, err := unix.Write(b.fds[i], b.bufs[i]); err != nil {

@@ -35,6 +35,13 @@ const (
 	cqOffHead, cqOffTail, cqOffMask, cqOffCQEs  = 80, 84, 88, 100
 )
 
+// ErrPartial is Send failing after the kernel took part of the batch:
+// which frames went is not known, and the ring must not be used again.
+var ErrPartial = errors.New("uring: the ring failed after taking part of the batch")
+
+// maxRetries bounds Send's retries of a transient EAGAIN or EBUSY.
+const maxRetries = 100
+
 // Ring is one io_uring for batched sends; one goroutine at a time.
 type Ring struct {
 	fd      int
@@ -103,7 +110,8 @@ func (r *Ring) Entries() int { return int(r.entries) }
 // Send sends bufs[i] on socket fds[i], all in one system call, and waits
 // for every one to complete; res[i] is the bytes sent or a negative errno.
 // flags are send(2)'s: with MSG_DONTWAIT a full socket completes with
-// -EAGAIN at once rather than waiting.
+// -EAGAIN at once rather than waiting. An error other than ErrPartial
+// means nothing was sent.
 func (r *Ring) Send(fds []int, bufs [][]byte, flags uint32, res []int32) error {
 	n := len(fds)
 	if n == 0 {
@@ -126,14 +134,23 @@ func (r *Ring) Send(fds []int, bufs [][]byte, flags uint32, res []int32) error {
 		r.sqArray[idx] = idx
 	}
 	atomic.StoreUint32(r.sqTail, tail+uint32(n))
-	done := 0
+	done, retries := 0, 0
 	for done < n {
 		// Submit what the kernel has not consumed yet (an interrupted
 		// enter may have taken none) and wait for the rest to complete.
 		submit := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
 		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit), uintptr(n-done), enterGetEvents, 0, 0)
-		if errno != 0 && errno != unix.EINTR {
+		switch {
+		case errno == 0, errno == unix.EINTR:
+		case (errno == unix.EAGAIN || errno == unix.EBUSY) && retries < maxRetries:
+			retries++ // short of memory, or completions to reap: again
+		case atomic.LoadUint32(r.sqHead) == tail:
+			// The kernel took none: withdraw the batch, the caller may
+			// send it another way.
+			atomic.StoreUint32(r.sqTail, tail)
 			return fmt.Errorf("io_uring_enter: %w", errno)
+		default:
+			return fmt.Errorf("%w: io_uring_enter: %v", ErrPartial, errno)
 		}
 		head, ctail := atomic.LoadUint32(r.cqHead), atomic.LoadUint32(r.cqTail)
 		for ; head != ctail; head++ {
