@@ -36,7 +36,11 @@ type stamper struct {
 type stamped struct {
 	ns, iface string
 	ifindex   int
-	tcx       bool // else cls_bpf under a clsact qdisc this stamper added
+	// tcx is a BPF link: it holds the attachment for as long as this
+	// process has it open, so a crashed run leaves no stamp behind. nil:
+	// a cls_bpf filter under clsact (kernels before 6.6), which stays
+	// until close or the interface goes.
+	tcx link.Link
 }
 
 func newStamper() (*stamper, error) {
@@ -59,17 +63,17 @@ func newStamper() (*stamper, error) {
 // attach puts the stamp on the egress of iface in netns ns: with tcx where
 // the kernel has it (6.6+), else as a cls_bpf filter under clsact.
 func (s *stamper) attach(ns, iface string) error {
-	st := stamped{ns: ns, iface: iface, tcx: true}
+	st := stamped{ns: ns, iface: iface}
 	err := kernel.InNamespace(ns, func() error {
 		ifi, err := net.InterfaceByName(iface)
 		if err != nil {
 			return err
 		}
 		st.ifindex = ifi.Index
-		return link.RawAttachProgram(link.RawAttachProgramOptions{Target: st.ifindex, Program: s.prog, Attach: ebpf.AttachTCXEgress})
+		st.tcx, err = link.AttachTCX(link.TCXOptions{Interface: st.ifindex, Program: s.prog, Attach: ebpf.AttachTCXEgress})
+		return err
 	})
 	if st.ifindex != 0 && (errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
-		st.tcx = false
 		err = kernel.AttachEgress(ns, []int{st.ifindex}, s.prog.FD(), stampProgram)
 	}
 	if err != nil {
@@ -86,10 +90,8 @@ func (s *stamper) close() error {
 	var errs []error
 	for _, st := range s.on {
 		var err error
-		if st.tcx {
-			err = kernel.InNamespace(st.ns, func() error {
-				return link.RawDetachProgram(link.RawDetachProgramOptions{Target: st.ifindex, Program: s.prog, Attach: ebpf.AttachTCXEgress})
-			})
+		if st.tcx != nil {
+			err = st.tcx.Close()
 		} else {
 			err = kernel.DetachEgress(st.ns, st.ifindex)
 		}
