@@ -339,6 +339,10 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 // datapathTaps makes every tap a flag in the eBPF datapath (tap.go) and
 // starts the one reader of their records.
 func (m *Monitor) datapathTaps(lab *fabric.Lab) error {
+	// A monitor that died (a killed run) may have left taps on.
+	if err := m.bpf.ClearTaps(); err != nil {
+		return fmt.Errorf("tap flags: %w", err)
+	}
 	// Each switch port's far end, and every end's interface by namespace.
 	type end struct {
 		node string

@@ -12,6 +12,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 )
 
@@ -30,7 +31,33 @@ func testReactionTimeMeasured(t *testing.T, name, dp string) {
 	lab, comp := upOn(t, name, dp)
 	in, dst, def, _ := divertable(t, comp)
 	hookedBefore := hookedPacketSockets(t, lab.Links[0].A.NetNS, lab.Links[0].B.NetNS)
+	if lab.BPF != nil {
+		// A tap a killed run left on: the new monitor switches it off.
+		h, err := datapath.Open(*lab.BPF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := lab.Links[0].A
+		idx, err := kernel.LinkIndexes(e.NetNS, []string{e.Iface})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetTap(uint32(idx[0]), datapath.TapArrive, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+	}
 	m := newMonitor(t, lab, false)
+	if lab.BPF != nil {
+		h, err := datapath.Open(*lab.BPF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on, err := h.TapsOn(); err != nil || on != 0 {
+			t.Fatalf("%d taps on after the monitor started, before any queue rose (%v)", on, err)
+		}
+		h.Close()
+	}
 	sw0 := lab.Switches[0]
 	altBefore := kindPackets(t, lab, 0, controller.KindAlternative)
 	stop := runMonitor(t, m)

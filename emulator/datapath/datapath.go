@@ -256,6 +256,32 @@ func (h *Handle) SetTap(ifindex uint32, flags uint8, val, mask uint64) error {
 	return h.taps.Update(ifindex, Tap{Flags: flags, SrcVal: val & mask, SrcMask: mask}, ebpf.UpdateAny)
 }
 
+// ClearTaps switches every tap off: what a monitor that died left on
+// would cost each frame of the lab a record nobody reads.
+func (h *Handle) ClearTaps() error {
+	if h.taps == nil {
+		return nil
+	}
+	var k uint32
+	var v Tap
+	var on []uint32
+	it := h.taps.Iterate()
+	for it.Next(&k, &v) {
+		if v.Flags != 0 {
+			on = append(on, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	for _, k := range on {
+		if err := h.taps.Update(k, Tap{}, ebpf.UpdateAny); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // TapsOn counts the ports whose tap is on.
 func (h *Handle) TapsOn() (int, error) {
 	if h.taps == nil {
