@@ -209,16 +209,24 @@ func (r *StatsReader) Index(ifname string) (int, error) {
 	return r.index(ifname)
 }
 
+// index resolves ifname. A name not yet known reads the namespace's whole
+// link table in one dump: callers resolve every port of a fabric, and a
+// request per name was thousands of round trips on DF(4,8,4).
 func (r *StatsReader) index(ifname string) (int, error) {
 	if i, ok := r.idx[ifname]; ok {
 		return i, nil
 	}
-	l, err := r.h.LinkByName(ifname)
+	links, err := r.h.LinkList()
 	if err != nil {
-		return 0, fmt.Errorf("netns %q link %s: %w", r.ns, ifname, err)
+		return 0, fmt.Errorf("netns %q: link dump: %w", r.ns, err)
 	}
-	r.idx[ifname] = l.Attrs().Index
-	return l.Attrs().Index, nil
+	for _, l := range links {
+		r.idx[l.Attrs().Name] = l.Attrs().Index
+	}
+	if i, ok := r.idx[ifname]; ok {
+		return i, nil
+	}
+	return 0, fmt.Errorf("netns %q: no link %s", r.ns, ifname)
 }
 
 // Stats returns the counters of the queue shaping ifname.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -33,6 +35,13 @@ func LinkIndexes(ns string, names []string) ([]int, error) {
 		out[i] = idx
 	}
 	return out, nil
+}
+
+// NoTCX says whether a tcx attach failed because the kernel has no tcx
+// (before 6.6; Debian 12's 6.1): callers fall back to cls_bpf under
+// clsact (AttachIngress, AttachEgress).
+func NoTCX(err error) bool {
+	return errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // AttachIngress attaches a tc BPF program (direct action) to the ingress

@@ -328,7 +328,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		}
 	}
 	if n > 0 && m.bpf != nil && m.bpf.HasTaps() {
-		if err := m.datapathTaps(lab); err != nil {
+		if err := m.datapathTaps(lab, readers); err != nil {
 			return nil, err
 		}
 	}
@@ -337,13 +337,13 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 }
 
 // datapathTaps makes every tap a flag in the eBPF datapath (tap.go) and
-// starts the one reader of their records.
-func (m *Monitor) datapathTaps(lab *fabric.Lab) error {
+// starts the one reader of their records. readers are the namespaces'
+// stats readers New opened, which know the watched ports' ifindexes.
+func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) error {
 	// A monitor that died (a killed run) may have left taps on.
 	if err := m.bpf.ClearTaps(); err != nil {
 		return fmt.Errorf("tap flags: %w", err)
 	}
-	// Each switch port's far end, and every end's interface by namespace.
 	type end struct {
 		node string
 		port int
@@ -353,40 +353,34 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab) error {
 		peer[end{l.A.Node, l.A.Port}] = l.B
 		peer[end{l.B.Node, l.B.Port}] = l.A
 	}
-	where := map[*tap]fabric.LinkEnd{}
-	names := map[string][]string{}
+	taps := map[tapKey]*tap{}
+	flags := &tapFlags{h: m.bpf, on: map[uint32][]*tap{}}
 	for _, s := range m.switches {
 		for _, t := range s.taps {
-			e := fabric.LinkEnd{Node: s.name, Port: t.num, NetNS: t.ns, Iface: t.ifname}
+			// An arrival tap watches its own port; a departure tap the far
+			// end of its link.
+			ns, iface := t.ns, t.ifname
 			if !t.in {
 				far, ok := peer[end{s.name, t.num}]
 				if !ok || m.switches[far.Node] == nil {
 					return fmt.Errorf("switch %s port %d: its link's far end is not a switch port the datapath runs", s.name, t.num)
 				}
-				e = far
+				ns, iface = far.NetNS, far.Iface
 			}
-			where[t] = e
-			names[e.NetNS] = append(names[e.NetNS], e.Iface)
+			np := readers[ns]
+			if np == nil {
+				return fmt.Errorf("switch %s port %d: no switch port watched in netns %q", s.name, t.num, ns)
+			}
+			idx, err := np.r.Index(iface)
+			if err != nil {
+				return fmt.Errorf("tap ports: %w", err)
+			}
+			t.dp, t.ifindex = flags, uint32(idx)
+			if taps[t.key()] != nil {
+				return fmt.Errorf("switch %s port %d: two taps of one kind on %s", s.name, t.num, iface)
+			}
+			taps[t.key()] = t
 		}
-	}
-	index := map[[2]string]int{}
-	for ns, list := range names {
-		idx, err := kernel.LinkIndexes(ns, list)
-		if err != nil {
-			return fmt.Errorf("tap ports: %w", err)
-		}
-		for i, name := range list {
-			index[[2]string{ns, name}] = idx[i]
-		}
-	}
-	taps := map[tapKey]*tap{}
-	flags := &tapFlags{h: m.bpf, on: map[uint32][]*tap{}}
-	for t, e := range where {
-		t.dp, t.ifindex = flags, uint32(index[[2]string{e.NetNS, e.Iface}])
-		if taps[t.key()] != nil {
-			return fmt.Errorf("switch %s port %d: two taps of one kind on %s", t.sw.name, t.num, e.Iface)
-		}
-		taps[t.key()] = t
 	}
 	rd, err := m.bpf.Taps()
 	if err != nil {
@@ -817,14 +811,19 @@ func (m *Monitor) Close() {
 	for _, s := range m.switches {
 		s.of.close()
 	}
-	// The datapath's taps go off before its maps are let go: a tap left on
-	// would cost every frame of the lab a record nobody reads.
+	// Closed outside pmu: a tap's reader holds its ring while it hands a
+	// frame over, and takes pmu to note it; closing a socket waits for
+	// its ring. The datapath's taps go off before its maps are let go: a
+	// tap left on would cost every frame of the lab a record nobody reads.
+	var socks []*packet.Socket
 	for _, s := range m.switches {
 		s.pmu.Lock()
-		for _, t := range s.taps {
-			t.clear()
-		}
+		s.closed = true
+		socks = append(socks, m.releaseTaps(s)...)
 		s.pmu.Unlock()
+	}
+	for _, k := range socks {
+		k.Close()
 	}
 	if m.tapReader != nil {
 		m.tapReader.Close()
@@ -834,24 +833,6 @@ func (m *Monitor) Close() {
 	}
 	for _, np := range m.ns {
 		np.r.Close()
-	}
-	// Closed outside pmu: a tap's reader holds its ring while it hands a
-	// frame over, and takes pmu to note it; closing a socket waits for
-	// its ring.
-	var socks []*packet.Socket
-	for _, s := range m.switches {
-		s.pmu.Lock()
-		s.closed = true
-		for _, t := range s.taps {
-			if t.s != nil {
-				socks = append(socks, t.s)
-				t.s, t.r = nil, nil
-			}
-		}
-		s.pmu.Unlock()
-	}
-	for _, k := range socks {
-		k.Close()
 	}
 	m.readers.Wait()
 }

@@ -207,6 +207,17 @@ func (m *Monitor) closeTaps(s *sw) {
 	if len(s.probes) > 0 || !s.tapsOpen {
 		return
 	}
+	socks := m.releaseTaps(s)
+	s.tapsOpen = false
+	for _, k := range socks {
+		go k.Close()
+	}
+}
+
+// releaseTaps switches a switch's taps off: the datapath's flags at once,
+// the sockets handed back for the caller to close outside pmu. Called
+// with pmu held.
+func (m *Monitor) releaseTaps(s *sw) []*packet.Socket {
 	var socks []*packet.Socket
 	for _, t := range s.taps {
 		if t.s != nil {
@@ -217,10 +228,7 @@ func (m *Monitor) closeTaps(s *sw) {
 			m.countTapErr()
 		}
 	}
-	s.tapsOpen = false
-	for _, k := range socks {
-		go k.Close()
-	}
+	return socks
 }
 
 // setTaps opens (on) or closes every switch's taps; Run calls it, in the

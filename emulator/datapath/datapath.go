@@ -12,9 +12,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // object is bpf/switch.c compiled (make bpf).
@@ -172,7 +172,7 @@ func (l *Loaded) Attach(ns string, ifindexes []int) (string, error) {
 	err := kernel.InNamespace(ns, func() error {
 		for i, idx := range ifindexes {
 			err := link.RawAttachProgram(link.RawAttachProgramOptions{Target: idx, Program: prog, Attach: ebpf.AttachTCXIngress})
-			if i == 0 && (errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+			if i == 0 && kernel.NoTCX(err) {
 				return errNoTCX // a kernel before tcx (6.6)
 			}
 			if err != nil {
@@ -259,44 +259,36 @@ func (h *Handle) SetTap(ifindex uint32, flags uint8, val, mask uint64) error {
 // ClearTaps switches every tap off: what a monitor that died left on
 // would cost each frame of the lab a record nobody reads.
 func (h *Handle) ClearTaps() error {
-	if h.taps == nil {
-		return nil
+	on, err := h.tapsOn()
+	for _, k := range on {
+		if err := h.taps.Update(k, Tap{}, ebpf.UpdateAny); err != nil {
+			return err
+		}
 	}
+	return err
+}
+
+// TapsOn counts the ports whose tap is on.
+func (h *Handle) TapsOn() (int, error) {
+	on, err := h.tapsOn()
+	return len(on), err
+}
+
+// tapsOn lists the ifindexes whose tap is on.
+func (h *Handle) tapsOn() ([]uint32, error) {
+	if h.taps == nil {
+		return nil, nil
+	}
+	var on []uint32
 	var k uint32
 	var v Tap
-	var on []uint32
 	it := h.taps.Iterate()
 	for it.Next(&k, &v) {
 		if v.Flags != 0 {
 			on = append(on, k)
 		}
 	}
-	if err := it.Err(); err != nil {
-		return err
-	}
-	for _, k := range on {
-		if err := h.taps.Update(k, Tap{}, ebpf.UpdateAny); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// TapsOn counts the ports whose tap is on.
-func (h *Handle) TapsOn() (int, error) {
-	if h.taps == nil {
-		return 0, nil
-	}
-	n := 0
-	var k uint32
-	var v Tap
-	it := h.taps.Iterate()
-	for it.Next(&k, &v) {
-		if v.Flags != 0 {
-			n++
-		}
-	}
-	return n, it.Err()
+	return on, it.Err()
 }
 
 // Tap is a port's tap setting (struct tap).
@@ -316,8 +308,8 @@ type TapRecord struct {
 }
 
 // TapSnap is how much of a tapped frame a record holds: the traffic
-// header (traffic.HeaderLen).
-const TapSnap = 52
+// header (TAP_SNAP in bpf/switch.c).
+const TapSnap = traffic.HeaderLen
 
 // TapReader reads the tap records.
 type TapReader struct {
@@ -427,10 +419,7 @@ func (h *Handle) ReadCounters() ([]Counters, error) {
 
 // Close releases the handle.
 func (h *Handle) Close() {
-	if h.conditions != nil {
-		h.conditions.Close()
-	}
-	for _, m := range []*ebpf.Map{h.counters, h.taps, h.tapped} {
+	for _, m := range []*ebpf.Map{h.conditions, h.counters, h.taps, h.tapped} {
 		if m != nil {
 			m.Close()
 		}

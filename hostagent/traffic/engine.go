@@ -49,9 +49,6 @@ type Options struct {
 	// Retire is how long a host's receive ring keeps a block that is not
 	// full (0: sinkRetire of the number of hosts).
 	Retire time.Duration
-	// NoBatch sends every frame with its own write(2) and attaches no send
-	// stamp to the hosts' interfaces.
-	NoBatch bool
 }
 
 // Engine holds one packet socket per host.
@@ -66,8 +63,8 @@ type Engine struct {
 	// it could not be attached, and then every frame goes in its own
 	// write(2), stamped just before it.
 	stamp *stamper
-	// StampErr says why there is no send stamp.
-	StampErr error
+	// stampErr says why there is no send stamp.
+	stampErr error
 }
 
 // Open opens a packet socket in every host's namespace (a few at a time,
@@ -121,9 +118,7 @@ func Open(hosts []Host, opt Options) (*Engine, error) {
 		e.Close()
 		return nil, fmt.Errorf("traffic: open sockets: %w", errors.Join(errs...))
 	}
-	if !opt.NoBatch {
-		e.stamp, e.StampErr = e.attachStamp()
-	}
+	e.stamp, e.stampErr = e.attachStamp()
 	return e, nil
 }
 
@@ -138,17 +133,13 @@ func (e *Engine) SetMAC(i int, mac net.HardwareAddr) {
 // Hosts returns the engine's hosts, with the MACs it uses.
 func (e *Engine) Hosts() []Host { return append([]Host(nil), e.hosts...) }
 
-// Close closes every socket.
 // SendMode says how the senders hand frames to the kernel, for a run's
 // record.
 func (e *Engine) SendMode() string {
 	if e.stamp != nil {
 		return "io_uring batches, send time stamped at the host's egress"
 	}
-	if e.StampErr != nil {
-		return "write(2) per frame (no send stamp: " + e.StampErr.Error() + ")"
-	}
-	return "write(2) per frame"
+	return "write(2) per frame (no send stamp: " + e.stampErr.Error() + ")"
 }
 
 // attachStamp puts the send stamp on every host's interface, or none.
@@ -165,6 +156,7 @@ func (e *Engine) attachStamp() (*stamper, error) {
 	return st, nil
 }
 
+// Close takes the send stamp off and closes every socket.
 func (e *Engine) Close() error {
 	var errs []error
 	if e.stamp != nil {
@@ -215,8 +207,8 @@ type Config struct {
 	// Batch is the most due frames a sender hands the kernel in one
 	// system call (io_uring; default 16): one world switch in this VM for
 	// all of them, where write(2) takes one each. 1 sends each with its
-	// own write(2), as do engines without the send stamp (Options.NoBatch,
-	// or a kernel that would not take it) and kernels without io_uring.
+	// own write(2), as do engines without the send stamp (a kernel that
+	// would not take it) and kernels without io_uring.
 	Batch int
 }
 

@@ -73,7 +73,7 @@ func (s *stamper) attach(ns, iface string) error {
 		st.tcx, err = link.AttachTCX(link.TCXOptions{Interface: st.ifindex, Program: s.prog, Attach: ebpf.AttachTCXEgress})
 		return err
 	})
-	if st.ifindex != 0 && (errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)) {
+	if st.ifindex != 0 && kernel.NoTCX(err) {
 		err = kernel.AttachEgress(ns, []int{st.ifindex}, s.prog.FD(), stampProgram)
 	}
 	if err != nil {

@@ -32,7 +32,7 @@ func TestSendStampIsTheKernels(t *testing.T) {
 	}
 	defer e.Close()
 	if e.stamp == nil {
-		t.Fatalf("no send stamp: %v", e.StampErr)
+		t.Fatalf("no send stamp: %v", e.stampErr)
 	}
 	rx, err := packet.Open(l.hosts[1].NetNS, l.hosts[1].Iface, packet.Config{Protocol: ethertype.Traffic})
 	if err != nil {
