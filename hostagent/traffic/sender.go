@@ -246,7 +246,7 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		h.SendNs = uint64(monoNow())
 		frame := b.frames[len(b.bufs)]
 		pat.Encode(frame, h)
-		b.fds = append(b.fds, w.e.socks[s.host].fd)
+		b.fds = append(b.fds, w.e.socks[s.host].tx.FD())
 		b.bufs = append(b.bufs, frame)
 		b.meas = append(b.meas, measured)
 		b.sent = append(b.sent, s)

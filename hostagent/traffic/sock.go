@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -12,12 +13,13 @@ import (
 	"github.com/ethfab/ethfab/kernel/packet"
 )
 
-// sock is one host's packet socket (kernel/packet), bound to the traffic
-// EtherType on the host's interface. The engine writes each frame with its
-// own write(2) on fd and reads them from the socket's receive ring.
+// sock is one host's two packet sockets (kernel/packet) on the host's
+// interface: one bound to the traffic EtherType, whose receive ring the
+// sink reads, and one the senders write frames on (packet.Sender says why
+// they are two).
 type sock struct {
 	p    *packet.Socket
-	fd   int
+	tx   *packet.Sender
 	ring *packet.Ring     // what the sink reads
 	mac  net.HardwareAddr // the interface's own address
 }
@@ -75,7 +77,12 @@ func openSock(ns, iface string, retire time.Duration) (*sock, error) {
 		p.Close()
 		return nil, err
 	}
-	return &sock{p: p, fd: p.FD(), ring: r, mac: net.HardwareAddr(mac[:])}, nil
+	tx, err := packet.OpenSender(ns, iface)
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
+	return &sock{p: p, tx: tx, ring: r, mac: net.HardwareAddr(mac[:])}, nil
 }
 
 // drops reads and resets the socket's PACKET_STATISTICS: frames the kernel
@@ -92,7 +99,7 @@ func (s *sock) drops() uint64 {
 func (s *sock) stopReading()   { s.p.SetReadDeadline(time.Now()) }
 func (s *sock) resumeReading() { s.p.SetReadDeadline(time.Time{}) }
 
-func (s *sock) close() error { return s.p.Close() }
+func (s *sock) close() error { return errors.Join(s.tx.Close(), s.p.Close()) }
 
 // Clock: frames carry CLOCK_MONOTONIC nanoseconds, which every namespace
 // shares. Reading it through the runtime's monotonic clock (vDSO, no

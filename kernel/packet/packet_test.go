@@ -214,6 +214,53 @@ func TestSocketBoundToProtocol(t *testing.T) {
 	}
 }
 
+// A send-only socket's frames arrive with the EtherType they carry, and
+// it hears nothing: neither its own frames nor the ones coming in.
+func TestSenderSendsAndHearsNothing(t *testing.T) {
+	a, b := pair(t)
+	tx, err := OpenSender(a, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	back := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
+	rx := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
+	local := open(t, a, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
+	linkUp(t, back, local, ethertype.Traffic) // both ends up, and a frame in
+	f := make([]byte, 60)
+	copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	binary.BigEndian.PutUint16(f[12:], ethertype.Traffic)
+	f[18] = 7
+	if _, err := unix.Write(tx.FD(), f); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 128)
+	n, err := recvWithin(t, rx, buf, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 60 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic || buf[18] != 7 {
+		t.Errorf("read %d bytes of EtherType %#x, frame %d; want 60 of 0x88b6, frame 7", n, binary.BigEndian.Uint16(buf[12:]), buf[18])
+	}
+	// Warm-up frames came in on a and one frame left: the sender read
+	// none of them.
+	if n, err := unix.Read(tx.FD(), buf); err != unix.EAGAIN {
+		t.Errorf("send-only socket read %d bytes (%v); want nothing (EAGAIN)", n, err)
+	}
+	if err := tx.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := tx.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+	if _, err := OpenSender(a, "nosuch0"); err == nil {
+		t.Error("no such interface: no error")
+	}
+	if _, err := OpenSender(a+"-none", "eth0"); err == nil {
+		t.Error("no such namespace: no error")
+	}
+}
+
 func TestOpenErrors(t *testing.T) {
 	a, _ := pair(t)
 	if _, err := Open(a, "nosuch0", Config{}); err == nil {
