@@ -136,8 +136,9 @@ type OVS struct {
 	// the first installed of ovs.Allocators, else the system's),
 	// "system", or an allocator's name, which must then be installed.
 	Allocator string
-	// FlowCache is whether ovs-vswitchd caches forwarding decisions in
-	// datapath flows: FlowCacheAuto (default), FlowCacheOn or FlowCacheOff.
+	// FlowCache is whether the switches cache forwarding decisions
+	// (ovs-vswitchd's datapath flows, or the eBPF datapath's flow cache):
+	// FlowCacheAuto (default), FlowCacheOn or FlowCacheOff.
 	FlowCache FlowCache
 	// Ports is how the userspace datapath reads its ports: PortsAuto
 	// (default), PortsSocket or PortsPMD.
@@ -170,7 +171,9 @@ type FlowCache string
 
 // Flow cache settings: auto is off for conditional routing on the
 // userspace datapath (where an uncached frame costs one in-process
-// lookup) and on otherwise.
+// lookup), off on the eBPF datapath past 128 hosts (where the host pairs'
+// flows no longer fit its cache: datapath.FlowCacheFits), and on
+// otherwise.
 const (
 	FlowCacheAuto FlowCache = "auto"
 	FlowCacheOn   FlowCache = "on"

@@ -32,11 +32,22 @@ var object []byte
 // misses whatever the size.
 func flowCacheEntries(hosts int) int {
 	n := 1 << 12
-	for n < 1<<16 && n < 4*hosts*hosts {
+	for n < maxFlowCache && n < 4*hosts*hosts {
 		n <<= 1
 	}
 	return n
 }
+
+const maxFlowCache = 1 << 16
+
+// FlowCacheFits says whether every host pair's flows fit the largest flow
+// cache (at most 128 hosts): the cache's default. Past it a cached
+// decision is rarely met again before it is evicted, and the cache costs
+// a lookup and an insertion a frame for nothing: uniform traffic on
+// DF(4,8,4) (1,056 hosts) ran the program in 2.5-2.7 µs a frame without
+// it and 3.3-3.5 µs with it. On DF(2,3,2), VAL adv+1, it saves a tenth
+// (987 ns a frame against 1,088 without).
+func FlowCacheFits(hosts int) bool { return 4*hosts*hosts <= maxFlowCache }
 
 // programName is the program's name in the object and its filter's in tc.
 const programName = "ethfab_switch"
@@ -64,8 +75,8 @@ type Loaded struct {
 }
 
 // Load creates the program and its maps, sized for the image, and fills
-// them.
-func Load(img *Image) (*Loaded, error) {
+// them; flowCache turns the program's flow cache on (FlowCacheFits).
+func Load(img *Image, flowCache bool) (*Loaded, error) {
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
@@ -79,6 +90,9 @@ func Load(img *Image) (*Loaded, error) {
 		"taps": ifindexes, "actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
 	for name, n := range sizes {
 		spec.Maps[name].MaxEntries = uint32(max(1, n))
+	}
+	if err := spec.Variables["flow_cache"].Set(uint32(b2u(flowCache))); err != nil {
+		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
@@ -432,7 +446,7 @@ const Name = "ebpf"
 // Probe loads the program with empty tables and unloads it: whether this
 // kernel runs the eBPF datapath (ethfab doctor).
 func Probe() error {
-	l, err := Load(&Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: 1, rules: map[RuleKey]RuleVal{}})
+	l, err := Load(&Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: 1, rules: map[RuleKey]RuleVal{}}, true)
 	if err != nil {
 		return err
 	}

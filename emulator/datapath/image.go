@@ -54,16 +54,22 @@ type Port struct {
 	Host    uint8
 	Used    uint8 // 1: the entry is a switch port (the map is an array)
 	Pad     [2]uint8
+	// Probe[t] bit i: subtable i of table t may hold a rule for a frame on
+	// this port; an in_port subtable with no rule for it is skipped.
+	Probe [MaxTables]uint32
 }
 
 // Subtable is one mask of a (switch, table): which fields its rules match.
 type Subtable struct {
 	InPort, DlType uint8
 	MaxPrio        uint16
-	Pad            uint32
-	SrcMask        uint64
-	DstMask        uint64
-	MetaMask       uint64
+	// OnlyDlType, if not 0, is the one EtherType every rule matches: a
+	// frame of another skips the subtable.
+	OnlyDlType uint16
+	Pad        uint16
+	SrcMask    uint64
+	DstMask    uint64
+	MetaMask   uint64
 }
 
 // Table is a (switch, table)'s subtables, highest MaxPrio first.
@@ -135,6 +141,7 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 		return nil, fmt.Errorf("%d switches: the eBPF datapath numbers them in 16 bits", len(tables))
 	}
 	ifindex := map[[2]int]uint32{}
+	swPorts := map[int][]uint32{}
 	for _, p := range ports {
 		if p.Switch < 0 || p.Switch >= len(tables) || p.Port <= 0 || p.Port >= 1<<16 {
 			return nil, fmt.Errorf("port %d of switch %d: out of range", p.Port, p.Switch)
@@ -151,9 +158,10 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 		}
 		img.Ports[p.Ifindex] = Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host, Used: 1}
 		ifindex[[2]int{p.Switch, p.Port}] = p.Ifindex
+		swPorts[p.Switch] = append(swPorts[p.Switch], p.Ifindex)
 	}
 	for sw, t := range tables {
-		if err := img.addSwitch(sw, t, ifindex); err != nil {
+		if err := img.addSwitch(sw, t, ifindex, swPorts[sw]); err != nil {
 			return nil, fmt.Errorf("switch %d: %w", sw, err)
 		}
 	}
@@ -165,12 +173,15 @@ type maskOf struct {
 	src, dst, metadata uint64
 }
 
-func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint32) error {
+func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint32, ports []uint32) error {
 	type sub struct {
 		mask maskOf
 		max  uint16
 		idx  []int // rules, in table order
 	}
+	// probe[table][port number]: the subtables to search for a frame on
+	// the port (Port.Probe).
+	var probe [MaxTables]map[uint16]uint32
 	subs := map[uint8]map[maskOf]*sub{}
 	var order [MaxTables][]*sub
 	for i := range t.Rules {
@@ -206,11 +217,25 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 		slices.SortStableFunc(list, func(a, b *sub) int { return int(b.max) - int(a.max) })
 		var tt Table
 		tt.N = uint32(len(list))
+		probe[tab] = map[uint16]uint32{}
+		all := uint32(0) // the subtables every port searches
 		for si, s := range list {
 			tt.Sub[si] = Subtable{InPort: b2u(s.mask.inPort), DlType: b2u(s.mask.dlType), MaxPrio: s.max,
 				SrcMask: s.mask.src, DstMask: s.mask.dst, MetaMask: s.mask.metadata}
+			if !s.mask.inPort {
+				all |= 1 << si
+			}
+			if s.mask.dlType {
+				tt.Sub[si].OnlyDlType = t.Rules[s.idx[0]].Match.DlType
+			}
 			for _, i := range s.idx {
 				r := &t.Rules[i]
+				if s.mask.inPort {
+					probe[tab][uint16(r.Match.InPort)] |= 1 << si
+				}
+				if r.Match.DlType != tt.Sub[si].OnlyDlType {
+					tt.Sub[si].OnlyDlType = 0 // two EtherTypes: search it for every frame
+				}
 				a, err := actionOf(sw, r, ifindex)
 				if err != nil {
 					return fmt.Errorf("rule %d (%s): %w", i, r.OpenFlow(), err)
@@ -226,6 +251,11 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 			}
 		}
 		img.Tables[uint32(sw*MaxTables+tab)] = tt
+		for _, idx := range ports {
+			p := img.Ports[idx]
+			p.Probe[tab] = all | probe[tab][p.Num]
+			img.Ports[idx] = p
+		}
 	}
 	return nil
 }
@@ -380,6 +410,9 @@ func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16
 			s := &tab.Sub[i]
 			if best >= 0 && uint32(s.MaxPrio) <= bestPrio {
 				break
+			}
+			if p.Probe[t]&(1<<i) == 0 || (s.OnlyDlType != 0 && s.OnlyDlType != dlType) {
+				continue
 			}
 			k := RuleKey{Sw: p.Sw, Table: t, Sub: uint8(i), Src: uint64(d.Src) & s.SrcMask, Dst: uint64(d.Dst) & s.DstMask, Md: meta & s.MetaMask}
 			if s.InPort != 0 {

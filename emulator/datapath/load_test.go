@@ -11,15 +11,16 @@ func TestLoadPassesTheVerifier(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	for _, c := range cases {
+	for i, c := range cases {
 		_, _, tables, ports := fabric(t, c)
 		img, err := Build(tables, ports)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := Load(img)
+		cache := i%2 == 0 // both programs the flow_cache constant makes
+		l, err := Load(img, cache)
 		if err != nil {
-			t.Fatalf("%s %s: %v", c.spec, c.opts.Mode, err)
+			t.Fatalf("%s %s (flow cache %v): %v", c.spec, c.opts.Mode, cache, err)
 		}
 		h, err := Open(l.IDs())
 		if err != nil {

@@ -202,15 +202,21 @@ func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []st
 // (rounds start at most 5 ms apart, and hundreds of flips a second keep
 // them busy), while an uncached frame costs one lookup in the forwarding
 // thread itself. The kernel datapath would send every uncached frame up
-// to a handler thread over netlink, so auto keeps its cache.
-func FlowCached(sc *scenario.Scenario, datapath string) bool {
+// to a handler thread over netlink, so auto keeps its cache. ethfab's eBPF
+// datapath (hosts: the fabric's) keeps its cache where every host pair's
+// flows fit it (datapath.FlowCacheFits); a flip there changes the cache's
+// key, so conditional routing does not turn it off.
+func FlowCached(sc *scenario.Scenario, dp string, hosts int) bool {
 	switch sc.OVS.FlowCache {
 	case scenario.FlowCacheOn:
 		return true
 	case scenario.FlowCacheOff:
 		return false
 	}
-	return sc.Routing.Mode != controller.Conditional || datapath != ovs.DatapathNetdev
+	if dp == datapath.Name {
+		return datapath.FlowCacheFits(hosts)
+	}
+	return sc.Routing.Mode != controller.Conditional || dp != ovs.DatapathNetdev
 }
 
 // PortMode resolves scenario ovs.ports for datapath: socket or pmd, and
@@ -332,7 +338,6 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 		if u.allocator, u.preload, err = ovs.FindAllocator(sc.OVS.Allocator, ovs.LibDirs()); err != nil {
 			return nil, fmt.Errorf("%s: ovs.allocator: %w", sc.Source, err)
 		}
-		u.cached = FlowCached(sc, u.datapath)
 	}
 	if u.ports, u.pmdSwitch, err = PortMode(sc, u.datapath); err != nil {
 		return nil, err
@@ -396,9 +401,11 @@ func (u *upper) compile(context.Context) (string, error) {
 		u.comp = c
 	}
 	top := u.comp.Top
+	u.cached = FlowCached(u.sc, u.datapath, len(top.Hosts))
 	u.partition()
 	if u.ebpf() {
-		return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, eBPF datapath", top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks()), nil
+		return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, eBPF datapath, flow cache %s",
+			top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), onOff(u.cached)), nil
 	}
 	return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s",
 		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), u.datapath, onOff(u.cached), u.allocator), nil
@@ -702,7 +709,7 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", u.sc.Source, err)
 	}
-	l, err := datapath.Load(img)
+	l, err := datapath.Load(img, u.cached)
 	if err != nil {
 		return "", err
 	}

@@ -38,13 +38,18 @@ struct port {
 	__u8 host;
 	__u8 used; // 0: this ifindex is not a switch port
 	__u8 pad[2];
+	// probe[t] bit i: subtable i of table t may hold a rule for a frame
+	// on this port. An in_port subtable without a rule for the port is
+	// skipped: it can only miss.
+	__u32 probe[MAX_TABLES];
 };
 
 struct subtable {
 	__u8 in_port;  // match the ingress port
 	__u8 dl_type;  // match the EtherType
 	__u16 max_prio; // the highest priority among its rules
-	__u32 pad;
+	__u16 only_dl_type; // nonzero: every rule matches this EtherType; others skip the subtable
+	__u16 pad;
 	__u64 src_mask;
 	__u64 dst_mask;
 	__u64 meta_mask;
@@ -198,6 +203,10 @@ struct {
 	__uint(max_entries, 1);
 } counters SEC(".maps");
 
+// flow_cache: 0 turns the flow cache off; set at load (datapath.Load,
+// FlowCacheFits says when it pays).
+volatile const __u32 flow_cache = 1;
+
 static __always_inline void count(__u32 sw, __u32 slot, __u32 len)
 {
 	__u32 k = sw * KIND_SLOTS + slot;
@@ -244,7 +253,7 @@ static __always_inline void record(struct __sk_buff *skb, __u8 flags, __u16 sw)
 
 // classify returns the action of the highest-priority rule of a table
 // that the frame matches, or -1.
-static __always_inline long classify(__u16 sw, __u8 t, __u16 in_port, __u16 dl_type, __u64 src, __u64 dst, __u64 meta)
+static __always_inline long classify(__u16 sw, __u8 t, __u32 probe, __u16 in_port, __u16 dl_type, __u64 src, __u64 dst, __u64 meta)
 {
 	__u32 tk = (__u32)sw * MAX_TABLES + t;
 	struct table *tab = bpf_map_lookup_elem(&tables, &tk);
@@ -259,6 +268,8 @@ static __always_inline long classify(__u16 sw, __u8 t, __u16 in_port, __u16 dl_t
 		struct subtable *s = &tab->sub[i];
 		if (best >= 0 && s->max_prio <= best_prio)
 			break; // sorted by max_prio: nothing later can win
+		if (!(probe & (1u << i)) || (s->only_dl_type && s->only_dl_type != dl_type))
+			continue; // no rule here can match: spare the lookup
 		struct rule_key k = {
 			.sw = sw,
 			.table = t,
@@ -286,7 +297,9 @@ static __always_inline int pipeline(struct port *p, __u16 sw, __u16 dl_type, __u
 	__u64 meta = 0;
 	__u8 t = 0;
 	for (int hop = 0; hop < MAX_TABLES; hop++) {
-		long ai = classify(sw, t, p->num, dl_type, f->src, f->dst, meta);
+		if (t >= MAX_TABLES)
+			return 0;
+		long ai = classify(sw, t, p->probe[t], p->num, dl_type, f->src, f->dst, meta);
 		if (ai < 0)
 			return 0; // table miss: OpenFlow 1.3 drops
 		__u32 key = ai;
@@ -341,7 +354,7 @@ int ethfab_switch(struct __sk_buff *skb)
 	// pointer better than two), or made by the pipeline and cached.
 	struct flow_val fv;
 	int found = 1;
-	struct flow_val *hit = bpf_map_lookup_elem(&flows, &fk);
+	struct flow_val *hit = flow_cache ? bpf_map_lookup_elem(&flows, &fk) : 0;
 	if (hit) {
 		fv = *hit;
 	} else {
@@ -349,7 +362,7 @@ int ethfab_switch(struct __sk_buff *skb)
 		fv.src = fk.src;
 		fv.dst = fk.dst;
 		found = pipeline(p, sw, fk.dl_type, fk.cond, &fv);
-		if (found)
+		if (found && flow_cache)
 			bpf_map_update_elem(&flows, &fk, &fv, BPF_ANY);
 	}
 	struct flow_val *f = &fv;
