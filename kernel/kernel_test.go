@@ -224,6 +224,36 @@ func tcpReach(fromNS, toNS, ip string) error {
 	return nil
 }
 
+// Veth ends get the ifindexes asked for, in either end's namespace, so a
+// lab can number its ports uniquely across namespaces; a taken one fails.
+func TestVethIndexes(t *testing.T) {
+	roottest.Need(t)
+	a, b, c := testPrefix+"ix-a", testPrefix+"ix-b", testPrefix+"ix-c"
+	makeNamespaces(t, a, b, c)
+	pairs := []Veth{
+		{A: VethEnd{NS: a, Name: "p1", Index: 4001}, B: VethEnd{NS: b, Name: "p2", Index: 4002}},
+		{A: VethEnd{NS: c, Name: "eth0", Index: 4003}, B: VethEnd{NS: b, Name: "p3", Index: 4003}},
+		{A: VethEnd{NS: a, Name: "p4", Index: 77}, B: VethEnd{NS: a, Name: "p5", Index: 78}},
+	}
+	if err := CreateVeths(pairs, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pairs {
+		for _, e := range []VethEnd{p.A, p.B} {
+			if got := linkIn(t, e.NS, e.Name).Attrs().Index; got != e.Index {
+				t.Errorf("%s/%s: ifindex %d, want %d", e.NS, e.Name, got, e.Index)
+			}
+		}
+	}
+	taken := []Veth{{A: VethEnd{NS: a, Name: "p6", Index: 4001}, B: VethEnd{NS: c, Name: "p7", Index: 90}}}
+	if err := CreateVeths(taken, 1); err == nil {
+		t.Error("a taken ifindex: no error")
+	}
+	if err := CreateVeths([]Veth{{A: VethEnd{NS: a, Name: "p8", Index: 1}, B: VethEnd{NS: c, Name: "p9"}}}, 1); err == nil {
+		t.Error("ifindex 1 (lo's): no error")
+	}
+}
+
 func TestCreateNamespacesRejectsExisting(t *testing.T) {
 	roottest.Need(t)
 	a, b := testPrefix+"x-a", testPrefix+"x-b"

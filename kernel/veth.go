@@ -3,6 +3,7 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"sync"
 
@@ -18,6 +19,10 @@ import (
 type VethEnd struct {
 	NS, Name, MAC string
 	MTU           int
+	// Index, if not 0, is the ifindex the end is created with; the pair
+	// fails if its namespace already has it. Set it on both ends or on
+	// neither: the kernel honours a peer's only with the first end's.
+	Index int
 }
 
 // Veth is a veth pair to create.
@@ -169,6 +174,9 @@ func checkEnd(e VethEnd) error {
 	if e.MTU < 0 || e.MTU > 65535 {
 		return fmt.Errorf("interface %s: MTU %d out of range", e.Name, e.MTU)
 	}
+	if e.Index < 0 || e.Index == 1 || e.Index > math.MaxInt32 {
+		return fmt.Errorf("interface %s: ifindex %d out of range (2..2^31-1; 1 is lo)", e.Name, e.Index)
+	}
 	return nil
 }
 
@@ -178,6 +186,7 @@ func vethRequest(p Veth, fds map[string]int) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
 	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	msg.Index = int32(p.A.Index)
 	req.AddData(msg)
 	for _, a := range endAttrs(p.A, fds) {
 		req.AddData(a)
@@ -186,7 +195,7 @@ func vethRequest(p Veth, fds map[string]int) *nl.NetlinkRequest {
 	linkInfo.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("veth"))
 	data := linkInfo.AddRtAttr(nl.IFLA_INFO_DATA, nil)
 	peer := data.AddRtAttr(nl.VETH_INFO_PEER, nil)
-	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC)
+	nl.NewIfInfomsgChild(peer, unix.AF_UNSPEC).Index = int32(p.B.Index)
 	for _, a := range endAttrs(p.B, fds) {
 		peer.AddChild(a)
 	}

@@ -18,18 +18,23 @@ import (
 // second time from the flow cache), also with assign rewrite (table 0
 // then table 1 at every access switch), and real ICMP crosses the fabric
 // (ARP's broadcast, then unicast both ways); the switches' counters in the
-// maps saw the rule kinds the mode uses; down leaves no namespace.
+// maps saw the rule kinds the mode uses; down leaves no namespace. Some
+// labs have their switches in several namespaces (ovs.instances, which
+// large fabrics get by default), linked across them.
 func TestEBPFDatapathReachesEveryPair(t *testing.T) {
 	roottest.Need(t, "ping")
-	for _, c := range []struct{ name, topo, mode, kind, addressing string }{
-		{"ebpf-df-min", "{kind: dragonfly, p: 2, a: 3, h: 2}", "minimal", "routing", ""},
-		{"ebpf-df-val", "{kind: dragonfly, p: 2, a: 3, h: 2}", "valiant", "valiant", ""},
-		{"ebpf-df-cond", "{kind: dragonfly, p: 2, a: 3, h: 2}", "conditional", "conditional", ""},
+	for _, c := range []struct {
+		name, topo, mode, kind, addressing string
+		namespaces                         int
+	}{
+		{"ebpf-df-min", "{kind: dragonfly, p: 2, a: 3, h: 2}", "minimal", "routing", "", 1},
+		{"ebpf-df-val", "{kind: dragonfly, p: 2, a: 3, h: 2}", "valiant", "valiant", "", 3},
+		{"ebpf-df-cond", "{kind: dragonfly, p: 2, a: 3, h: 2}", "conditional", "conditional", "", 1},
 		// Hosts keep their original MACs; the access switches rewrite
 		// source and destination (table 0, then table 1).
-		{"ebpf-df-rw", "{kind: dragonfly, p: 2, a: 3, h: 2}", "minimal", "rewrite", "addressing: {assign: rewrite}\n"},
-		{"ebpf-fb", "{kind: flatfly, dims: [3, 2], t: 1}", "minimal", "routing", ""},
-		{"ebpf-clos", "{kind: clos, k: 4, pods: 2}", "minimal", "uplink", ""},
+		{"ebpf-df-rw", "{kind: dragonfly, p: 2, a: 3, h: 2}", "minimal", "rewrite", "addressing: {assign: rewrite}\n", 1},
+		{"ebpf-fb", "{kind: flatfly, dims: [3, 2], t: 1}", "minimal", "routing", "", 1},
+		{"ebpf-clos", "{kind: clos, k: 4, pods: 2}", "minimal", "uplink", "", 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc, err := scenario.Parse(c.name+".yaml", []byte("name: "+c.name+"\ntopology: "+c.topo+"\n"+c.addressing+
@@ -38,12 +43,19 @@ func TestEBPFDatapathReachesEveryPair(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { Down(c.name) })
-			lab, err := Up(context.Background(), sc, UpOptions{})
+			lab, err := Up(context.Background(), sc, UpOptions{Instances: c.namespaces})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if lab.BPF == nil || lab.OVS.Datapath != datapath.Name || len(lab.OVS.Instances) != 0 {
 				t.Fatalf("lab state: bpf %v, datapath %q, %d ovs instances", lab.BPF, lab.OVS.Datapath, len(lab.OVS.Instances))
+			}
+			fabs := map[string]bool{}
+			for _, s := range lab.Switches {
+				fabs[s.NetNS] = true
+			}
+			if len(fabs) != c.namespaces {
+				t.Fatalf("switches in %d namespaces, want %d", len(fabs), c.namespaces)
 			}
 			// Twice: the second round's frames are decided by the
 			// datapath's flow cache, from whichever CPU sends them.
