@@ -131,6 +131,8 @@ type OVS struct {
 	// one per 500 ports). Every flow-table change makes an instance
 	// revalidate all its datapath flows, so conditional routing, which
 	// changes tables hundreds of times a second, reacts faster on more.
+	// On the eBPF datapath: the namespaces the switches are spread over
+	// (0: one per 256 ports), which keeps the kernel's device lookups short.
 	Instances int
 	// Allocator is the malloc ovs-vswitchd runs with: "auto" (default:
 	// the first installed of ovs.Allocators, else the system's),

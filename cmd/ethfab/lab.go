@@ -44,7 +44,7 @@ func upCommand() *cli.Command {
 		ArgsUsage: "SCENARIO.yaml",
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "set", Usage: "override a scenario field, PATH=VALUE (repeatable)"},
-			&cli.IntFlag{Name: "instances", Usage: "private ovs-vswitchd instances sharing the bridges (0: one per 500 ports, at most 8)"},
+			&cli.IntFlag{Name: "instances", Usage: "private ovs-vswitchd instances sharing the bridges (0: one per 500 ports, at most 8); eBPF datapath: fabric namespaces (0: one per 256 ports)"},
 			&cli.BoolFlag{Name: "json", Usage: "quiet; print the lab's status as JSON"},
 		},
 		Action: func(c *cli.Context) error {

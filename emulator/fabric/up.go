@@ -30,7 +30,9 @@ type UpOptions struct {
 	// Instances is the number of private ovs-vswitchd instances sharing the
 	// bridges (0: one per 500 ports, at most 8). Each port
 	// costs vswitchd work proportional to the ports it already has, so
-	// splitting the fabric keeps that cost down and uses every core.
+	// splitting the fabric keeps that cost down and uses every core. On
+	// the eBPF datapath it is the number of fabric namespaces (0: one per
+	// ebpfPortsPerNamespace ports).
 	Instances int
 	// Report, if not nil, hears of every step as it starts and as it
 	// finishes, so a display can show what a long bring-up is busy with.
