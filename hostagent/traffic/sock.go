@@ -7,10 +7,12 @@ import (
 	"net"
 	"time"
 
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/kernel/packet"
+	pat "github.com/ethfab/ethfab/traffic"
 )
 
 // sock is one host's two packet sockets (kernel/packet) on the host's
@@ -55,6 +57,10 @@ func openSock(ns, iface string, retire time.Duration) (*sock, error) {
 		// interface, so a sink goroutine scheduled late (the machine busy
 		// with the switches) does not add to the fabric's latency.
 		Timestamps: true,
+		// The sink reads the header and nothing after it: the ring holds
+		// that much of each frame (a filter's return value is the
+		// snap length), not the whole frame.
+		Filter: []bpf.Instruction{bpf.RetConstant{Val: pat.HeaderLen}},
 	})
 	if err != nil {
 		return nil, err
