@@ -66,10 +66,20 @@ type Subtable struct {
 	// OnlyDlType, if not 0, is the one EtherType every rule matches: a
 	// frame of another skips the subtable.
 	OnlyDlType uint16
-	Pad        uint16
-	SrcMask    uint64
-	DstMask    uint64
-	MetaMask   uint64
+	// Always: the subtable's one rule matches every frame (no field at
+	// all), so its action, AlwaysAction, needs no lookup.
+	Always       uint8
+	Pad          uint8
+	AlwaysAction uint32
+	Pad2         uint32
+	SrcMask      uint64
+	DstMask      uint64
+	MetaMask     uint64
+	// DstReqMask and DstReqVal: the destination bits all its rules share,
+	// and their value; a frame whose destination differs there skips the
+	// subtable (the multicast bit of the broadcast rules, a group's
+	// prefix).
+	DstReqMask, DstReqVal uint64
 }
 
 // Table is a (switch, table)'s subtables, highest MaxPrio first.
@@ -228,6 +238,13 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 			if s.mask.dlType {
 				tt.Sub[si].OnlyDlType = t.Rules[s.idx[0]].Match.DlType
 			}
+			first := t.Rules[s.idx[0]].Match
+			req := s.mask.dst
+			for _, i := range s.idx {
+				m := t.Rules[i].Match
+				req &^= uint64(m.Dst&m.DstMask) ^ uint64(first.Dst&first.DstMask)
+			}
+			tt.Sub[si].DstReqMask, tt.Sub[si].DstReqVal = req, uint64(first.Dst&first.DstMask)&req
 			for _, i := range s.idx {
 				r := &t.Rules[i]
 				if s.mask.inPort {
@@ -248,6 +265,14 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 				v := RuleVal{Prio: uint32(r.Priority), Action: uint32(len(img.Actions))}
 				img.Actions = append(img.Actions, a)
 				img.rules[k] = v
+			}
+		}
+		for si, s := range list {
+			if s.mask == (maskOf{}) {
+				// One key, so one rule (a shadowed equal match was left out).
+				if v, ok := img.rules[RuleKey{Sw: uint16(sw), Table: uint8(tab), Sub: uint8(si)}]; ok {
+					tt.Sub[si].Always, tt.Sub[si].AlwaysAction = 1, v.Action
+				}
 			}
 		}
 		img.Tables[uint32(sw*MaxTables+tab)] = tt
@@ -411,7 +436,13 @@ func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16
 			if best >= 0 && uint32(s.MaxPrio) <= bestPrio {
 				break
 			}
-			if p.Probe[t]&(1<<i) == 0 || (s.OnlyDlType != 0 && s.OnlyDlType != dlType) {
+			if p.Probe[t]&(1<<i) == 0 || (s.OnlyDlType != 0 && s.OnlyDlType != dlType) || uint64(d.Dst)&s.DstReqMask != s.DstReqVal {
+				continue
+			}
+			if s.Always != 0 {
+				if best < 0 || uint32(s.MaxPrio) > bestPrio {
+					best, bestPrio = int(s.AlwaysAction), uint32(s.MaxPrio)
+				}
 				continue
 			}
 			k := RuleKey{Sw: p.Sw, Table: t, Sub: uint8(i), Src: uint64(d.Src) & s.SrcMask, Dst: uint64(d.Dst) & s.DstMask, Md: meta & s.MetaMask}

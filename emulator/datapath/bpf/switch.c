@@ -49,10 +49,17 @@ struct subtable {
 	__u8 dl_type;  // match the EtherType
 	__u16 max_prio; // the highest priority among its rules
 	__u16 only_dl_type; // nonzero: every rule matches this EtherType; others skip the subtable
-	__u16 pad;
+	__u8 always;   // 1: its one rule matches every frame: always_action, no lookup
+	__u8 pad;
+	__u32 always_action;
+	__u32 pad2;
 	__u64 src_mask;
 	__u64 dst_mask;
 	__u64 meta_mask;
+	// The destination bits every rule has in common: a frame whose
+	// destination differs there matches none of them.
+	__u64 dst_req_mask;
+	__u64 dst_req_val;
 };
 
 struct table {
@@ -268,8 +275,16 @@ static __always_inline long classify(__u16 sw, __u8 t, __u32 probe, __u16 in_por
 		struct subtable *s = &tab->sub[i];
 		if (best >= 0 && s->max_prio <= best_prio)
 			break; // sorted by max_prio: nothing later can win
-		if (!(probe & (1u << i)) || (s->only_dl_type && s->only_dl_type != dl_type))
+		if (!(probe & (1u << i)) || (s->only_dl_type && s->only_dl_type != dl_type) ||
+		    (dst & s->dst_req_mask) != s->dst_req_val)
 			continue; // no rule here can match: spare the lookup
+		if (s->always) {
+			if (best < 0 || s->max_prio > best_prio) {
+				best = s->always_action;
+				best_prio = s->max_prio;
+			}
+			continue;
+		}
 		struct rule_key k = {
 			.sw = sw,
 			.table = t,
