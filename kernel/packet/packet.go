@@ -86,15 +86,9 @@ func Open(ns, ifname string, c Config) (*Socket, error) {
 			return nil, fmt.Errorf("packet socket on %s in netns %q: %w", ifname, ns, err)
 		}
 	}
-	fd := -1
-	// Protocol 0: the socket hears nothing until it is bound, after the
-	// filter and options, so no foreign frame slips in first.
-	err := kernel.InNamespace(ns, func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-		return err
-	})
+	fd, err := socketIn(ns)
 	if err != nil {
-		return nil, fmt.Errorf("packet socket in netns %q: %w", ns, err)
+		return nil, err
 	}
 	s := &Socket{fd: fd, ifname: ifname, netns: ns}
 	if err := s.configure(c, prog); err != nil {
@@ -125,13 +119,9 @@ type Sender struct {
 // OpenSender opens a send-only packet socket on interface ifname of
 // namespace ns. A write(2) of a complete frame on FD sends it there.
 func OpenSender(ns, ifname string) (*Sender, error) {
-	fd := -1
-	err := kernel.InNamespace(ns, func() (err error) {
-		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-		return err
-	})
+	fd, err := socketIn(ns)
 	if err != nil {
-		return nil, fmt.Errorf("packet socket in netns %q: %w", ns, err)
+		return nil, err
 	}
 	ifindex, err := ifIndex(fd, ifname)
 	if err == nil {
@@ -154,6 +144,21 @@ func (s *Sender) Close() error {
 		return nil
 	}
 	return unix.Close(s.fd)
+}
+
+// socketIn creates a non-blocking packet socket in namespace ns. With
+// protocol 0 it hears nothing until it is bound, after the filter and
+// options, so no foreign frame slips in first.
+func socketIn(ns string) (int, error) {
+	fd := -1
+	err := kernel.InNamespace(ns, func() (err error) {
+		fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+		return err
+	})
+	if err != nil {
+		return -1, fmt.Errorf("packet socket in netns %q: %w", ns, err)
+	}
+	return fd, nil
 }
 
 // ifIndex resolves an interface name in the socket's namespace.

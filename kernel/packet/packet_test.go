@@ -195,22 +195,34 @@ func TestSocketBoundToProtocol(t *testing.T) {
 	rx := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true, Timestamps: true, RcvBuf: 4 << 20})
 	linkUp(t, tx, rx, ethertype.Traffic)
 	for i, et := range []uint16{ethertype.DMP, ethertype.Traffic} {
-		f := make([]byte, 60)
-		copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-		binary.BigEndian.PutUint16(f[12:], et)
-		f[18] = byte(i)
 		// Through the descriptor, as the engine sends.
-		if _, err := unix.Write(tx.FD(), f); err != nil {
+		if _, err := unix.Write(tx.FD(), marked(et, byte(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
+	expectMarked(t, rx, 1)
+}
+
+// marked is a 60-byte broadcast frame of EtherType et, byte 18 its mark.
+func marked(et uint16, mark byte) []byte {
+	f := make([]byte, 60)
+	copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	binary.BigEndian.PutUint16(f[12:], et)
+	f[18] = mark
+	return f
+}
+
+// expectMarked reads the next frame of rx and checks it is the traffic
+// EtherType's, marked mark.
+func expectMarked(t *testing.T, rx *Socket, mark byte) {
+	t.Helper()
 	buf := make([]byte, 128)
 	n, err := recvWithin(t, rx, buf, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 60 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic || buf[18] != 1 {
-		t.Errorf("read %d bytes of EtherType %#x, frame %d; want 60 of 0x88b6, frame 1", n, binary.BigEndian.Uint16(buf[12:]), buf[18])
+	if n != 60 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic || buf[18] != mark {
+		t.Errorf("read %d bytes of EtherType %#x, frame %d; want 60 of 0x88b6, frame %d", n, binary.BigEndian.Uint16(buf[12:]), buf[18], mark)
 	}
 }
 
@@ -227,23 +239,13 @@ func TestSenderSendsAndHearsNothing(t *testing.T) {
 	rx := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
 	local := open(t, a, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
 	linkUp(t, back, local, ethertype.Traffic) // both ends up, and a frame in
-	f := make([]byte, 60)
-	copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	binary.BigEndian.PutUint16(f[12:], ethertype.Traffic)
-	f[18] = 7
-	if _, err := unix.Write(tx.FD(), f); err != nil {
+	if _, err := unix.Write(tx.FD(), marked(ethertype.Traffic, 7)); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 128)
-	n, err := recvWithin(t, rx, buf, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 60 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic || buf[18] != 7 {
-		t.Errorf("read %d bytes of EtherType %#x, frame %d; want 60 of 0x88b6, frame 7", n, binary.BigEndian.Uint16(buf[12:]), buf[18])
-	}
+	expectMarked(t, rx, 7)
 	// Warm-up frames came in on a and one frame left: the sender read
 	// none of them.
+	buf := make([]byte, 128)
 	if n, err := unix.Read(tx.FD(), buf); err != unix.EAGAIN {
 		t.Errorf("send-only socket read %d bytes (%v); want nothing (EAGAIN)", n, err)
 	}
