@@ -89,12 +89,15 @@ type Point struct {
 	// window; Unsent those the traffic engine never got to (it fell
 	// behind its schedule: the machine, not the host link, held them),
 	// Refused those the host's own link queue refused (ENOBUFS, modelled).
-	Offered    uint64 `json:"offered"`
-	Unsent     uint64 `json:"unsent"`
-	Refused    uint64 `json:"refused"`
-	Received   uint64 `json:"received"`
-	Duplicates uint64 `json:"duplicates"`
-	Reordered  uint64 `json:"reordered"`
+	Offered uint64 `json:"offered"`
+	Unsent  uint64 `json:"unsent"`
+	Refused uint64 `json:"refused"`
+	// SendLateness is how far behind its schedule the engine sent the
+	// frames it did send.
+	SendLateness Lateness `json:"send_lateness"`
+	Received     uint64   `json:"received"`
+	Duplicates   uint64   `json:"duplicates"`
+	Reordered    uint64   `json:"reordered"`
 	// CPUBusy is the busy fraction of all cores during the point.
 	CPUBusy float64 `json:"cpu_busy,omitempty"`
 	// CPU says where the CPU went: each busy ovs-vswitchd thread, the
@@ -116,6 +119,15 @@ type Point struct {
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	Backlog           []BacklogSeries  `json:"backlog,omitempty"`
+}
+
+// Lateness counts the frames the traffic engine sent more than one slot
+// (a frame time at the host link's rate) after their arrival time, and
+// the mean over all sent frames and the largest lateness, in µs.
+type Lateness struct {
+	Late   uint64  `json:"late_frames"`
+	MeanUS float64 `json:"mean_us"`
+	MaxUS  float64 `json:"max_us"`
 }
 
 // Latency is in microseconds. All zero when nothing was received.

@@ -453,7 +453,8 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		Seed:       res.Seed,
 		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
-		Received: a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
+		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs},
+		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
 		// offered, not sent, not lost. Everything else is the machine's.
 		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops},
