@@ -198,8 +198,12 @@ func statusCommand() *cli.Command {
 				}
 			}
 			if b := lab.BPF; b != nil {
-				fmt.Fprintf(w, "eBPF datapath: program %d on every switch port, maps conditions %d, counters %d (bpftool prog show id %d)\n",
-					b.Program, b.Conditions, b.Counters, b.Program)
+				fabs := map[string]bool{}
+				for _, s := range lab.Switches {
+					fabs[s.NetNS] = true
+				}
+				fmt.Fprintf(w, "eBPF datapath: program %d on every switch port in %d namespace(s), flow cache %s, maps conditions %d, counters %d (bpftool prog show id %d)\n",
+					b.Program, len(fabs), orUnknown(lab.OVS.FlowCache), b.Conditions, b.Counters, b.Program)
 			} else {
 				fmt.Fprintf(w, "ovs %s, %s datapath, %d instance(s), flow cache %s, malloc %s, run dir %s\n", lab.OVS.Version, lab.OVS.Datapath,
 					len(lab.OVS.Instances), orUnknown(lab.OVS.FlowCache), orUnknown(lab.OVS.Allocator), lab.OVS.RunDir)

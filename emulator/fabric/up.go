@@ -506,7 +506,7 @@ func (u *upper) record(context.Context) (string, error) {
 		compiled: comp, Warnings: u.warnings,
 		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}
 	if u.ebpf() {
-		lab.OVS = OVSState{Datapath: u.datapath}
+		lab.OVS = OVSState{Datapath: u.datapath, FlowCache: onOff(u.cached)}
 	}
 	for _, c := range u.cfgs {
 		lab.Namespaces = append(lab.Namespaces, c.NetNS)
