@@ -19,4 +19,7 @@ const (
 	// OpenMX is Open-MX's EtherType (Open-MX's omx_hdr, ETH_P_OMX), which
 	// the host agent's announcer and connect check speak.
 	OpenMX = 0x86DF
+	// CNM is IEEE 802.1Qau's congestion notification message (seeds 003
+	// and 004); 0x22E9, its CN-TAG, is not used.
+	CNM = 0x22E7
 )
