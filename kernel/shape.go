@@ -143,14 +143,21 @@ func shapeLink(h *netlink.Handle, c *rtconn, ifindex int, s Shaping) error {
 	return nil
 }
 
-func tbf(ifindex int, parent, handle uint32, s Shaping) *netlink.Tbf {
-	burst, limit := TBFParams(s.RateBps)
+// TBF returns the tbf bucket and queue sizes in bytes that Shape gives s:
+// TBFParams' unless s overrides them.
+func (s Shaping) TBF() (burst, limit uint32) {
+	burst, limit = TBFParams(s.RateBps)
 	if s.Burst > 0 {
 		burst = s.Burst
 	}
 	if s.Limit > 0 {
 		limit = s.Limit
 	}
+	return burst, limit
+}
+
+func tbf(ifindex int, parent, handle uint32, s Shaping) *netlink.Tbf {
+	burst, limit := s.TBF()
 	rateB := s.RateBps / 8
 	return &netlink.Tbf{
 		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: ifindex, Parent: parent, Handle: handle},

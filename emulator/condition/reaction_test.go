@@ -78,6 +78,9 @@ func testReactionTimeMeasured(t *testing.T, name, dp string) {
 	// back: unrecovered), before the monitor stops.
 	waitUntil(10*time.Second, func() bool { return m.Counters().ResumeEvents > 0 && quiet(m) })
 	stop()
+	if lab.BPF != nil {
+		queuesCounted(t, lab)
+	}
 	c := m.Counters()
 	rs, n := m.Reactions(0)
 	if n != uint64(len(rs)) {
@@ -203,4 +206,57 @@ func cookiePackets(t *testing.T, mgmt string, cookie uint64) uint64 {
 		}
 	}
 	return n
+}
+
+// queuesCounted checks, on a drained eBPF lab under conditional routing,
+// that the program counts every inter-switch port's queue, that the
+// counts came back to empty, and that tbf dropped nothing there: the
+// program held each queue to its limit itself.
+func queuesCounted(t *testing.T, lab *fabric.Lab) {
+	t.Helper()
+	h, err := datapath.Open(*lab.BPF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if !h.HasQueues() {
+		t.Fatal("conditional routing on the eBPF datapath: no queue counters")
+	}
+	qr, err := h.Queues()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qr.Close()
+	var admitted uint64
+	for _, l := range lab.Links {
+		for _, e := range []fabric.LinkEnd{l.A, l.B} {
+			if l.A.Port == 0 || l.B.Port == 0 {
+				continue // a host link: tbf's own queue
+			}
+			idx, err := kernel.LinkIndexes(e.NetNS, []string{e.Iface})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := qr.Read(uint32(idx[0]))
+			if q.Limit == 0 || q.Len() != 0 || q.Backlog() != 0 {
+				t.Errorf("%s:%d: counted queue %+v, want a limit and empty", e.Node, e.Port, q)
+			}
+			admitted += q.EnqPkts
+			r, err := kernel.NewStatsReader(e.NetNS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := r.All()
+			r.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := all[idx[0]]; st.Kind != "tbf" || st.Drops != 0 {
+				t.Errorf("%s:%d: qdisc %s dropped %d frames: the program should hold the queue", e.Node, e.Port, st.Kind, st.Drops)
+			}
+		}
+	}
+	if admitted == 0 {
+		t.Error("no frame admitted into any counted queue")
+	}
 }

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/traffic"
@@ -61,8 +64,10 @@ type IDs struct {
 	Counters   uint32 `json:"counters"`
 	// Taps and Tapped: the reaction taps' flags and their records (0 in a
 	// lab brought up before the datapath had taps).
-	Taps     uint32 `json:"taps,omitempty"`
-	Tapped   uint32 `json:"tapped,omitempty"`
+	Taps   uint32 `json:"taps,omitempty"`
+	Tapped uint32 `json:"tapped,omitempty"`
+	// Queues: the queue counters (0 where the program keeps none).
+	Queues   uint32 `json:"queues,omitempty"`
 	Switches int    `json:"switches"`
 }
 
@@ -87,11 +92,14 @@ func Load(img *Image, flowCache bool) (*Loaded, error) {
 		ifindexes = max(ifindexes, int(k)+1)
 	}
 	sizes := map[string]int{"ports": ifindexes, "tables": nTables, "rules": len(img.rules),
-		"taps": ifindexes, "actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
+		"taps": ifindexes, "queues": ifindexes, "actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
 	for name, n := range sizes {
 		spec.Maps[name].MaxEntries = uint32(max(1, n))
 	}
 	if err := spec.Variables["flow_cache"].Set(uint32(b2u(flowCache))); err != nil {
+		return nil, fmt.Errorf("datapath object: %w", err)
+	}
+	if err := spec.Variables["queue_counters"].Set(uint32(b2u(len(img.queues) > 0))); err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	coll, err := ebpf.NewCollection(spec)
@@ -113,6 +121,9 @@ func Load(img *Image, flowCache bool) (*Loaded, error) {
 		coll.Close()
 		return nil, err
 	}
+	if len(img.queues) == 0 {
+		l.ids.Queues = 0 // the program keeps none
+	}
 	return l, nil
 }
 
@@ -124,7 +135,7 @@ func idsOf(coll *ebpf.Collection, switches int) (IDs, error) {
 	}
 	id, _ := pi.ID()
 	ids.Program = uint32(id)
-	for name, dst := range map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped} {
+	for name, dst := range map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped, "queues": &ids.Queues} {
 		mi, err := coll.Maps[name].Info()
 		if err != nil {
 			return ids, err
@@ -156,11 +167,18 @@ func (l *Loaded) fill(img *Image) error {
 		akeys[i] = uint32(i)
 	}
 	rkeys, rvals := img.ruleEntries()
+	qkeys := make([]uint32, 0, len(img.queues))
+	qvals := make([]Queue, 0, len(img.queues))
+	for k, limit := range img.queues {
+		qkeys = append(qkeys, k)
+		qvals = append(qvals, Queue{Limit: limit})
+	}
 	for _, b := range []struct {
 		name       string
 		keys, vals any
 		n          int
-	}{{"ports", ports, pvals, len(ports)}, {"tables", tkeys, tvals, len(tkeys)}, {"actions", akeys, img.Actions, len(akeys)}, {"rules", rkeys, rvals, len(rkeys)}} {
+	}{{"ports", ports, pvals, len(ports)}, {"tables", tkeys, tvals, len(tkeys)}, {"actions", akeys, img.Actions, len(akeys)}, {"rules", rkeys, rvals, len(rkeys)},
+		{"queues", qkeys, qvals, len(qkeys)}} {
 		if b.n == 0 {
 			continue
 		}
@@ -214,6 +232,7 @@ func (l *Loaded) Close() { l.coll.Close() }
 type Handle struct {
 	conditions, counters *ebpf.Map
 	taps, tapped         *ebpf.Map // nil in a lab from before taps
+	queues               *ebpf.Map // nil where the program counts no queue
 	switches             int
 	cpus                 int
 }
@@ -239,11 +258,99 @@ func Open(ids IDs) (*Handle, error) {
 			return nil, err
 		}
 	}
+	if ids.Queues != 0 {
+		if h.queues, err = openMap(ids.Queues, "queues"); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	if h.cpus, err = ebpf.PossibleCPU(); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// Queue is a port's queue as the program counts it (struct queue): what
+// it admitted into the port's tbf, what departed (reached the far end),
+// and what it dropped because the queue was at Limit bytes.
+type Queue struct {
+	EnqPkts, EnqBytes   uint64
+	DeqPkts, DeqBytes   uint64
+	DropPkts, DropBytes uint64
+	Limit               uint64
+}
+
+// Len and Backlog are the frames and bytes in the queue.
+func (q Queue) Len() int64     { return int64(q.EnqPkts - q.DeqPkts) }
+func (q Queue) Backlog() int64 { return int64(q.EnqBytes - q.DeqBytes) }
+
+const queueSize = int(unsafe.Sizeof(Queue{}))
+
+// QueueReader reads the queue counters from the map's memory, with no
+// system call: the condition monitor reads every watched port every
+// millisecond.
+type QueueReader struct {
+	mem []byte
+	n   uint32
+}
+
+// HasQueues says whether the program counts queues (a lab under
+// conditional routing, brought up by this version).
+func (h *Handle) HasQueues() bool { return h.queues != nil }
+
+// Queues maps the queue counters; Close unmaps them.
+func (h *Handle) Queues() (*QueueReader, error) {
+	if h.queues == nil {
+		return nil, errors.New("the lab's datapath counts no queue")
+	}
+	n := h.queues.MaxEntries()
+	size := (int(n)*queueSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping the queue counters: %w", err)
+	}
+	return &QueueReader{mem: mem, n: n}, nil
+}
+
+func (r *QueueReader) word(ifindex uint32, i int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&r.mem[int(ifindex)*queueSize+8*i]))
+}
+
+// Read returns the port's counters (zero for an ifindex out of range).
+// Each is read atomically; they may be a frame apart from each other.
+func (r *QueueReader) Read(ifindex uint32) Queue {
+	if ifindex >= r.n {
+		return Queue{}
+	}
+	return Queue{
+		EnqPkts: atomic.LoadUint64(r.word(ifindex, 0)), EnqBytes: atomic.LoadUint64(r.word(ifindex, 1)),
+		DeqPkts: atomic.LoadUint64(r.word(ifindex, 2)), DeqBytes: atomic.LoadUint64(r.word(ifindex, 3)),
+		DropPkts: atomic.LoadUint64(r.word(ifindex, 4)), DropBytes: atomic.LoadUint64(r.word(ifindex, 5)),
+		Limit: atomic.LoadUint64(r.word(ifindex, 6)),
+	}
+}
+
+// Depart counts frames and bytes as departed from the port's queue: the
+// ones that left it but never reached the far end (dropped on the way,
+// e.g. by a full backlog), which a comparison with the qdisc's own
+// backlog reveals. The program's counts go on meanwhile.
+func (r *QueueReader) Depart(ifindex uint32, pkts, bytes int64) {
+	if ifindex >= r.n {
+		return
+	}
+	atomic.AddUint64(r.word(ifindex, 2), uint64(pkts))
+	atomic.AddUint64(r.word(ifindex, 3), uint64(bytes))
+}
+
+// Close unmaps the counters.
+func (r *QueueReader) Close() error {
+	if r.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(r.mem)
+	r.mem = nil
+	return err
 }
 
 // Tap flags: where a tap is set decides what it sees.
@@ -433,7 +540,7 @@ func (h *Handle) ReadCounters() ([]Counters, error) {
 
 // Close releases the handle.
 func (h *Handle) Close() {
-	for _, m := range []*ebpf.Map{h.conditions, h.counters, h.taps, h.tapped} {
+	for _, m := range []*ebpf.Map{h.conditions, h.counters, h.taps, h.tapped, h.queues} {
 		if m != nil {
 			m.Close()
 		}

@@ -57,6 +57,9 @@ type Port struct {
 	// Probe[t] bit i: subtable i of table t may hold a rule for a frame on
 	// this port; an in_port subtable with no rule for it is skipped.
 	Probe [MaxTables]uint32
+	// Peer: with queue counters, the switch port at the far end of the
+	// link (0: none); a frame arriving here has left its queue.
+	Peer, Pad2 uint32
 }
 
 // Subtable is one mask of a (switch, table): which fields its rules match.
@@ -123,6 +126,8 @@ type Image struct {
 	Actions  []Action
 	Switches int
 	rules    map[RuleKey]RuleVal
+	// queues: the ports whose queue the program counts, and its limit.
+	queues map[uint32]uint64
 }
 
 // PortRef names a switch port's device for Build.
@@ -130,6 +135,11 @@ type PortRef struct {
 	Switch, Port int
 	Ifindex      uint32
 	Host         bool
+	// Peer is the ifindex of the switch port at the far end of the link
+	// (0: a host's); QueueLimit, if not 0, has the program count the
+	// port's queue and hold it to that many bytes (Queue).
+	Peer       uint32
+	QueueLimit uint64
 }
 
 // hosts counts the host ports: the fabric's hosts.
@@ -146,7 +156,7 @@ func (img *Image) hosts() int {
 // Build translates every switch's table. ports lists every switch port
 // with the ifindex of its device in the fabric namespace.
 func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
-	img := &Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: len(tables), rules: map[RuleKey]RuleVal{}}
+	img := &Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: len(tables), rules: map[RuleKey]RuleVal{}, queues: map[uint32]uint64{}}
 	if len(tables) > 1<<16 {
 		return nil, fmt.Errorf("%d switches: the eBPF datapath numbers them in 16 bits", len(tables))
 	}
@@ -167,8 +177,22 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 			host = 1
 		}
 		img.Ports[p.Ifindex] = Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host, Used: 1}
+		if p.QueueLimit > 0 {
+			if p.Host || p.Peer == 0 {
+				return nil, fmt.Errorf("port %d of switch %d: a counted queue needs a switch port at the far end", p.Port, p.Switch)
+			}
+			img.queues[p.Ifindex] = p.QueueLimit
+		}
 		ifindex[[2]int{p.Switch, p.Port}] = p.Ifindex
 		swPorts[p.Switch] = append(swPorts[p.Switch], p.Ifindex)
+	}
+	// A port whose peer's queue is counted counts that queue's departures.
+	for _, p := range ports {
+		if _, counted := img.queues[p.Peer]; counted && p.Peer != 0 {
+			q := img.Ports[p.Ifindex]
+			q.Peer = p.Peer
+			img.Ports[p.Ifindex] = q
+		}
 	}
 	for sw, t := range tables {
 		if err := img.addSwitch(sw, t, ifindex, swPorts[sw]); err != nil {

@@ -311,11 +311,16 @@ type upper struct {
 	// portIndex: on the eBPF datapath, each switch port's ifindex (by
 	// switch and port), unique across the lab's fabric namespaces.
 	portIndex map[[2]int]int
-	hostMAC   []string
-	pairs     []kernel.Veth
-	shapeJobs []shapeJob
-	pool      *ovs.Pool
-	jobs      []ovs.FlowJob
+	// peer and queueLimit: on the eBPF datapath under conditional routing,
+	// each inter-switch port's far end, and the limit of its tbf queue,
+	// which the program counts and enforces (datapath.PortRef).
+	peer       map[[2]int][2]int
+	queueLimit map[[2]int]uint64
+	hostMAC    []string
+	pairs      []kernel.Veth
+	shapeJobs  []shapeJob
+	pool       *ovs.Pool
+	jobs       []ovs.FlowJob
 }
 
 type shapeJob struct {
@@ -552,6 +557,7 @@ func (u *upper) planLinks() {
 	// host's end takes its switch port's number: its namespace holds only
 	// lo and whatever the kernel adds to every namespace (fallback tunnels).
 	u.portIndex = map[[2]int]int{}
+	u.peer, u.queueLimit = map[[2]int][2]int{}, map[[2]int]uint64{}
 	index := func(sw, port int) int {
 		if !u.ebpf() {
 			return 0
@@ -579,6 +585,15 @@ func (u *upper) planLinks() {
 		}
 		u.pairs = append(u.pairs, pair)
 		sh := shapes[l.Class]
+		if u.ebpf() && u.comp.Mode == controller.Conditional && l.Host < 0 {
+			// A plain tbf queue only: with netem in front, frames delayed
+			// or lost there would count as queued.
+			a, b := [2]int{l.A.Switch, l.A.Port}, [2]int{l.B.Switch, l.B.Port}
+			u.peer[a], u.peer[b] = b, a
+			if _, limit := sh.TBF(); sh.RateBps > 0 && !sh.NeedsNetem() {
+				u.queueLimit[a], u.queueLimit[b] = uint64(limit), uint64(limit)
+			}
+		}
 		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
 		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
 	}
@@ -738,7 +753,11 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 			ix := u.portIndex[[2]int{i, p.Num}]
 			names[ns] = append(names[ns], PortIface(i, p.Num))
 			idx[ns] = append(idx[ns], ix)
-			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(ix)})
+			ref := datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(ix)}
+			if limit := u.queueLimit[[2]int{i, p.Num}]; limit > 0 {
+				ref.Peer, ref.QueueLimit = uint32(u.portIndex[u.peer[[2]int{i, p.Num}]]), limit
+			}
+			refs = append(refs, ref)
 		}
 	}
 	for ns, want := range idx {

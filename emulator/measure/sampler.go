@@ -109,8 +109,11 @@ type Sampler struct {
 	lab  *fabric.Lab
 	opt  Options
 	mgmt []string
-	// bpf reaches the eBPF datapath's counters (nil on Open vSwitch).
-	bpf *datapath.Handle
+	// bpf reaches the eBPF datapath's counters (nil on Open vSwitch);
+	// queues its queue counters, where the program keeps them: it drops
+	// what finds a counted queue full, before tbf sees it.
+	bpf    *datapath.Handle
+	queues *datapath.QueueReader
 	// hostPorts[i] are switch i's OpenFlow ports that face hosts.
 	hostPorts []map[int]bool
 	hostRate  []float64 // per switch: capacity of its host links, bits/s
@@ -156,6 +159,12 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 			return nil, fmt.Errorf("measure: %w", err)
 		}
 		s.bpf = h
+		if h.HasQueues() {
+			if s.queues, err = h.Queues(); err != nil {
+				h.Close()
+				return nil, fmt.Errorf("measure: %w", err)
+			}
+		}
 	}
 	swIdx := map[string]int{}
 	for i, sw := range lab.Switches {
@@ -286,6 +295,10 @@ func handleIn(ns string) (*netlink.Handle, error) {
 
 // Close releases the netlink sockets.
 func (s *Sampler) Close() {
+	if s.queues != nil {
+		s.queues.Close()
+		s.queues = nil
+	}
 	if s.bpf != nil {
 		s.bpf.Close()
 		s.bpf = nil
@@ -364,6 +377,11 @@ func (s *Sampler) pollInto(q []kernel.QdiscStats, seen []bool) error {
 		m := s.byNS[ns]
 		for ifindex, st := range all {
 			if i, ok := m[ifindex]; ok {
+				if s.queues != nil {
+					// The queue's drops are the program's (tbf's own
+					// stay 0 there).
+					st.Drops += s.queues.Read(uint32(ifindex)).DropPkts
+				}
 				q[i] = st
 				if seen != nil {
 					seen[i] = true

@@ -42,6 +42,24 @@ struct port {
 	// on this port. An in_port subtable without a rule for the port is
 	// skipped: it can only miss.
 	__u32 probe[MAX_TABLES];
+	// peer: with queue counters, the switch port at the far end of this
+	// port's link (0: a host's, or none): a frame arriving here has
+	// left that port's queue.
+	__u32 peer;
+	__u32 pad2;
+};
+
+// A port's queue as the program counts it (queue_counters): frames and
+// bytes admitted into the port's tbf, departed from it (counted as they
+// reach the far end of the link), and dropped because the queue was at
+// its limit. The program enforces the limit, so tbf never drops, and
+// enq - deq is the queue, readable without a system call (the map is
+// mmapable): what the condition monitor polls every millisecond.
+struct queue {
+	__u64 enq_pkts, enq_bytes;
+	__u64 deq_pkts, deq_bytes;
+	__u64 drop_pkts, drop_bytes;
+	__u64 limit; // bytes; 0: not counted
 };
 
 struct subtable {
@@ -210,9 +228,43 @@ struct {
 	__uint(max_entries, 1);
 } counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32); // ifindex, as ports
+	__type(value, struct queue);
+	__uint(max_entries, 1);
+} queues SEC(".maps");
+
 // flow_cache: 0 turns the flow cache off; set at load (datapath.Load,
 // FlowCacheFits says when it pays).
 volatile const __u32 flow_cache = 1;
+
+// queue_counters: 1 keeps the queues map (set at load for conditional
+// routing, whose monitor reads it).
+volatile const __u32 queue_counters = 0;
+
+// admit counts a frame of len bytes into output port o's queue, or, if
+// the queue is at its limit, counts it dropped and says no. The bytes are
+// taken first, atomically, so two CPUs cannot both fill the last room.
+static __always_inline int admit(__u32 o, __u32 len)
+{
+	if (!queue_counters)
+		return 1;
+	struct queue *q = bpf_map_lookup_elem(&queues, &o);
+	if (!q || !q->limit)
+		return 1;
+	__u64 enq = __sync_fetch_and_add(&q->enq_bytes, len) + len;
+	__u64 deq = *(volatile __u64 *)&q->deq_bytes;
+	if (enq - deq > q->limit) {
+		__sync_fetch_and_add(&q->enq_bytes, -(__u64)len);
+		__sync_fetch_and_add(&q->drop_pkts, 1);
+		__sync_fetch_and_add(&q->drop_bytes, len);
+		return 0;
+	}
+	__sync_fetch_and_add(&q->enq_pkts, 1);
+	return 1;
+}
 
 static __always_inline void count(__u32 sw, __u32 slot, __u32 len)
 {
@@ -346,6 +398,15 @@ int ethfab_switch(struct __sk_buff *skb)
 	if (!p || !p->used)
 		return TC_ACT_OK; // not a switch port: leave it to the stack
 	__u16 sw = p->sw;
+	if (queue_counters && p->peer) {
+		// The frame has left the peer port's queue.
+		__u32 pk = p->peer;
+		struct queue *q = bpf_map_lookup_elem(&queues, &pk);
+		if (q) {
+			__sync_fetch_and_add(&q->deq_pkts, 1);
+			__sync_fetch_and_add(&q->deq_bytes, skb->len);
+		}
+	}
 	__u8 eth[14];
 	if (bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0) {
 		count(sw, SLOT_DROPPED, skb->len);
@@ -419,12 +480,14 @@ int ethfab_switch(struct __sk_buff *skb)
 			o = ifindex;
 		else if (o == ifindex)
 			continue;
-		if (last && bpf_clone_redirect(skb, last, 0) < 0)
+		if (last && admit(last, skb->len) && bpf_clone_redirect(skb, last, 0) < 0)
 			count(sw, SLOT_DROPPED, skb->len);
 		last = o;
 	}
 	if (!last)
 		return TC_ACT_SHOT; // drop rule
+	if (!admit(last, skb->len))
+		return TC_ACT_SHOT; // its queue is full: a modelled drop
 	return bpf_redirect(last, 0); // egress: through the port's qdisc
 }
 
