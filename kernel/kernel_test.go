@@ -438,13 +438,33 @@ func TestShapeChangesAndNetem(t *testing.T) {
 			t.Errorf("after shaping to %s tc shows: %s", rate.Format(bps), out)
 		}
 	}
+	// A queue limit given (links.<class>.limit) replaces the derived one.
+	if err := Shape(a, "eth0", Shaping{RateBps: 10e6, Limit: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := handleAt(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := h.QdiscList(l)
+	h.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(qs) != 1 || qs[0].Type() != "tbf" || qs[0].(*netlink.Tbf).Limit != 64<<10 {
+		t.Errorf("after a 64kb limit the qdiscs are %+v", qs)
+	}
 	if err := Shape(a, "eth0", Shaping{LossPct: 150}); err == nil {
 		t.Error("accepted 150% loss")
 	}
 	// Whether netem exists is decided independently, by tc itself.
 	tcErr := exec.Command("ip", "netns", "exec", a, "tc", "qdisc", "replace", "dev", "lo", "root", "netem", "delay", "1ms").Run()
 	haveNetem := tcErr == nil
-	err := Shape(a, "eth0", Shaping{RateBps: 50e6, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, LossPct: 0.5})
+	err = Shape(a, "eth0", Shaping{RateBps: 50e6, Delay: 10 * time.Millisecond, Jitter: time.Millisecond, LossPct: 0.5})
 	if haveNetem != (err == nil) {
 		t.Fatalf("tc netem works: %v, Shape with delay: %v", haveNetem, err)
 	}

@@ -17,7 +17,9 @@ type Shaping struct {
 	Jitter  time.Duration // netem, needs Delay
 	LossPct float64       // netem, 0..100
 	// Burst and Limit override the tbf bucket and queue sizes derived from
-	// the rate (bytes). Leave zero unless measuring their effect.
+	// the rate (bytes). Limit is a scenario's links.<class>.limit (the
+	// switch buffer QCN's congestion points watch); leave Burst zero
+	// unless measuring its effect.
 	Burst, Limit uint32
 }
 

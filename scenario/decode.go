@@ -513,7 +513,7 @@ func classList(cs []LinkClass) string {
 
 func (d *decoder) linkSpec(n *node, path string) LinkSpec {
 	var ls LinkSpec
-	f := d.fields(n, path, "rate", "delay", "jitter", "loss")
+	f := d.fields(n, path, "rate", "delay", "jitter", "loss", "limit")
 	if n.kind != mapNode && n.kind != nullNode {
 		return ls
 	}
@@ -537,6 +537,15 @@ func (d *decoder) linkSpec(n *node, path string) LinkSpec {
 	}
 	if e := f["loss"]; e != nil {
 		ls.Loss = impairment(d, e.val, join(path, "loss"), d.lossPercent)
+	}
+	if e := f["limit"]; e != nil {
+		if v, ok := d.str(e.val, join(path, "limit")); ok {
+			l, err := ParseQueueLimit(v)
+			if err != nil {
+				d.errf(e.val, join(path, "limit"), "%v", err)
+			}
+			ls.Limit = l
+		}
 	}
 	return ls
 }

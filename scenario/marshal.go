@@ -118,6 +118,9 @@ func (s *Scenario) effectiveTree() *node {
 			continue
 		}
 		m := mkMap(true, "rate", mkStr(rate.Format(ls.Rate)))
+		if ls.Limit != 0 {
+			m.add("limit", mkStr(FormatSize(ls.Limit)))
+		}
 		for _, im := range []struct {
 			key      string
 			set      bool

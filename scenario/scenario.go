@@ -109,6 +109,10 @@ type LinkSpec struct {
 	Delay  Impairment[time.Duration]
 	Jitter Impairment[time.Duration]
 	Loss   Impairment[float64] // percent, 0..100
+	// Limit is the link's queue in bytes (the switch buffer a congestion
+	// point watches, e.g. 64kb for QCN); 0: derived from the rate
+	// (kernel.TBFParams: the bucket plus 25 ms).
+	Limit uint64
 }
 
 // Datapath selects the OVS datapath.

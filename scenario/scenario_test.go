@@ -138,6 +138,17 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("links %+v", s.Links)
 	}
 	roundTrip(t, s)
+
+	// A queue limit in tc's sizes (k = 1024), kept through the
+	// effective scenario.
+	s, err = Parse("lim.yaml", []byte("name: x\ntopology: {kind: clos, k: 4}\nlinks:\n  host: {rate: 1gbit}\n  local: {rate: 10mbit, limit: 64KB}\n  global: {rate: 10mbit, limit: 1.5mb}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Links[LocalLinks].Limit != 64<<10 || s.Links[GlobalLinks].Limit != 3<<19 || s.Links[HostLinks].Limit != 0 {
+		t.Errorf("limits %+v", s.Links)
+	}
+	roundTrip(t, s)
 }
 
 // TestErrors pins the exact position and path of each error: an editor
@@ -180,6 +191,10 @@ func TestErrors(t *testing.T) {
 		{"impairment unknown key", head + "links:\n  host: {rate: 1gbit, delay: {value: 1ms, optional: true}}\n", 4, 43, "links.host.delay.optional", "unknown field"},
 		{"loss too big", head + "links:\n  host: {rate: 1gbit, loss: 120%}\n", 4, 29, "links.host.loss", "between 0% and 100%"},
 		{"jitter without delay", head + "links:\n  host: {rate: 1gbit, jitter: 1ms}\n", 4, 31, "links.host.jitter", "needs a delay"},
+		{"limit without unit", head + "links:\n  host: {rate: 1gbit, limit: 65536}\n", 4, 30, "links.host.limit", "want bytes with a unit"},
+		{"limit too small", head + "links:\n  host: {rate: 1gbit, limit: 2kb}\n", 4, 30, "links.host.limit", "between 3028b (two full frames) and 2gb"},
+		{"limit too big", head + "links:\n  host: {rate: 1gbit, limit: 3gb}\n", 4, 30, "links.host.limit", "between 3028b"},
+		{"limit unit", head + "links:\n  host: {rate: 1gbit, limit: 64kbit}\n", 4, 30, "links.host.limit", "unknown size unit"},
 		{"global on flatfly", "name: x\ntopology: {kind: flatfly, dims: [3, 3], t: 2}\nlinks:\n  global: {rate: 1gbit}\n", 4, 3, "links.global", "flatfly has no global links"},
 		{"unknown class", head + "links:\n  core: {rate: 1gbit}\n", 4, 3, "links.core", `unknown field "core" (want host, local, global)`},
 		{"datapath", head + "ovs: {datapath: kernel}\n", 3, 17, "ovs.datapath", `unknown value "kernel"`},

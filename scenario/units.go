@@ -91,19 +91,56 @@ func ParseThreshold(s string) (Threshold, error) {
 		}
 		return Threshold{Value: n, Unit: Frames}, nil
 	}
-	mult, ok := sizeUnits[unit]
-	if !ok {
-		return Threshold{}, fmt.Errorf("%q: unknown size unit %q (want b, kb, mb, gb)", s, m[2])
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
+	b, err := sizeOf(s, m[1], m[2])
 	if err != nil {
-		return Threshold{}, fmt.Errorf("%q is not a threshold: %w", s, err)
+		return Threshold{}, err
 	}
-	b := math.Round(v * float64(mult))
 	if b < 1 || b > 1<<40 {
 		return Threshold{}, fmt.Errorf("%q: a byte threshold must be between 1b and 1024gb", s)
 	}
-	return Threshold{Value: int64(b), Unit: Bytes}, nil
+	return Threshold{Value: b, Unit: Bytes}, nil
+}
+
+// sizeOf is number num in tc's size unit.
+func sizeOf(s, num, unit string) (int64, error) {
+	mult, ok := sizeUnits[strings.ToLower(unit)]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown size unit %q (want b, kb, mb, gb)", s, unit)
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size: %w", s, err)
+	}
+	return int64(math.Round(v * float64(mult))), nil
+}
+
+// MinQueueLimit and MaxQueueLimit bound a link's queue: two full frames
+// (tbf's bucket holds at least as much) to what tbf's 32-bit limit holds.
+const (
+	MinQueueLimit = 2 * 1514
+	MaxQueueLimit = 1 << 31
+)
+
+// ParseQueueLimit reads a link's queue limit, a size in tc's units
+// ("64kb").
+func ParseQueueLimit(s string) (uint64, error) {
+	m := numUnitRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil || m[2] == "" {
+		return 0, fmt.Errorf("%q is not a size (want bytes with a unit, e.g. 64kb)", s)
+	}
+	b, err := sizeOf(s, m[1], m[2])
+	if err != nil {
+		return 0, err
+	}
+	if b < MinQueueLimit || b > MaxQueueLimit {
+		return 0, fmt.Errorf("%q: a queue limit must be between %db (two full frames) and 2gb", s, MinQueueLimit)
+	}
+	return uint64(b), nil
+}
+
+// FormatSize renders bytes in the largest tc unit that divides them.
+func FormatSize(b uint64) string {
+	return Threshold{Value: int64(b), Unit: Bytes}.String()
 }
 
 func (t Threshold) String() string {

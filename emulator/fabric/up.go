@@ -141,7 +141,7 @@ func parallel(n int, fn func(i int) error) error {
 // linkShaping is a link class's egress shaping; without netem only the
 // rate applies (CheckKernel has already refused or warned).
 func linkShaping(ls scenario.LinkSpec, netem bool) kernel.Shaping {
-	s := kernel.Shaping{RateBps: ls.Rate}
+	s := kernel.Shaping{RateBps: ls.Rate, Limit: uint32(ls.Limit)}
 	if netem {
 		s.Delay, s.Jitter, s.LossPct = ls.Delay.Value, ls.Jitter.Value, ls.Loss.Value
 	}
@@ -150,6 +150,9 @@ func linkShaping(ls scenario.LinkSpec, netem bool) kernel.Shaping {
 
 func describe(s kernel.Shaping) string {
 	d := "rate " + rate.Format(s.RateBps)
+	if s.Limit > 0 {
+		d += " limit " + scenario.FormatSize(uint64(s.Limit))
+	}
 	if s.Delay > 0 {
 		d += " delay " + s.Delay.String()
 	}
