@@ -2,6 +2,7 @@ package hostagent
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,8 +16,10 @@ import (
 	"github.com/ethfab/ethfab/hostagent/dmp"
 	"github.com/ethfab/ethfab/hostagent/ether"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
 )
 
 // bareAgent is an agent without a socket, for feeding handle directly.
@@ -141,7 +144,43 @@ func vethPair(t *testing.T) (string, string) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	// And until a frame has crossed each way: under load a fresh veth
+	// lost an agent's first announcement after both ends were running,
+	// and its peer then refused the connect request of a sender it had
+	// not heard of (once in a CI run).
+	crosses(t, a, b)
+	crosses(t, b, a)
 	return a, b
+}
+
+// crosses sends warm-up frames from namespace from's eth0 until one
+// arrives at to's.
+func crosses(t *testing.T, from, to string) {
+	t.Helper()
+	tx, err := packet.Open(from, "eth0", packet.Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	rx, err := packet.Open(to, "eth0", packet.Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	f := make([]byte, 60)
+	copy(f, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	binary.BigEndian.PutUint16(f[12:], ethertype.Traffic)
+	buf := make([]byte, 128)
+	for range 300 {
+		if err := tx.Send(f); err != nil {
+			t.Fatal(err)
+		}
+		rx.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := rx.Recv(buf); err == nil {
+			return
+		}
+	}
+	t.Fatalf("no frame crossed from %s to %s in 3 s", from, to)
 }
 
 func fastSchedule() omx.Schedule {
