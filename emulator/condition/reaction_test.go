@@ -227,31 +227,43 @@ func queuesCounted(t *testing.T, lab *fabric.Lab) {
 		t.Fatal(err)
 	}
 	defer qr.Close()
-	var admitted uint64
+	// The inter-switch link ends, by namespace: one link dump and one
+	// qdisc dump each.
+	ends := map[string][]fabric.LinkEnd{}
 	for _, l := range lab.Links {
+		if l.A.Port == 0 || l.B.Port == 0 {
+			continue // a host link: tbf's own queue
+		}
 		for _, e := range []fabric.LinkEnd{l.A, l.B} {
-			if l.A.Port == 0 || l.B.Port == 0 {
-				continue // a host link: tbf's own queue
-			}
-			idx, err := kernel.LinkIndexes(e.NetNS, []string{e.Iface})
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := qr.Read(uint32(idx[0]))
+			ends[e.NetNS] = append(ends[e.NetNS], e)
+		}
+	}
+	var admitted uint64
+	for ns, es := range ends {
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.Iface
+		}
+		idx, err := kernel.LinkIndexes(ns, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := kernel.NewStatsReader(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := r.All()
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range es {
+			q := qr.Read(uint32(idx[i]))
 			if q.Limit == 0 || q.Len() != 0 || q.Backlog() != 0 {
 				t.Errorf("%s:%d: counted queue %+v, want a limit and empty", e.Node, e.Port, q)
 			}
 			admitted += q.EnqPkts
-			r, err := kernel.NewStatsReader(e.NetNS)
-			if err != nil {
-				t.Fatal(err)
-			}
-			all, err := r.All()
-			r.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st := all[idx[0]]; st.Kind != "tbf" || st.Drops != 0 {
+			if st := all[idx[i]]; st.Kind != "tbf" || st.Drops != 0 {
 				t.Errorf("%s:%d: qdisc %s dropped %d frames: the program should hold the queue", e.Node, e.Port, st.Kind, st.Drops)
 			}
 		}

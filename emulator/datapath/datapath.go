@@ -289,7 +289,9 @@ const queueSize = int(unsafe.Sizeof(Queue{}))
 
 // QueueReader reads the queue counters from the map's memory, with no
 // system call: the condition monitor reads every watched port every
-// millisecond.
+// millisecond. It maps the memory itself: cilium/ebpf's Map.Memory copies
+// bytes out, and the program updates each counter atomically, so a reader
+// must load each one atomically too.
 type QueueReader struct {
 	mem []byte
 	n   uint32
@@ -306,7 +308,7 @@ func (h *Handle) Queues() (*QueueReader, error) {
 	}
 	n := h.queues.MaxEntries()
 	size := (int(n)*queueSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping the queue counters: %w", err)
 	}
@@ -329,18 +331,6 @@ func (r *QueueReader) Read(ifindex uint32) Queue {
 		DropPkts: atomic.LoadUint64(r.word(ifindex, 4)), DropBytes: atomic.LoadUint64(r.word(ifindex, 5)),
 		Limit: atomic.LoadUint64(r.word(ifindex, 6)),
 	}
-}
-
-// Depart counts frames and bytes as departed from the port's queue: the
-// ones that left it but never reached the far end (dropped on the way,
-// e.g. by a full backlog), which a comparison with the qdisc's own
-// backlog reveals. The program's counts go on meanwhile.
-func (r *QueueReader) Depart(ifindex uint32, pkts, bytes int64) {
-	if ifindex >= r.n {
-		return
-	}
-	atomic.AddUint64(r.word(ifindex, 2), uint64(pkts))
-	atomic.AddUint64(r.word(ifindex, 3), uint64(bytes))
 }
 
 // Close unmaps the counters.

@@ -314,16 +314,15 @@ type upper struct {
 	// portIndex: on the eBPF datapath, each switch port's ifindex (by
 	// switch and port), unique across the lab's fabric namespaces.
 	portIndex map[[2]int]int
-	// peer and queueLimit: on the eBPF datapath under conditional routing,
-	// each inter-switch port's far end, and the limit of its tbf queue,
-	// which the program counts and enforces (datapath.PortRef).
-	peer       map[[2]int][2]int
-	queueLimit map[[2]int]uint64
-	hostMAC    []string
-	pairs      []kernel.Veth
-	shapeJobs  []shapeJob
-	pool       *ovs.Pool
-	jobs       []ovs.FlowJob
+	// counted: on the eBPF datapath under conditional routing, the
+	// inter-switch ports whose queue the program counts and holds to its
+	// tbf limit (datapath.PortRef), with the port at the link's far end.
+	counted   map[[2]int]countedQueue
+	hostMAC   []string
+	pairs     []kernel.Veth
+	shapeJobs []shapeJob
+	pool      *ovs.Pool
+	jobs      []ovs.FlowJob
 }
 
 type shapeJob struct {
@@ -540,6 +539,12 @@ func (u *upper) record(context.Context) (string, error) {
 	return "", nil
 }
 
+// countedQueue is a counted port's far end and queue limit in bytes.
+type countedQueue struct {
+	peer  [2]int
+	limit uint64
+}
+
 // firstPortIndex is the lowest ifindex an eBPF lab's switch ports take.
 const firstPortIndex = 1000
 
@@ -560,7 +565,7 @@ func (u *upper) planLinks() {
 	// host's end takes its switch port's number: its namespace holds only
 	// lo and whatever the kernel adds to every namespace (fallback tunnels).
 	u.portIndex = map[[2]int]int{}
-	u.peer, u.queueLimit = map[[2]int][2]int{}, map[[2]int]uint64{}
+	u.counted = map[[2]int]countedQueue{}
 	index := func(sw, port int) int {
 		if !u.ebpf() {
 			return 0
@@ -588,14 +593,12 @@ func (u *upper) planLinks() {
 		}
 		u.pairs = append(u.pairs, pair)
 		sh := shapes[l.Class]
-		if u.ebpf() && u.comp.Mode == controller.Conditional && l.Host < 0 {
-			// A plain tbf queue only: with netem in front, frames delayed
-			// or lost there would count as queued.
+		// A plain tbf queue only: with netem in front, frames delayed or
+		// lost there would count as queued.
+		if u.ebpf() && u.comp.Mode == controller.Conditional && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
 			a, b := [2]int{l.A.Switch, l.A.Port}, [2]int{l.B.Switch, l.B.Port}
-			u.peer[a], u.peer[b] = b, a
-			if _, limit := sh.TBF(); sh.RateBps > 0 && !sh.NeedsNetem() {
-				u.queueLimit[a], u.queueLimit[b] = uint64(limit), uint64(limit)
-			}
+			_, limit := sh.TBF()
+			u.counted[a], u.counted[b] = countedQueue{b, uint64(limit)}, countedQueue{a, uint64(limit)}
 		}
 		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
 		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
@@ -757,8 +760,8 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 			names[ns] = append(names[ns], PortIface(i, p.Num))
 			idx[ns] = append(idx[ns], ix)
 			ref := datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(ix)}
-			if limit := u.queueLimit[[2]int{i, p.Num}]; limit > 0 {
-				ref.Peer, ref.QueueLimit = uint32(u.portIndex[u.peer[[2]int{i, p.Num}]]), limit
+			if q, ok := u.counted[[2]int{i, p.Num}]; ok {
+				ref.Peer, ref.QueueLimit = uint32(u.portIndex[q.peer]), q.limit
 			}
 			refs = append(refs, ref)
 		}

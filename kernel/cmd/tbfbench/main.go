@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -135,7 +136,7 @@ func send(socks []*packet.Sender, fps, size int, dur time.Duration) (result, err
 		return result{}, err
 	}
 	secs := time.Since(start).Seconds()
-	r.cores = kernel.BusyFraction(c0, c1) * float64(numCPU())
+	r.cores = kernel.BusyFraction(c0, c1) * float64(runtime.NumCPU())
 	r.usPerFrame = r.cores * secs * 1e6 / float64(r.sent)
 	r.timers = float64(localTimers()-t0) / secs
 	return r, nil
@@ -160,12 +161,4 @@ func localTimers() uint64 {
 		return n
 	}
 	return 0
-}
-
-func numCPU() int {
-	var set unix.CPUSet
-	if unix.SchedGetaffinity(0, &set) != nil {
-		return 1
-	}
-	return set.Count()
 }
