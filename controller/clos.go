@@ -86,7 +86,7 @@ func (c *Controller) closRules(s *topology.Switch, t *Table) error {
 	// Conditional mode stacks up to one rule per uplink under each up
 	// match, so prefix lengths are spread wide enough to keep them apart.
 	scale, top := 2, 0
-	if c.opts.Mode == Conditional && len(up) > 1 {
+	if c.opts.Mode.Conditions() && len(up) > 1 {
 		scale, top = len(up)+1, len(up)
 	}
 	upRules := func(pre addressing.Prefix) []Rule {

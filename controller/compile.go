@@ -20,20 +20,28 @@ type Mode string
 // its switch (seed 000 §V-D, Fig. 10) and is routed minimally from there.
 // Conditional: minimal default rules that the switch disables while their
 // output port is paused, over alternatives (seed 000 §V-B..D; see
-// conditional.go).
+// conditional.go). QCNSwitch: the conditional tables, whose bitmask the
+// switch sets from a per-port probability of routing minimally that QCN
+// congestion notifications lower (seed 004, package qcnswitch) instead of
+// from PAUSE.
 const (
 	Minimal     Mode = "minimal"
 	Valiant     Mode = "valiant"
 	Conditional Mode = "conditional"
+	QCNSwitch   Mode = "qcn-switch"
 )
+
+// Conditions says the mode's tables carry conditional rules and a
+// condition bitmask the switch's own logic sets (conditional, qcn-switch).
+func (m Mode) Conditions() bool { return m == Conditional || m == QCNSwitch }
 
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case Minimal, Valiant, Conditional:
+	case Minimal, Valiant, Conditional, QCNSwitch:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant or conditional)", s)
+	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant, conditional or qcn-switch)", s)
 }
 
 // Options select what the controller compiles.
@@ -70,10 +78,10 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 	if opts.Originals != nil && len(opts.Originals) != len(plan.Topology().Hosts) {
 		return nil, fmt.Errorf("%d original MACs for %d hosts", len(opts.Originals), len(plan.Topology().Hosts))
 	}
-	if opts.Originals != nil && opts.Mode == Conditional {
+	if opts.Originals != nil && opts.Mode.Conditions() {
 		// Both want table 0 for every frame from a host: the rewrite and the
 		// condition bitmask would have to be loaded by the same rules.
-		return nil, fmt.Errorf("conditional routing does not combine with assign rewrite (use assign static or dmp)")
+		return nil, fmt.Errorf("%s routing does not combine with assign rewrite (use assign static or dmp)", opts.Mode)
 	}
 	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
 	c.tree = spanningTree(c.top)
@@ -169,7 +177,7 @@ func (c *Controller) Table(sw int) (*Table, error) {
 	if c.opts.Originals != nil {
 		t.Rules = c.rewriteRules(s, t.Rules)
 	}
-	if c.opts.Mode == Conditional {
+	if c.opts.Mode.Conditions() {
 		if err := c.conditionTable(s, t); err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}

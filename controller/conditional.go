@@ -181,7 +181,7 @@ func (c *Controller) indexRules(s *topology.Switch) []Rule {
 func (c *Controller) closUp(in int32, i int, up []int32, m Match, prio int) []Rule {
 	m.InPort = int(in)
 	first := up[i%len(up)]
-	if c.opts.Mode != Conditional || len(up) == 1 {
+	if !c.opts.Mode.Conditions() || len(up) == 1 {
 		return []Rule{{Kind: KindUplink, Priority: uint16(prio), Match: m, Out: []int32{first}}}
 	}
 	rs := make([]Rule, 0, len(up))

@@ -52,7 +52,7 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 			}
 		}
 	}
-	if c.opts.Mode == Conditional {
+	if c.opts.Mode.Conditions() {
 		return c.conditionalDirect(s, t, own, remote)
 	}
 	if c.opts.Mode == Minimal {

@@ -48,7 +48,7 @@ func (c *Controller) guardTable(s *topology.Switch, t *Table) {
 		return
 	}
 	var g uint8 // the guard's table: where routing is now
-	if c.opts.Originals != nil || c.opts.Mode == Conditional {
+	if c.opts.Originals != nil || c.opts.Mode.Conditions() {
 		g = TableRouting
 	}
 	var stage, rest []Rule

@@ -255,7 +255,7 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 func walk(ts *Tables, src, dst int) (hops, paths int, reason string, err error) {
 	top := ts.c.top
 	w := &walker{ts: ts, dst: dst, mac: ts.c.plan.HostMAC(dst), bound: ts.c.HopBound(),
-		all:  ts.c.opts.Mode == Conditional,
+		all:  ts.c.opts.Mode.Conditions(),
 		rank: top.Spec.Kind == topology.Dragonfly}
 	err = w.step(top.Hosts[src].Switch, top.Hosts[src].Port, 0, 0, -1)
 	return w.maxHops, w.paths, w.reason, err

@@ -80,8 +80,10 @@ func (c *CNM) Append(b []byte) ([]byte, error) {
 	if c.Priority > 7 {
 		return b, fmt.Errorf("%w: priority %d above 7", ErrMalformed, c.Priority)
 	}
-	if want := min(int(c.VictimLen), MaxMSDU); len(c.MSDU) != want {
-		return b, fmt.Errorf("%w: %d MSDU bytes of a %d-byte victim, want %d", ErrMalformed, len(c.MSDU), c.VictimLen, want)
+	// Fewer bytes than the victim had are what a tap captured of it (the
+	// receiver reads such a CNM with DecodeCut).
+	if want := min(int(c.VictimLen), MaxMSDU); len(c.MSDU) > want {
+		return b, fmt.Errorf("%w: %d MSDU bytes of a %d-byte victim, at most %d", ErrMalformed, len(c.MSDU), c.VictimLen, want)
 	}
 	start := len(b)
 	b = append(b, make([]byte, c.Len())...)
@@ -103,7 +105,14 @@ func (c *CNM) Append(b []byte) ([]byte, error) {
 
 // Decode reads a CNM frame into c. c.MSDU aliases frame: the victim's
 // bytes it carries, min(VictimLen, MaxMSDU) of them.
-func Decode(frame []byte, c *CNM) error {
+func Decode(frame []byte, c *CNM) error { return decode(frame, c, false) }
+
+// DecodeCut reads a CNM of which only the start was captured (a tap's
+// snap): the header must be whole, c.MSDU holds what of the victim's
+// bytes the capture kept.
+func DecodeCut(frame []byte, c *CNM) error { return decode(frame, c, true) }
+
+func decode(frame []byte, c *CNM, cut bool) error {
 	if len(frame) < 14 || binary.BigEndian.Uint16(frame[12:]) != ethertype.CNM {
 		return ErrNotCNM
 	}
@@ -124,7 +133,10 @@ func Decode(frame []byte, c *CNM) error {
 	vlen := binary.BigEndian.Uint16(frame[36:])
 	n := min(int(vlen), MaxMSDU)
 	if len(frame) < HeaderLen+n {
-		return fmt.Errorf("%w: %d bytes, a %d-byte victim's MSDU needs %d", ErrMalformed, len(frame), vlen, HeaderLen+n)
+		if !cut {
+			return fmt.Errorf("%w: %d bytes, a %d-byte victim's MSDU needs %d", ErrMalformed, len(frame), vlen, HeaderLen+n)
+		}
+		n = len(frame) - HeaderLen
 	}
 	*c = CNM{Fbq: uint8(w & 0x3f), CPPort: binary.BigEndian.Uint16(frame[22:]),
 		QOffset: int16(binary.BigEndian.Uint16(frame[24:])), QDelta: int16(binary.BigEndian.Uint16(frame[26:])),

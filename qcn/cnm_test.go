@@ -101,7 +101,7 @@ func TestCNMRefused(t *testing.T) {
 	for _, bad := range []CNM{
 		func() CNM { x := c; x.Fbq = 64; return x }(),
 		func() CNM { x := c; x.Priority = 8; return x }(),
-		func() CNM { x := c; x.MSDU = c.MSDU[:10]; return x }(),
+		func() CNM { x := c; x.MSDU = append(c.MSDU, 0); return x }(),
 		func() CNM { x := c; x.VictimLen = 10; return x }(),
 	} {
 		if _, err := bad.Append(nil); !errors.Is(err, ErrMalformed) {
@@ -135,8 +135,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good[:HeaderLen])
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		var d CNM
+		// A cut CNM decodes whenever the whole one does, to the same
+		// header and a prefix of its MSDU.
+		cutErr := DecodeCut(frame, &d)
+		cut := d
 		if Decode(frame, &d) != nil {
 			return
+		}
+		if cutErr != nil || cut.Fbq != d.Fbq || cut.VictimLen != d.VictimLen || !bytes.HasPrefix(d.MSDU, cut.MSDU) {
+			t.Fatalf("DecodeCut %v %+v, Decode %+v", cutErr, cut, d)
 		}
 		again, err := d.Append(nil)
 		if err != nil {

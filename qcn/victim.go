@@ -28,8 +28,12 @@ type Ring struct {
 
 // Add records a departed Ethernet frame; a frame too short to have an
 // EtherType is not one.
-func (r *Ring) Add(frame []byte) {
-	if len(frame) < 14 {
+func (r *Ring) Add(frame []byte) { r.AddCut(frame, len(frame)) }
+
+// AddCut records a departed frame of which only the start was captured
+// (a tap's snap): wireLen is its whole length.
+func (r *Ring) AddCut(frame []byte, wireLen int) {
+	if len(frame) < 14 || wireLen < len(frame) {
 		return
 	}
 	d := &r.d[r.next]
@@ -42,7 +46,7 @@ func (r *Ring) Add(frame []byte) {
 		d.Priority = uint8(binary.BigEndian.Uint16(msdu[2:]) >> 13)
 		msdu = msdu[4:]
 	}
-	d.Len = uint16(min(len(msdu), 0xffff))
+	d.Len = uint16(min(len(msdu)+wireLen-len(frame), 0xffff))
 	d.n = uint8(copy(d.msdu[:], msdu))
 	r.next = (r.next + 1) % RingSize
 	r.n = min(r.n+1, RingSize)

@@ -81,3 +81,34 @@ func TestVictimAndItsCNM(t *testing.T) {
 		t.Errorf("a tagged victim's CNM: %v", err)
 	}
 }
+
+// A tap's capture: the victim keeps the frame's whole length and what
+// the capture held; its CNM, captured in turn, decodes cut.
+func TestCutCaptures(t *testing.T) {
+	var r Ring
+	f := departed(7, 1000)
+	r.AddCut(f[:52], 1000)
+	v, ok := r.Pick(1, func(int) int { return 0 }, nil)
+	if !ok || v.Len != 1000-12 || len(v.MSDU()) != 52-12 {
+		t.Fatalf("victim %+v from a 52-byte capture of 1000", v)
+	}
+	r.AddCut(f[:52], 40) // a capture longer than its frame is no frame
+	if v2, _ := r.Pick(1, func(int) int { return 0 }, nil); v2.Len != v.Len {
+		t.Fatalf("a bad capture replaced the last departure: %+v", v2)
+	}
+	c := NewCNM([6]byte{2, 0, 0, 1, 0, 0}, 5, Sample{Fbq: 9}, v)
+	b, err := c.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d CNM
+	if err := Decode(b[:52], &d); err == nil {
+		t.Fatal("Decode took a cut CNM")
+	}
+	if err := DecodeCut(b[:52], &d); err != nil || d.Fbq != 9 || d.VictimLen != v.Len || !bytes.Equal(d.MSDU, b[HeaderLen:52]) {
+		t.Fatalf("DecodeCut: %v, %+v", err, d)
+	}
+	if err := DecodeCut(b[:HeaderLen-1], &d); err == nil {
+		t.Fatal("DecodeCut took a cut header")
+	}
+}

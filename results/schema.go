@@ -116,6 +116,9 @@ type Point struct {
 	// Conditions is what the switches' condition logic did during the
 	// point (conditional routing only).
 	Conditions *Conditions `json:"conditions,omitempty"`
+	// QCN is what QCN-Switch's congestion points and switches did during
+	// the point (routing qcn-switch only).
+	QCN *QCN `json:"qcn,omitempty"`
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	Backlog           []BacklogSeries  `json:"backlog,omitempty"`
@@ -200,6 +203,28 @@ type BacklogSeries struct {
 	Bytes  []uint64  `json:"bytes"`
 	Frames []uint64  `json:"frames"`
 }
+
+// QCN counts QCN-Switch (seed 004): congestion points' samples and CNMs,
+// the switches' interceptions, probability changes and bitmask draws.
+type QCN struct {
+	Samples     uint64 `json:"samples"`          // congestion point samples of a non-empty queue
+	Generated   uint64 `json:"cnms_generated"`   // samples with Fbq > 0 (and the CNM probability drawn)
+	Intercepted uint64 `json:"cnms_intercepted"` // by the switch of the victim's source
+	Dropped     uint64 `json:"cnms_dropped"`     // generated, never sent (no route, send error)
+	NoVictim    uint64 `json:"no_victim"`        // generated with no transit frame to blame
+	MaskWrites  uint64 `json:"mask_flowmods"`    // bitmask writes by the refresh draws
+	PChanges    uint64 `json:"p_changes"`
+	// PMeanByClass is the mean probability of routing minimally over the
+	// transit ports of each class (local, global) at the point's end,
+	// percent; PMin the lowest.
+	PMeanByClass map[string]float64 `json:"p_mean_by_class,omitempty"`
+	PMin         float64            `json:"p_min"`
+}
+
+// QCNCSV and CNMCSV are a phase's QCN-Switch logs: every probability
+// change with its cause, every CNM a congestion point generated.
+func QCNCSV(phase string) string { return "qcn-" + safeName(phase) + ".csv" }
+func CNMCSV(phase string) string { return "cnm-" + safeName(phase) + ".csv" }
 
 // Conditions counts the pause emulation of conditional routing (seed 000
 // §V-B): a port pauses while its egress queue is above XOFF and resumes

@@ -404,13 +404,23 @@ func (d *decoder) routing(e *entry) Routing {
 	if e == nil {
 		return r
 	}
-	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause")
+	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause", "qcn")
 	modeOverridden := false
 	if e := f["mode"]; e != nil {
-		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional"); ok {
+		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional", "qcn-switch"); ok {
 			r.Mode = controller.Mode(v)
 		}
 		modeOverridden = e.val.pos.override != ""
+	}
+	if r.Mode == controller.QCNSwitch {
+		var qn *node
+		if e := f["qcn"]; e != nil {
+			qn = e.val
+		}
+		q := d.qcn(qn)
+		r.QCN = &q
+	} else if e := f["qcn"]; e != nil && (!modeOverridden || e.val.pos.override != "") {
+		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch (mode is %s)", r.Mode)
 	}
 	for _, key := range []string{"xoff", "xon", "pause"} {
 		e := f[key]
@@ -457,6 +467,111 @@ func (d *decoder) routing(e *entry) Routing {
 		}
 	}
 	return r
+}
+
+// qcn reads routing.qcn (nil: every default).
+func (d *decoder) qcn(n *node) QCN {
+	q := DefaultQCN()
+	if n == nil {
+		return q
+	}
+	f := d.fields(n, "routing.qcn", "variant", "qeq", "w", "sample_every", "qold", "lf", "ai", "pcl", "p_min",
+		"cnm_probability", "cnm_priority", "realise", "refresh")
+	path := func(k string) string { return "routing.qcn." + k }
+	if e := f["variant"]; e != nil {
+		if v, ok := d.enum(e.val, path("variant"), QCNBase, QCNSource, QCNComparison, QCNComplete); ok {
+			q.Variant = v
+		}
+	}
+	if e := f["qold"]; e != nil {
+		if v, ok := d.enum(e.val, path("qold"), QoldSample, QoldCNM); ok {
+			q.Qold = v
+		}
+	}
+	if e := f["realise"]; e != nil {
+		if v, ok := d.enum(e.val, path("realise"), RealiseMeta, "group"); ok {
+			if v == "group" {
+				// Select groups hash per (source, destination) pair and
+				// quantise the minimal share (spec §A.4.3); not built.
+				d.errf(e.val, path("realise"), "group is not built; use metadata (a random N against P every refresh)")
+			} else {
+				q.Realise = v
+			}
+		}
+	}
+	if e := f["qeq"]; e != nil {
+		if v, ok := d.str(e.val, path("qeq")); ok {
+			if b, err := ParseQueueLimit(v); err != nil {
+				d.errf(e.val, path("qeq"), "%v", err)
+			} else {
+				q.Qeq = b
+			}
+		}
+	}
+	// Numbers with their ranges: a value outside one is a scenario error,
+	// not something to clamp.
+	for _, x := range []struct {
+		key    string
+		to     *float64
+		lo, hi float64
+		why    string
+	}{
+		{"w", &q.W, 0, 64, "between 0 and 64"},
+		{"lf", &q.Lf, 0, 1.0 / 63, "between 0 and 1/63 (R = 1 - lf*Fbq must stay >= 0 for Fbq up to 63)"},
+		{"ai", &q.Ai, 0, 100, "between 0 and 100 percentage points"},
+		{"p_min", &q.PMin, 0, 100, "between 0 and 100 percent"},
+		{"cnm_probability", &q.CNMProbability, 0, 1, "between 0 and 1"},
+	} {
+		e := f[x.key]
+		if e == nil {
+			continue
+		}
+		v, ok := d.number(e.val, path(x.key))
+		if !ok {
+			continue
+		}
+		if v < x.lo || v > x.hi || math.IsNaN(v) {
+			d.errf(e.val, path(x.key), "%v is out of range (want %s)", v, x.why)
+			continue
+		}
+		*x.to = v
+	}
+	for _, x := range []struct {
+		key string
+		to  *int
+	}{{"sample_every", &q.SampleEvery}, {"pcl", &q.PCl}} {
+		e := f[x.key]
+		if e == nil {
+			continue
+		}
+		v, ok := d.smallInt(e.val, path(x.key))
+		if !ok {
+			continue
+		}
+		if v < 1 || v > 1_000_000 {
+			d.errf(e.val, path(x.key), "%d is out of range (want 1 to 1000000 frames)", v)
+			continue
+		}
+		*x.to = v
+	}
+	if e := f["cnm_priority"]; e != nil {
+		if v, ok := d.boolean(e.val, path("cnm_priority")); ok {
+			if v {
+				d.errf(e.val, path("cnm_priority"), "true (an htb band for CNMs) is not built yet: CNMs share the links' FIFO; set false")
+			}
+			q.CNMPriority = false
+		}
+	}
+	if e := f["refresh"]; e != nil {
+		if v, ok := d.duration(e.val, path("refresh")); ok {
+			if v < 100*time.Microsecond || v > 10*time.Second {
+				d.errf(e.val, path("refresh"), "%s is out of range (want 100us to 10s)", v)
+			} else {
+				q.Refresh = v
+			}
+		}
+	}
+	return q
 }
 
 func (d *decoder) links(e *entry, kind topology.Kind, topoOK bool) map[LinkClass]LinkSpec {
@@ -883,6 +998,16 @@ func beforeDMPNode(f map[string]*entry, i int) *node {
 
 // crossChecks are the rules that span sections.
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
+	if s.Routing.Mode == controller.QCNSwitch && s.Topology.Kind != "" && s.Topology.Kind != topology.Dragonfly && s.Topology.Kind != topology.FlatFly {
+		// The variants speak of a Dragonfly's transit (local and global)
+		// ports and groups; a Flattened Butterfly's dimension ports are its
+		// transit ports and each switch its own group.
+		if re := f["routing"]; re != nil {
+			if me := re.val.get("mode"); me != nil {
+				d.errf(me.val, "routing.mode", "qcn-switch needs a dragonfly or flatfly topology (got %s)", s.Topology.Kind)
+			}
+		}
+	}
 	if s.Addressing.Assign == addressing.AssignDMP {
 		// With assign: dmp hosts have no address until DMP ran, so nothing
 		// may talk before a dmp phase (or an announce phase that boots the

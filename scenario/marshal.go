@@ -110,6 +110,22 @@ func (s *Scenario) effectiveTree() *node {
 	if s.Routing.Pause != "" {
 		routing.add("pause", mkStr(string(s.Routing.Pause)))
 	}
+	if q := s.Routing.QCN; q != nil {
+		routing.add("qcn", mkMap(false,
+			"variant", mkStr(q.Variant),
+			"qeq", mkStr(FormatSize(q.Qeq)),
+			"w", mkFloat(q.W),
+			"sample_every", mkInt(int64(q.SampleEvery)),
+			"qold", mkStr(q.Qold),
+			"lf", mkFloat(q.Lf),
+			"ai", mkFloat(q.Ai),
+			"pcl", mkInt(int64(q.PCl)),
+			"p_min", mkFloat(q.PMin),
+			"cnm_probability", mkFloat(q.CNMProbability),
+			"cnm_priority", mkBool(q.CNMPriority),
+			"realise", mkStr(q.Realise),
+			"refresh", mkStr(FormatDuration(q.Refresh))))
+	}
 	root.add("routing", routing)
 	links := mkMap(false)
 	for _, c := range ClassesOf(s.Topology.Kind) {

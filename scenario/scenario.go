@@ -56,6 +56,50 @@ type Routing struct {
 	// Pause: which ports a congested queue pauses (conditional only;
 	// empty means PauseUpstream).
 	Pause PauseScope
+	// QCN: routing.qcn, with mode qcn-switch only (then never nil).
+	QCN *QCN
+}
+
+// QCN is routing.qcn: QCN-Switch's congestion points and per-port
+// probabilities (seed 004; ../shared/specs/seeds-002-004-power.md §A.3,
+// §A.4.4). DefaultQCN gives the values the spec sets.
+type QCN struct {
+	Variant     string  // base | source | comparison | complete
+	Qeq         uint64  // a congestion point's equilibrium queue, bytes
+	W           float64 // weight of the queue's growth in Fb
+	SampleEvery int     // transit departures between samples
+	Qold        string  // sample | cnm: when Qold is taken
+	Lf          float64 // the decrease gain: R = 1 - Lf*Fbq
+	Ai          float64 // the increase, percentage points
+	PCl         int     // frames a port sends without a CNM before P rises by Ai
+	PMin        float64 // P's floor, percent
+	// CNMProbability: the share of samples with Fbq > 0 that send a CNM
+	// (FOGSim v5 used 0.10; seed 004 does not mention one).
+	CNMProbability float64
+	// CNMPriority: CNMs in a strict-priority band of the links' shaper.
+	// Not built yet: CNMs share the data FIFO (spec §0.5's first step).
+	CNMPriority bool
+	Realise     string        // metadata: the bitmask from a random N every Refresh
+	Refresh     time.Duration // how often each switch draws N
+}
+
+// QCN variants and the other enumerations of routing.qcn.
+const (
+	QCNBase       = "base"
+	QCNSource     = "source"
+	QCNComparison = "comparison"
+	QCNComplete   = "complete"
+	QoldSample    = "sample"
+	QoldCNM       = "cnm"
+	RealiseMeta   = "metadata"
+)
+
+// DefaultQCN is routing.qcn's defaults (spec §A.3: 16 KB Qeq with a
+// 64 KB inter-switch queue, w = 2, a sample every 100 frames, Lf = 1/128,
+// Ai = 1 point, PCl = 100 frames, N refreshed every 5 ms).
+func DefaultQCN() QCN {
+	return QCN{Variant: QCNBase, Qeq: 16 << 10, W: 2, SampleEvery: 100, Qold: QoldSample, Lf: 1.0 / 128,
+		Ai: 1, PCl: 100, CNMProbability: 1, Realise: RealiseMeta, Refresh: 5 * time.Millisecond}
 }
 
 // PauseScope is what an emulated PAUSE reaches.

@@ -149,6 +149,27 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("limits %+v", s.Links)
 	}
 	roundTrip(t, s)
+
+	// routing.qcn: every default with mode qcn-switch alone; given
+	// fields kept through the effective scenario.
+	s, err = Parse("q.yaml", []byte("name: x\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nrouting: {mode: qcn-switch}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Routing.QCN == nil || *s.Routing.QCN != DefaultQCN() {
+		t.Errorf("qcn defaults %+v", s.Routing.QCN)
+	}
+	roundTrip(t, s)
+	s, err = Parse("q.yaml", []byte("name: x\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nrouting:\n  mode: qcn-switch\n  qcn: {variant: complete, qeq: 8kb, w: 1.5, sample_every: 50, qold: cnm, lf: 0.01, ai: 2, pcl: 200, p_min: 1, cnm_probability: 0.1, cnm_priority: false, realise: metadata, refresh: 2ms}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := QCN{Variant: QCNComplete, Qeq: 8 << 10, W: 1.5, SampleEvery: 50, Qold: QoldCNM, Lf: 0.01, Ai: 2, PCl: 200, PMin: 1,
+		CNMProbability: 0.1, Realise: RealiseMeta, Refresh: 2 * time.Millisecond}
+	if *s.Routing.QCN != want {
+		t.Errorf("qcn %+v, want %+v", *s.Routing.QCN, want)
+	}
+	roundTrip(t, s)
 }
 
 // TestErrors pins the exact position and path of each error: an editor
@@ -185,6 +206,16 @@ func TestErrors(t *testing.T) {
 		{"xon unit mismatch", head + "routing: {mode: conditional, xoff: 20, xon: 3kb}\n", 3, 45, "routing.xon", "use one unit"},
 		{"bad threshold", head + "routing: {mode: conditional, xoff: 20frames}\n", 3, 36, "routing.xoff", "unknown size unit"},
 		{"bad pause", head + "routing: {mode: conditional, pause: both}\n", 3, 37, "routing.pause", "upstream"},
+		{"qcn variant", head + "routing:\n  mode: qcn-switch\n  qcn:\n    variant: fast\n", 6, 14, "routing.qcn.variant", `unknown value "fast" (want base, source, comparison, complete)`},
+		{"qcn lf", head + "routing:\n  mode: qcn-switch\n  qcn:\n    lf: 0.5\n", 6, 9, "routing.qcn.lf", "out of range (want between 0 and 1/63"},
+		{"qcn pcl", head + "routing:\n  mode: qcn-switch\n  qcn:\n    pcl: 0\n", 6, 10, "routing.qcn.pcl", "out of range"},
+		{"qcn qeq", head + "routing:\n  mode: qcn-switch\n  qcn:\n    qeq: 16\n", 6, 10, "routing.qcn.qeq", "want bytes with a unit"},
+		{"qcn priority", head + "routing:\n  mode: qcn-switch\n  qcn:\n    cnm_priority: true\n", 6, 19, "routing.qcn.cnm_priority", "not built yet"},
+		{"qcn group", head + "routing:\n  mode: qcn-switch\n  qcn:\n    realise: group\n", 6, 14, "routing.qcn.realise", "group is not built"},
+		{"qcn refresh", head + "routing:\n  mode: qcn-switch\n  qcn:\n    refresh: 40\n", 6, 14, "routing.qcn.refresh", "has no unit"},
+		{"qcn unknown", head + "routing:\n  mode: qcn-switch\n  qcn:\n    gain: 1\n", 6, 5, "routing.qcn.gain", `unknown field "gain"`},
+		{"qcn without qcn-switch", head + "routing: {mode: minimal, qcn: {w: 2}}\n", 3, 31, "routing.qcn", "only applies to mode: qcn-switch"},
+		{"qcn on clos", "name: x\ntopology: {kind: clos, k: 4}\nrouting: {mode: qcn-switch}\n", 3, 17, "routing.mode", "needs a dragonfly or flatfly"},
 		{"rate missing", head + "links:\n  host: {delay: 1ms}\n", 4, 9, "links.host.rate", "required"},
 		{"bad rate", head + "links:\n  local: {rate: 100mbits}\n", 4, 17, "links.local.rate", "unknown unit"},
 		{"bad delay", head + "links:\n  host: {rate: 1gbit, delay: 40}\n", 4, 30, "links.host.delay", "has no unit"},
@@ -273,7 +304,7 @@ func TestAllErrorsReported(t *testing.T) {
 	if es[0].Path != "routing.mode" || es[1].Path != "phases[0].wait" || es[1].Line != 6 {
 		t.Errorf("errors %v", err)
 	}
-	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional)"
+	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch)"
 	if es[0].Error() != want {
 		t.Errorf("error text\n%q\nwant\n%q", es[0].Error(), want)
 	}
@@ -336,7 +367,7 @@ func TestSetErrors(t *testing.T) {
 	}
 	before, _ := s.MarshalYAML()
 	cases := []struct{ path, value, want string }{
-		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon, pause)`},
+		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon, pause, qcn)`},
 		{"routing.mode", "fast", `--set routing.mode=fast: routing.mode: unknown value "fast"`},
 		{"routing.xoff", "5kb", "full.yaml:6:47: routing.xon: 10kb must be below xoff (5kb)"},
 		{"description", "a: b", "description: must be a single value, got a mapping"},

@@ -68,6 +68,10 @@ type Options struct {
 	// PortOnly: a port pauses on its own egress queue only; no PAUSE goes
 	// to the links that feed it.
 	PortOnly bool
+
+	// QCN, when set, runs QCN-Switch (qcn.go) instead of PAUSE: XOff,
+	// XOn, PortOnly and the reaction measurement do not apply.
+	QCN *QCN
 }
 
 // Event is one pause or resume of a port, or a manual condition change.
@@ -129,6 +133,7 @@ type port struct {
 	// that left the queue and never reached the far end, frames on the
 	// way).
 	offPkts, offBytes int64
+	qp                *qcnPort // its congestion point (QCN-Switch)
 }
 
 func (p *port) String() string { return fmt.Sprintf("%s:%d", p.sw.name, p.num) }
@@ -172,6 +177,7 @@ type sw struct {
 	pending  map[frameKey]departure
 	// Under pmu: the taps are open; the monitor is closed.
 	tapsOpen, closed bool
+	qcn              *qcnSwitch // QCN-Switch's state (nil under PAUSE)
 }
 
 // iface is where a switch port's interface lives.
@@ -217,6 +223,17 @@ type Monitor struct {
 	pctx    context.Context // probers' lifetime: Run's
 	probes  sync.WaitGroup
 	readers sync.WaitGroup // tap readers
+
+	// QCN-Switch (qcn.go): the ports by ifindex (a CNM's arrival), when
+	// the switches last drew N, the CNM frame buffer (smu), and under mu
+	// the counters and logs.
+	byIfindex   map[uint32]*port
+	lastRefresh time.Time
+	cnmBuf      []byte
+	qc          QCNCounters
+	pchanges    log[PChange]
+	cnms        log[CNMRecord]
+	intercepts  log[Interception]
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -225,8 +242,8 @@ type Monitor struct {
 // or one given them by Lab.Attach): the monitor watches the rules the
 // switches run. Call Run to start polling, Close to disconnect.
 func New(lab *fabric.Lab, o Options) (*Monitor, error) {
-	if lab.Routing != controller.Conditional {
-		return nil, fmt.Errorf("lab %s routes %s: conditions need routing.mode conditional", lab.Lab, lab.Routing)
+	if !lab.Routing.Conditions() {
+		return nil, fmt.Errorf("lab %s routes %s: conditions need routing.mode conditional or qcn-switch", lab.Lab, lab.Routing)
 	}
 	comp := lab.Compiled()
 	if comp == nil {
@@ -257,6 +274,11 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	}
 	if o.ReactLimit <= 0 {
 		o.ReactLimit = 200 * time.Millisecond
+	}
+	if o.QCN != nil {
+		// The reaction measurement times PAUSE flips; QCN-Switch's taps
+		// are its congestion points' (qcn.go).
+		o.NoReaction, o.PortOnly = true, true
 	}
 	m := &Monitor{pctx: context.Background(), o: o, bytes: o.XOff.Unit == scenario.Bytes, xoff: uint64(o.XOff.Value), xon: uint64(o.XOn.Value), switches: map[string]*sw{}}
 	ok := false
@@ -330,6 +352,14 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	if err := m.openQueues(); err != nil {
 		return nil, err
 	}
+	if o.QCN != nil {
+		if err := m.setupQCN(comp); err != nil {
+			return nil, err
+		}
+		if m.queues == nil {
+			return nil, fmt.Errorf("qcn-switch needs the eBPF datapath's queue counters, kept on inter-switch links with a rate and no netem")
+		}
+	}
 	n := 0
 	for _, s := range m.switches {
 		n += len(s.taps)
@@ -340,7 +370,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			t.retire = m.tapRetire
 		}
 	}
-	if n > 0 && m.bpf != nil && m.bpf.HasTaps() {
+	if (n > 0 || o.QCN != nil) && m.bpf != nil && m.bpf.HasTaps() {
 		if err := m.datapathTaps(lab, readers); err != nil {
 			return nil, err
 		}
@@ -467,7 +497,7 @@ func (m *Monitor) wire(comp *fabric.Compiled, feeders bool) error {
 			st.ingress[b] = port
 			entries[port] = true
 		}
-		if len(st.taps) > 0 {
+		if len(st.taps) > 0 && m.o.QCN == nil {
 			// Where those sources' frames enter: a frame only counts as a
 			// reaction if it entered after the FlowMod (reaction.go).
 			for _, num := range slices.Sorted(maps.Keys(entries)) {
@@ -650,6 +680,12 @@ func (m *Monitor) Poll() error {
 			} else {
 				q = m.counted(p, all)
 			}
+			if m.o.QCN != nil {
+				if p.qp != nil {
+					m.pollQCN(p, q.Backlog, q.QLen, m.queues.Read(uint32(idx)).DeqPkts, now)
+				}
+				continue
+			}
 			occ := q.QLen
 			if m.bytes {
 				occ = q.Backlog
@@ -678,6 +714,9 @@ func (m *Monitor) Poll() error {
 	}
 	if dump {
 		m.lastResync = time.Now()
+	}
+	if m.o.QCN != nil {
+		m.refreshQCN(time.Now())
 	}
 	for s, f := range changed {
 		m.flip(s, f)
@@ -892,6 +931,13 @@ func (m *Monitor) Close() {
 	}
 	if m.tapReader != nil {
 		m.tapReader.Close()
+	}
+	for _, s := range m.switches {
+		for _, p := range s.ports {
+			if p.qp != nil && p.qp.out != nil {
+				p.qp.out.Close()
+			}
+		}
 	}
 	if m.queues != nil {
 		m.queues.Close()

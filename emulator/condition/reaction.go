@@ -330,8 +330,19 @@ func (m *Monitor) readTaps(rd *datapath.TapReader, taps map[tapKey]*tap) {
 	var h traffic.Header
 	for {
 		err := rd.Read(bpfTapPeriod, func(rec datapath.TapRecord) {
+			if rec.Flags&datapath.TapCNM != 0 {
+				if m.o.QCN != nil {
+					m.intercept(rec)
+				}
+				return
+			}
 			for _, f := range []uint8{datapath.TapArrive, datapath.TapDepart} {
-				if t := taps[tapKey{rec.Ifindex, f}]; t != nil && rec.Flags&f != 0 {
+				t := taps[tapKey{rec.Ifindex, f}]
+				switch {
+				case t == nil || rec.Flags&f == 0:
+				case t.qcn:
+					t.sw.qcnDepart(t.num, rec.Header, rec.Len)
+				default:
 					t.frame(rec.Header, rec.Mono+m.wallOffset, &h)
 				}
 			}

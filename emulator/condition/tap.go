@@ -30,6 +30,9 @@ type tap struct {
 	// in: the tap sees the frames the port receives, not those it sends
 	// (an ingress port of sources the switch's conditions decide).
 	in bool
+	// qcn: a QCN-Switch congestion point's departure tap (qcn.go), not a
+	// reaction probe's.
+	qcn bool
 	// src, when its mask is not zero, is the source-MAC prefix of the
 	// only frames the tap needs (a direct topology's switch: its own
 	// hosts), so transit traffic is never copied to user space.

@@ -351,6 +351,9 @@ const (
 	// port at the far end of its link (set it on the far end of the port
 	// to watch).
 	TapDepart uint8 = 2
+	// TapCNM: a QCN congestion notification arriving on a switch port.
+	// The program records every one, flag or not.
+	TapCNM uint8 = 4
 )
 
 // HasTaps says whether the datapath can tap ports (a lab brought up by
@@ -415,6 +418,7 @@ type TapRecord struct {
 	Mono    int64
 	Ifindex uint32
 	Flags   uint8
+	Len     int // the frame's, on the wire (without FCS)
 	Header  []byte
 }
 
@@ -458,7 +462,7 @@ func (t *TapReader) Read(period time.Duration, fn func(TapRecord)) error {
 			continue
 		}
 		fn(TapRecord{Mono: int64(binary.NativeEndian.Uint64(b)), Ifindex: binary.NativeEndian.Uint32(b[8:]),
-			Flags: b[12], Header: b[16 : 16+TapSnap]})
+			Flags: b[12], Len: int(binary.NativeEndian.Uint16(b[14:])), Header: b[16 : 16+TapSnap]})
 	}
 }
 

@@ -221,7 +221,7 @@ func FlowCached(sc *scenario.Scenario, dp string, hosts int) bool {
 	if dp == datapath.Name {
 		return datapath.FlowCacheFits(hosts)
 	}
-	return sc.Routing.Mode != controller.Conditional || dp != ovs.DatapathNetdev
+	return !sc.Routing.Mode.Conditions() || dp != ovs.DatapathNetdev
 }
 
 // PortMode resolves scenario ovs.ports for datapath: socket or pmd, and
@@ -595,7 +595,7 @@ func (u *upper) planLinks() {
 		sh := shapes[l.Class]
 		// A plain tbf queue only: with netem in front, frames delayed or
 		// lost there would count as queued.
-		if u.ebpf() && u.comp.Mode == controller.Conditional && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
+		if u.ebpf() && u.comp.Mode.Conditions() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
 			a, b := [2]int{l.A.Switch, l.A.Port}, [2]int{l.B.Switch, l.B.Port}
 			_, limit := sh.TBF()
 			u.counted[a], u.counted[b] = countedQueue{b, uint64(limit)}, countedQueue{a, uint64(limit)}

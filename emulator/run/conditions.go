@@ -13,6 +13,8 @@ import (
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/condition"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/qcn"
+	"github.com/ethfab/ethfab/qcnswitch"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
 )
@@ -38,6 +40,13 @@ type conditions struct {
 	flip     []float64
 	applied  []float64
 	last     []condition.Reaction // the point's, for its CSV
+
+	// QCN-Switch: the counters and log marks before the point, and the
+	// point's logs for its CSVs.
+	qbefore condition.QCNCounters
+	qmark   condition.QCNMark
+	lastP   []condition.PChange
+	lastCNM []condition.CNMRecord
 }
 
 // writeFlips appends the point's flips to conditions-<phase>.csv: one row
@@ -81,8 +90,27 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
-	if r.sc.Routing.Mode != controller.Conditional {
+	if !r.sc.Routing.Mode.Conditions() {
 		return nil, nil
+	}
+	if r.cond == nil && r.sc.Routing.Mode == controller.QCNSwitch {
+		q := r.sc.Routing.QCN
+		r.say("qcn-switch (%s): congestion points at Qeq %s sample every %d transit departures; N drawn every %s",
+			q.Variant, scenario.FormatSize(q.Qeq), q.SampleEvery, scenario.FormatDuration(q.Refresh))
+		// The draws (N, victims) follow the first traffic phase's seed, so
+		// a rerun of the scenario draws the same sequence.
+		seed := int64(scenario.DefaultSeed)
+		for _, ph := range r.sc.Phases {
+			if ph.Traffic != nil {
+				seed = ph.Traffic.Seed
+				break
+			}
+		}
+		mon, err := condition.New(r.lab, condition.Options{QCN: qcnOptions(q, seed)})
+		if err != nil {
+			return nil, fmt.Errorf("qcn-switch logic: %w", err)
+		}
+		r.cond = &conditions{mon: mon, m: r.m}
 	}
 	if r.cond == nil {
 		xoff, xon := r.sc.Routing.XOff, r.sc.Routing.XOn
@@ -116,6 +144,8 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 		r.cond = &conditions{mon: mon, m: r.m}
 	}
 	c := r.cond
+	c.qbefore = c.mon.QCNCounters()
+	_, _, _, c.qmark = c.mon.QCNLog(condition.QCNMark{P: 1 << 62, CNM: 1 << 62, Intercept: 1 << 62})
 	c.before = c.mon.Counters()
 	c.seen = len(c.mon.Events())
 	_, c.rseen = c.mon.Reactions(^uint64(0))
@@ -199,4 +229,77 @@ func (c *conditions) stop() (*results.Conditions, error) {
 		c.m.Conditions = &run
 	}
 	return out, nil
+}
+
+// qcnOptions are the monitor's QCN-Switch settings from routing.qcn.
+func qcnOptions(q *scenario.QCN, seed int64) *condition.QCN {
+	mode := qcn.QoldSample
+	if q.Qold == scenario.QoldCNM {
+		mode = qcn.QoldCNM
+	}
+	return &condition.QCN{
+		Switch: qcnswitch.Params{Variant: qcnswitch.Variant(q.Variant), Lf: q.Lf, Ai: q.Ai, PCl: q.PCl, PMin: q.PMin},
+		Qeq:    int(q.Qeq), W: q.W, SampleEvery: q.SampleEvery, Qold: mode,
+		CNMProbability: q.CNMProbability, Refresh: q.Refresh, Seed: uint64(seed),
+	}
+}
+
+// qcnPoint is what QCN-Switch did during the point (nil under PAUSE);
+// it keeps the point's logs for writeQCN.
+func (c *conditions) qcnPoint() *results.QCN {
+	if !c.isQCN() {
+		return nil
+	}
+	a, b := c.mon.QCNCounters(), c.qbefore
+	ps, cs, _, mark := c.mon.QCNLog(c.qmark)
+	c.lastP, c.lastCNM, c.qmark = ps, cs, mark
+	byClass, low := c.mon.PStats()
+	return &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
+		Dropped: a.Dropped - b.Dropped, NoVictim: a.NoVictim - b.NoVictim, MaskWrites: a.MaskWrites - b.MaskWrites,
+		PChanges: a.PChanges - b.PChanges, PMeanByClass: byClass, PMin: low}
+}
+
+func (c *conditions) isQCN() bool { return c.mon.QCNEnabled() }
+
+// writeQCN appends the point's probability changes to qcn-<phase>.csv and
+// its CNMs to cnm-<phase>.csv.
+func (c *conditions) writeQCN(dir, phase string, load float64) error {
+	l := strconv.FormatFloat(load, 'g', -1, 64)
+	ns := func(t time.Time) string { return strconv.FormatInt(t.UnixNano(), 10) }
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	var rows [][]string
+	for _, p := range c.lastP {
+		rows = append(rows, []string{l, ns(p.Time), p.Switch, strconv.Itoa(p.Port), p.Class, string(p.Cause),
+			strconv.Itoa(int(p.Fbq)), f(p.FbAvg), f(p.Old), f(p.New)})
+	}
+	if err := appendCSV(filepath.Join(dir, results.QCNCSV(phase)),
+		[]string{"load", "unix_ns", "switch", "port", "class", "cause", "fbq", "fb_avg", "p_old", "p_new"}, rows); err != nil {
+		return err
+	}
+	rows = rows[:0]
+	for _, x := range c.lastCNM {
+		rows = append(rows, []string{l, ns(x.Time), x.Switch, strconv.Itoa(x.Port), strconv.Itoa(x.Q), strconv.Itoa(x.Qoff), strconv.Itoa(x.Qdelta),
+			strconv.Itoa(int(x.Fbq)), x.VictimSrc, x.VictimDst, strconv.FormatBool(x.NoVictim), strconv.Itoa(x.Out), x.Dropped})
+	}
+	return appendCSV(filepath.Join(dir, results.CNMCSV(phase)),
+		[]string{"load", "unix_ns", "cp_switch", "cp_port", "q_bytes", "qoff_bytes", "qdelta_bytes", "fbq", "victim_src", "victim_dst", "no_victim", "out_port", "dropped"}, rows)
+}
+
+// appendCSV appends rows to a CSV file, with the header when it is new.
+func appendCSV(path string, header []string, rows [][]string) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if os.IsNotExist(statErr) {
+		w.Write(header)
+	}
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

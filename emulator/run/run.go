@@ -408,6 +408,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
 			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
 		var conds *results.Conditions
+		var qp *results.QCN
 		if cond != nil {
 			var cerr error
 			if conds, cerr = cond.stop(); cerr != nil && err == nil {
@@ -416,6 +417,12 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			if cerr == nil {
 				if werr := cond.writeFlips(r.dir, ph.Name, load); werr != nil && err == nil {
 					err = fmt.Errorf("conditions CSV: %w", werr)
+				}
+			}
+			if cond.isQCN() {
+				qp = cond.qcnPoint()
+				if werr := cond.writeQCN(r.dir, ph.Name, load); werr != nil && err == nil {
+					err = fmt.Errorf("qcn CSV: %w", werr)
 				}
 			}
 		}
@@ -429,6 +436,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		pt := pointOf(ph, string(r.lab.Routing), load, res)
 		rep.Fill(&pt)
 		pt.Conditions = conds
+		pt.QCN = qp
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
 		r.fidelity = append(r.fidelity, rep.FidelityInput(pt))

@@ -138,6 +138,13 @@ func OpenSender(ns, ifname string) (*Sender, error) {
 // FD is the descriptor, valid until Close; it is non-blocking.
 func (s *Sender) FD() int { return s.fd }
 
+// Send writes one complete frame; a full socket buffer is an error
+// (EAGAIN), not a wait.
+func (s *Sender) Send(frame []byte) error {
+	_, err := unix.Write(s.fd, frame)
+	return err
+}
+
 // Close closes the socket.
 func (s *Sender) Close() error {
 	if s.closed.Swap(true) {

@@ -31,6 +31,8 @@
 #define TAP_SNAP 52        // traffic.HeaderLen: what a tap reads of a frame
 #define TAP_ARRIVE 1       // record the frames this port receives from its link
 #define TAP_DEPART 2       // record them as departures of the port at the link's far end
+#define TAP_CNM 4          // a QCN congestion notification (always recorded: QCN-Switch intercepts it)
+#define CNM_ETHERTYPE 0x22E7 // internal/ethertype.CNM
 
 struct port {
 	__u16 sw;
@@ -154,7 +156,7 @@ struct tap {
 struct tap_rec {
 	__u64 ns; // bpf_ktime_get_ns: CLOCK_MONOTONIC
 	__u32 ifindex;
-	__u32 flags;
+	__u32 flags; // TAP_* in the low byte, the frame's length in the top 16 bits
 	__u8 hdr[TAP_SNAP];
 };
 
@@ -302,7 +304,7 @@ static __always_inline void record(struct __sk_buff *skb, __u8 flags, __u16 sw)
 	}
 	r->ns = bpf_ktime_get_ns();
 	r->ifindex = skb->ingress_ifindex;
-	r->flags = flags;
+	r->flags = flags | (skb->len < 0xffff ? skb->len : 0xffff) << 16;
 	if (bpf_skb_load_bytes(skb, 0, r->hdr, TAP_SNAP) < 0) {
 		bpf_ringbuf_discard(r, BPF_RB_NO_WAKEUP);
 		return;
@@ -398,15 +400,6 @@ int ethfab_switch(struct __sk_buff *skb)
 	if (!p || !p->used)
 		return TC_ACT_OK; // not a switch port: leave it to the stack
 	__u16 sw = p->sw;
-	if (queue_counters && p->peer) {
-		// The frame has left the peer port's queue.
-		__u32 pk = p->peer;
-		struct queue *q = bpf_map_lookup_elem(&queues, &pk);
-		if (q) {
-			__sync_fetch_and_add(&q->deq_pkts, 1);
-			__sync_fetch_and_add(&q->deq_bytes, skb->len);
-		}
-	}
 	__u8 eth[14];
 	if (bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0) {
 		count(sw, SLOT_DROPPED, skb->len);
@@ -414,9 +407,21 @@ int ethfab_switch(struct __sk_buff *skb)
 	}
 	__u64 src = mac48(eth + 6);
 	__u16 dl_type = ((__u16)eth[12] << 8) | eth[13];
+	if (queue_counters && p->peer && dl_type != CNM_ETHERTYPE) {
+		// The frame has left the peer port's queue. CNMs are not counted:
+		// a switch's QCN logic writes them on the port itself, past admit.
+		__u32 pk = p->peer;
+		struct queue *q = bpf_map_lookup_elem(&queues, &pk);
+		if (q) {
+			__sync_fetch_and_add(&q->deq_pkts, 1);
+			__sync_fetch_and_add(&q->deq_bytes, skb->len);
+		}
+	}
 	struct tap *tp = bpf_map_lookup_elem(&taps, &ifindex);
 	if (tp && tp->flags && dl_type == TRAFFIC_ETHERTYPE && (src & tp->src_mask) == tp->src_val && skb->len >= TAP_SNAP)
 		record(skb, tp->flags, sw);
+	else if (dl_type == CNM_ETHERTYPE && skb->len >= TAP_SNAP)
+		record(skb, TAP_CNM, sw); // rare: only QCN's, one per 100 departures of a congested port
 	__u32 swk = sw;
 	__u64 *cm = bpf_map_lookup_elem(&conditions, &swk);
 	struct flow_key fk = {

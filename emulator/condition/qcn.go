@@ -1,0 +1,494 @@
+package condition
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel/packet"
+	"github.com/ethfab/ethfab/qcn"
+	"github.com/ethfab/ethfab/qcnswitch"
+)
+
+// QCN-Switch (seed 004) in the monitor: the same conditional tables and
+// bitmask as PAUSE-based conditional routing, but each switch sets its
+// bitmask from a probability per transit port (package qcnswitch) that
+// QCN congestion notifications lower, and congestion points in every
+// switch send those notifications (../shared/specs/seeds-002-004-power.md
+// §0, §A.4).
+//
+// Where each piece runs, on the eBPF datapath:
+//   - Congestion point: every inter-switch egress queue (the output-queued
+//     emulation's only queue, spec §0.1). Each poll reads its backlog and
+//     departures from the datapath's queue counters (no system call); the
+//     sampling clock counts transit departures, taken from the port's
+//     departure tap while the queue is above Qeq/4 (below Qeq/3 no sample
+//     can send a CNM), from all departures below.
+//   - Victim: drawn among the last qlen departures of the tap's ring that
+//     did not come from the switch's own hosts (FOGSim samples transit
+//     input buffers only).
+//   - Emission: the CNM frame is written on the switch port towards the
+//     victim's source (the switch's own table, minimal), with a packet
+//     socket: what OVS's userspace datapath does for a PACKET_OUT, with no
+//     daemon in between. It queues behind data (FIFO; spec §0.5's first
+//     step: no priority band yet).
+//   - Interception: the program records every CNM arriving on a switch port
+//     (datapath.TapCNM) and forwards it on; the switch whose hosts the CNM
+//     is addressed to reads it from the record, with the port it arrived
+//     on, and applies it — the output:CONTROLLER copy of spec §0.5.
+//   - Realisation M (spec §A.4.3): every Refresh each switch draws N in
+//     1..100 and disables the conditional rules of the ports whose P is
+//     below N: one map write when the mask changes.
+
+// QCN configures QCN-Switch; Options.QCN set runs it instead of PAUSE.
+type QCN struct {
+	Switch         qcnswitch.Params
+	Qeq            int     // bytes
+	W              float64 // weight of Qdelta
+	SampleEvery    int     // transit departures between samples
+	Qold           qcn.QoldMode
+	CNMProbability float64 // share of samples with Fbq > 0 that send a CNM
+	Refresh        time.Duration
+	Seed           uint64 // the draws' (N, victims, CNM probability): reproducible per scenario seed
+}
+
+// CNMRecord is one congestion notification: sent by a congestion point,
+// or not for want of a victim or a route, and where it was intercepted.
+type CNMRecord struct {
+	Time   time.Time `json:"time"`
+	Switch string    `json:"switch"` // the congestion point's
+	Port   int       `json:"port"`
+	Q      int       `json:"q_bytes"`
+	Qoff   int       `json:"qoff_bytes"`
+	Qdelta int       `json:"qdelta_bytes"`
+	Fbq    uint8     `json:"fbq"`
+	// Victim's source and destination; empty with NoVictim.
+	VictimSrc string `json:"victim_src,omitempty"`
+	VictimDst string `json:"victim_dst,omitempty"`
+	NoVictim  bool   `json:"no_victim,omitempty"`
+	// Out: the port the CNM left on; Dropped says why it did not.
+	Out     int    `json:"out,omitempty"`
+	Dropped string `json:"dropped,omitempty"`
+}
+
+// Interception is a CNM a switch took for one of its hosts.
+type Interception struct {
+	Time     time.Time `json:"time"`
+	Switch   string    `json:"switch"`
+	Port     int       `json:"port"` // it arrived on
+	CPSwitch string    `json:"cp_switch"`
+	CPPort   int       `json:"cp_port"`
+	Fbq      uint8     `json:"fbq"`
+	// Applied: when the switch's logic had applied it (Time is when the
+	// CNM reached the switch, the datapath's stamp).
+	Applied time.Time `json:"applied"`
+}
+
+// PChange is one probability update, with the time and switch.
+type PChange struct {
+	Time   time.Time `json:"time"`
+	Switch string    `json:"switch"`
+	Class  string    `json:"class"` // local or global
+	qcnswitch.Change
+}
+
+// QCNCounters summarize QCN-Switch's work.
+type QCNCounters struct {
+	Samples     uint64 `json:"samples"`
+	Generated   uint64 `json:"cnms_generated"`
+	Intercepted uint64 `json:"cnms_intercepted"`
+	Dropped     uint64 `json:"cnms_dropped"` // generated, not sent (no route, send error)
+	NoVictim    uint64 `json:"no_victim"`
+	MaskWrites  uint64 `json:"mask_flowmods"`
+	PChanges    uint64 `json:"p_changes"`
+}
+
+// qcnSwitch is a switch's QCN-Switch state; its logic and draws are
+// under the monitor's smu.
+type qcnSwitch struct {
+	logic *qcnswitch.Switch
+	mac   [6]byte // the congestion points' MAC: the switch prefix, host field 0
+	rnd   *rand.Rand
+	class map[int]string // transit port -> link class
+}
+
+// qcnPort is a congestion point: an inter-switch port's sampling clock
+// and the departures its victims are drawn from.
+type qcnPort struct {
+	cp      *qcn.CongestionPoint
+	lastDeq uint64 // the queue counters' departures at the last poll
+	// Under the switch's pmu: the last departures, and the transit ones
+	// the tap saw since the last poll.
+	ring    qcn.Ring
+	transit int
+	// tapOn: the departure tap is on; whole: it was on for the whole
+	// last interval, so transit counts every transit departure.
+	tap         *tap
+	tapOn, full bool
+	out         *packet.Sender // opened at its first CNM
+}
+
+// setupQCN gives every switch its QCN-Switch state and every watched
+// inter-switch port a congestion point and a departure tap. Called by New
+// once the ports and their interfaces are known.
+func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
+	q := m.o.QCN
+	if m.bpf == nil || !m.bpf.HasTaps() {
+		return fmt.Errorf("qcn-switch runs on the eBPF datapath (ovs.datapath: ebpf): its congestion points read the program's queue counters and departure records, and it intercepts CNMs from them")
+	}
+	if q.Qeq <= 0 || q.SampleEvery < 1 {
+		return fmt.Errorf("qcn: qeq %d and sample_every %d must be positive", q.Qeq, q.SampleEvery)
+	}
+	if q.Refresh <= 0 {
+		q.Refresh = 5 * time.Millisecond
+	}
+	m.byIfindex = map[uint32]*port{}
+	for i := range comp.Top.Switches {
+		ts := &comp.Top.Switches[i]
+		name := ts.Name
+		s := m.switches[name]
+		if s == nil {
+			continue
+		}
+		cps := controller.CondPorts(ts)
+		ports := make([]int, len(cps))
+		class := map[int]string{}
+		for j, p := range cps {
+			ports[j] = int(p)
+		}
+		for _, p := range ts.Ports {
+			class[p.Num] = p.Class.String()
+		}
+		logic, err := qcnswitch.New(q.Switch, ports)
+		if err != nil {
+			return fmt.Errorf("switch %s: %w", name, err)
+		}
+		qs := &qcnSwitch{logic: logic, class: class, rnd: rand.New(rand.NewPCG(q.Seed, uint64(i)))}
+		if comp.Plan.HasSwitchPrefix(i) {
+			v, _ := comp.Plan.SwitchPrefix(i).Match()
+			copy(qs.mac[:], v.Bytes())
+		} else {
+			// Flat addressing has no switch prefix: a locally administered
+			// unicast address no host has.
+			qs.mac = [6]byte{0x06, 0xef, 0xcf, 0x0c, byte(i >> 8), byte(i)}
+		}
+		s.qcn = qs
+		for _, p := range s.ports {
+			if p.bit < 0 {
+				continue
+			}
+			ifc, ok := s.ifaces[p.num]
+			if !ok {
+				return fmt.Errorf("switch %s port %d: no interface in the lab", name, p.num)
+			}
+			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold)}
+			p.qp.tap = &tap{ns: ifc.ns, ifname: ifc.name, sw: s, num: p.num, qcn: true}
+			s.taps = append(s.taps, p.qp.tap)
+			m.byIfindex[uint32(p.ifindex)] = p
+		}
+	}
+	return nil
+}
+
+// pollQCN runs one port's congestion point and probability increase on
+// its queue now (backlog bytes, frames) and departures so far. Called by
+// Poll with smu held.
+func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
+	q, s, qs := p.qp, p.sw, p.sw.qcn
+	d := int(deq - q.lastDeq)
+	if q.lastDeq == 0 && deq > 0 && d == int(deq) {
+		d = 0 // the first poll: departures before the monitor ran
+	}
+	q.lastDeq = deq
+	Q := int(backlog)
+	if Q >= m.o.QCN.Qeq/4 || q.tapOn {
+		m.warm = true
+	}
+	n := d
+	s.pmu.Lock()
+	if q.tapOn && q.full {
+		n = q.transit
+	}
+	q.transit = 0
+	s.pmu.Unlock()
+	// The tap's hysteresis (spec §0.2: open at Qeq/4, closed below Qeq/8).
+	switch {
+	case !q.tapOn && Q >= m.o.QCN.Qeq/4:
+		s.pmu.Lock()
+		err := q.tap.open()
+		s.pmu.Unlock()
+		if err != nil {
+			m.countTapErr()
+		} else {
+			q.tapOn, q.full = true, false
+		}
+	case q.tapOn && Q < m.o.QCN.Qeq/8:
+		s.pmu.Lock()
+		err := q.tap.clear()
+		s.pmu.Unlock()
+		if err != nil {
+			m.countTapErr()
+		}
+		q.tapOn, q.full = false, false
+	case q.tapOn:
+		q.full = true
+	}
+	for _, c := range qs.logic.Sent(p.num, d) {
+		m.recordP(s, now, c)
+	}
+	smp, ok := q.cp.Observe(n, Q)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	m.qc.Samples++
+	m.mu.Unlock()
+	if smp.Fbq == 0 || (m.o.QCN.CNMProbability < 1 && qs.rnd.Float64() >= m.o.QCN.CNMProbability) {
+		return
+	}
+	m.emitCNM(p, smp, int(qlen), now)
+}
+
+// emitCNM sends the CNM of a sample with Fbq > 0 back to a victim's
+// source and, under + source, applies it to the switch itself.
+func (m *Monitor) emitCNM(p *port, smp qcn.Sample, qlen int, now time.Time) {
+	s, qs := p.sw, p.sw.qcn
+	rec := CNMRecord{Time: now, Switch: s.name, Port: p.num, Q: smp.Q, Qoff: smp.Qoff, Qdelta: smp.Qdelta, Fbq: smp.Fbq}
+	s.pmu.Lock()
+	v, ok := p.qp.ring.Pick(qlen, qs.rnd.IntN, func(src [6]byte) bool { _, own := s.ingress[src]; return !own })
+	s.pmu.Unlock()
+	m.mu.Lock()
+	m.qc.Generated++
+	if !ok {
+		m.qc.NoVictim++
+	}
+	m.mu.Unlock()
+	if !ok {
+		rec.NoVictim = true
+		m.recordCNM(rec)
+		return
+	}
+	rec.VictimSrc, rec.VictimDst = addressing.MACFromBytes(v.Src[:]).String(), addressing.MACFromBytes(v.Dst[:]).String()
+	// + source: the victim's minimal port from here, when it goes to
+	// another group (only those routes are conditional).
+	if r := s.table.Lookup(0, addressing.MACFromBytes(v.Dst[:]), ethertype.Traffic); r != nil && r.Kind == controller.KindConditional {
+		if c, ok := qs.logic.OwnCNM(int(r.Cond), smp.Fbq); ok {
+			m.recordP(s, now, c)
+		}
+	}
+	rec.Out, rec.Dropped = m.sendCNM(p, qcn.NewCNM(qs.mac, uint16(p.num), smp, v), v.Src)
+	if rec.Dropped != "" {
+		m.mu.Lock()
+		m.qc.Dropped++
+		m.mu.Unlock()
+	}
+	m.recordCNM(rec)
+}
+
+// sendCNM writes a CNM on the switch's minimal port towards its
+// destination: the port, or why it could not be sent.
+func (m *Monitor) sendCNM(p *port, c qcn.CNM, to [6]byte) (int, string) {
+	s := p.sw
+	r := s.table.Lookup(0, addressing.MACFromBytes(to[:]), ethertype.CNM)
+	if r == nil || len(r.Out) == 0 {
+		return 0, "no route"
+	}
+	out := int(r.Out[0])
+	op := s.ports[out]
+	if op == nil || op.qp == nil {
+		return out, fmt.Sprintf("port %d is not a transit port", out)
+	}
+	if op.qp.out == nil {
+		ifc := s.ifaces[out]
+		snd, err := packet.OpenSender(ifc.ns, ifc.name)
+		if err != nil {
+			return out, "socket: " + err.Error()
+		}
+		op.qp.out = snd
+	}
+	frame, err := c.Append(m.cnmBuf[:0])
+	if err != nil {
+		return out, err.Error()
+	}
+	m.cnmBuf = frame
+	if err := op.qp.out.Send(frame); err != nil {
+		return out, "send: " + err.Error()
+	}
+	return out, ""
+}
+
+// depart notes a departure of a QCN port the tap recorded. Called by the
+// tap reader.
+func (s *sw) qcnDepart(num int, hdr []byte, wireLen int) {
+	p := s.ports[num]
+	if p == nil || p.qp == nil || len(hdr) < 14 {
+		return
+	}
+	var src [6]byte
+	copy(src[:], hdr[6:12])
+	_, own := s.ingress[src]
+	s.pmu.Lock()
+	p.qp.ring.AddCut(hdr, wireLen)
+	if !own {
+		p.qp.transit++
+	}
+	s.pmu.Unlock()
+}
+
+// intercept applies a CNM the datapath recorded arriving on a switch
+// port, if it is addressed to one of that switch's hosts.
+func (m *Monitor) intercept(rec datapath.TapRecord) {
+	p := m.byIfindex[rec.Ifindex]
+	if p == nil {
+		return
+	}
+	var c qcn.CNM
+	if qcn.DecodeCut(rec.Header, &c) != nil {
+		return
+	}
+	s := p.sw
+	if _, own := s.ingress[c.Dst]; !own {
+		return // in transit: the switch forwards it like any frame
+	}
+	now := time.Unix(0, rec.Mono+m.wallOffset)
+	m.smu.Lock()
+	ch, changed := s.qcn.logic.CNM(p.num, c.Fbq)
+	applied := time.Now()
+	if changed {
+		m.recordP(s, applied, ch)
+	}
+	m.smu.Unlock()
+	m.mu.Lock()
+	m.qc.Intercepted++
+	m.intercepts.add(Interception{Time: now, Switch: s.name, Port: p.num,
+		CPSwitch: addressing.MACFromBytes(c.CPSwitch[:]).String(), CPPort: int(c.CPPort), Fbq: c.Fbq, Applied: applied}, m.o.LogSize)
+	m.mu.Unlock()
+}
+
+// refreshQCN draws each switch's N and writes its bitmask where it
+// changed. Called by Poll with smu held.
+func (m *Monitor) refreshQCN(now time.Time) {
+	if now.Sub(m.lastRefresh) < m.o.QCN.Refresh {
+		return
+	}
+	m.lastRefresh = now
+	for _, s := range m.switches {
+		if s.qcn == nil {
+			continue
+		}
+		mask := s.qcn.logic.Mask(1 + s.qcn.rnd.IntN(100))
+		if mask == s.mask {
+			continue
+		}
+		s.mask = mask
+		m.flowMod(s, false)
+		m.mu.Lock()
+		m.qc.MaskWrites++
+		m.mu.Unlock()
+	}
+}
+
+func (m *Monitor) recordP(s *sw, now time.Time, c qcnswitch.Change) {
+	m.mu.Lock()
+	m.qc.PChanges++
+	m.pchanges.add(PChange{Time: now, Switch: s.name, Class: s.qcn.class[c.Port], Change: c}, m.o.LogSize)
+	m.mu.Unlock()
+}
+
+func (m *Monitor) recordCNM(r CNMRecord) {
+	m.mu.Lock()
+	m.cnms.add(r, m.o.LogSize)
+	m.mu.Unlock()
+}
+
+// log keeps the last entries of an unbounded series, numbered from 0
+// since the monitor started: once it holds max, the oldest half goes.
+type log[T any] struct {
+	base  int // the number of the first entry held
+	items []T
+}
+
+func (l *log[T]) add(v T, max int) {
+	if len(l.items) >= max {
+		k := len(l.items) / 2
+		l.items = append(l.items[:0], l.items[k:]...)
+		l.base += k
+	}
+	l.items = append(l.items, v)
+}
+
+// since returns a copy of the entries numbered from on (those still
+// held) and the number the next entry will get.
+func (l *log[T]) since(from int) ([]T, int) {
+	i := min(max(from-l.base, 0), len(l.items))
+	return append([]T(nil), l.items[i:]...), l.base + len(l.items)
+}
+
+// QCNMark numbers the QCN logs' entries: pass the mark QCNLog returned
+// to get only what came after it.
+type QCNMark struct{ P, CNM, Intercept int }
+
+// QCNLog returns the P changes, CNMs and interceptions logged since mark,
+// and the mark now.
+func (m *Monitor) QCNLog(from QCNMark) ([]PChange, []CNMRecord, []Interception, QCNMark) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var next QCNMark
+	ps, np := m.pchanges.since(from.P)
+	cs, nc := m.cnms.since(from.CNM)
+	is, ni := m.intercepts.since(from.Intercept)
+	next.P, next.CNM, next.Intercept = np, nc, ni
+	return ps, cs, is, next
+}
+
+// QCNCounters returns QCN-Switch's counters so far.
+func (m *Monitor) QCNCounters() QCNCounters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.qc
+}
+
+// P is a switch port's probability of routing minimally, percent (-1:
+// not a QCN-Switch transit port).
+func (m *Monitor) P(switchName string, port int) float64 {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	s := m.switches[switchName]
+	if s == nil || s.qcn == nil {
+		return -1
+	}
+	return s.qcn.logic.P(port)
+}
+
+// PStats are the transit ports' probabilities now: the mean per link
+// class and the lowest, percent.
+func (m *Monitor) PStats() (byClass map[string]float64, lowest float64) {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	sum, n := map[string]float64{}, map[string]int{}
+	lowest = 100
+	for _, s := range m.switches {
+		if s.qcn == nil {
+			continue
+		}
+		for _, port := range s.qcn.logic.Ports() {
+			p, c := s.qcn.logic.P(port), s.qcn.class[port]
+			sum[c] += p
+			n[c]++
+			lowest = min(lowest, p)
+		}
+	}
+	byClass = map[string]float64{}
+	for c, v := range sum {
+		byClass[c] = v / float64(n[c])
+	}
+	return byClass, lowest
+}
+
+// QCNEnabled says the monitor runs QCN-Switch.
+func (m *Monitor) QCNEnabled() bool { return m.o.QCN != nil }

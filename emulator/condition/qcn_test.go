@@ -1,0 +1,199 @@
+package condition
+
+import (
+	"context"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/kernel/packet"
+	"github.com/ethfab/ethfab/qcn"
+	"github.com/ethfab/ethfab/qcnswitch"
+	"github.com/ethfab/ethfab/traffic"
+)
+
+// A congestion point on real links: in DF(1,2,1) the two hosts of group
+// 0 send to group 1 at twice what the 20 Mbit/s global link carries. Its
+// egress queue on sw0 stays above Qeq; the frames of sw1's host are
+// transit there, sw0's own host's are not. With P held at 100 (lf 0, ai
+// 0, so nothing diverts), the congestion point sends one CNM per 100
+// transit departures (counted at the receiver), every victim is sw1's
+// host, and sw1 intercepts every CNM on its port towards sw0. Then with
+// lf 1/128, sw1 lowers that port's P, within 5 ms of the CNM's arrival.
+func TestQCNCongestionPoint(t *testing.T) {
+	roottest.NeedOVS(t)
+	lab, comp := upYAML(t, "hqcn", "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: qcn-switch}\n"+
+		"links: {host: {rate: 100mbit}, local: {rate: 100mbit, limit: 64kb}, global: {rate: 20mbit, limit: 64kb}}\novs: {datapath: ebpf}\n")
+	top := comp.Top
+	// Group 0's switches, their hosts, and a host of group 1.
+	var own, transit fabric.Host
+	for _, h := range lab.Hosts {
+		switch h.Switch {
+		case top.Switches[0].Name:
+			own = h
+		case top.Switches[1].Name:
+			transit = h
+		}
+	}
+	dst := -1
+	for i := range top.Hosts {
+		if top.Switches[top.Hosts[i].Switch].Group == 1 {
+			dst = i
+			break
+		}
+	}
+	dmac := comp.Plan.HostMAC(dst)
+	// The congestion point: sw0's minimal port towards group 1; sw1's
+	// minimal port there is its local port to sw0.
+	r0 := comp.Tables[0].Lookup(0, dmac, ethertype.Traffic)
+	r1 := comp.Tables[1].Lookup(0, dmac, ethertype.Traffic)
+	if r0 == nil || r1 == nil || r0.Kind != controller.KindConditional || r1.Kind != controller.KindConditional {
+		t.Fatalf("routes to group 1: %+v, %+v", r0, r1)
+	}
+	cpPort, sw1Port := int(r0.Cond), int(r1.Cond)
+	for _, p := range top.Switches[1].Ports {
+		if p.Num == sw1Port && p.Peer.Switch != 0 {
+			t.Fatalf("sw1's minimal port to group 1 leads to switch %d, not sw0", p.Peer.Switch)
+		}
+	}
+	transitMAC, _ := net.ParseMAC(transit.MAC)
+	ownMAC, _ := net.ParseMAC(own.MAC)
+	d, _ := net.ParseMAC(dmac.String())
+	var dhost fabric.Host
+	for _, h := range lab.Hosts {
+		if h.PseudoMAC == dmac.String() || h.MAC == dmac.String() {
+			dhost = h
+		}
+	}
+
+	params := QCN{Switch: qcnswitch.Params{Variant: qcnswitch.Base, PCl: 100}, Qeq: 16 << 10, W: 2, SampleEvery: 100,
+		Qold: qcn.QoldSample, CNMProbability: 1, Refresh: 5 * time.Millisecond, Seed: 1}
+
+	// Part 1: P held at 100.
+	m, err := New(lab, Options{QCN: &params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runMonitor(t, m)
+	got := overload(t, dhost, d, transitMAC, ownMAC, transit, own, 6*time.Second)
+	// Drained: the last CNMs reach sw1.
+	waitUntil(5*time.Second, func() bool { c := m.QCNCounters(); return c.Intercepted >= c.Generated-c.NoVictim-c.Dropped })
+	stop()
+	c := m.QCNCounters()
+	_, cnms, icps, _ := m.QCNLog(QCNMark{})
+	m.Close()
+	departed := got[transitMAC.String()]
+	t.Logf("transit departures %d (own %d), counters %+v", departed, got[ownMAC.String()], c)
+	if departed < 2000 {
+		t.Fatalf("only %d transit frames crossed the congested link", departed)
+	}
+	if want := float64(departed) / 100; float64(c.Generated) < 0.9*want || float64(c.Generated) > 1.1*want {
+		t.Errorf("%d CNMs for %d transit departures: want 1 per 100 +- 10%%", c.Generated, departed)
+	}
+	if c.NoVictim != 0 || c.Dropped != 0 || c.Intercepted != c.Generated {
+		t.Errorf("every CNM should have a victim, be sent and be intercepted: %+v", c)
+	}
+	for _, x := range cnms {
+		if x.Switch != top.Switches[0].Name || x.Port != cpPort || x.VictimSrc != transit.MAC || x.Fbq == 0 {
+			t.Fatalf("CNM %+v: want from %s port %d about %s", x, top.Switches[0].Name, cpPort, transit.MAC)
+		}
+	}
+	for _, x := range icps {
+		if x.Switch != top.Switches[1].Name || x.Port != sw1Port || x.CPPort != cpPort {
+			t.Fatalf("interception %+v: want at %s port %d", x, top.Switches[1].Name, sw1Port)
+		}
+	}
+
+	// Part 2: the CNMs lower sw1's P towards sw0, within 5 ms of arriving.
+	params.Switch.Lf, params.Switch.Ai = 1.0/128, 1
+	m, err = New(lab, Options{QCN: &params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	stop = runMonitor(t, m)
+	overload(t, dhost, d, transitMAC, ownMAC, transit, own, 2*time.Second)
+	stop()
+	_, _, icps, _ = m.QCNLog(QCNMark{})
+	if len(icps) == 0 {
+		t.Fatal("no CNM intercepted")
+	}
+	var delays []time.Duration
+	for _, x := range icps {
+		delays = append(delays, x.Applied.Sub(x.Time))
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	t.Logf("%d interceptions, arrival to P update: median %v, max %v", len(icps), delays[len(delays)/2], delays[len(delays)-1])
+	if med := delays[len(delays)/2]; med > 5*time.Millisecond || med < 0 {
+		t.Errorf("arrival to P update: median %v, want under 5 ms", med)
+	}
+	ps, _, _, _ := m.QCNLog(QCNMark{})
+	lowered := false
+	for _, p := range ps {
+		if p.Cause == qcnswitch.CauseCNM {
+			if p.Switch != top.Switches[1].Name || p.Port != sw1Port || p.New >= p.Old {
+				t.Fatalf("P change %+v: want only %s port %d lowered by CNMs", p, top.Switches[1].Name, sw1Port)
+			}
+			lowered = true
+		}
+	}
+	if !lowered {
+		t.Fatal("no CNM lowered a P")
+	}
+}
+
+// overload sends from both hosts at 20 Mbit/s each for d and returns the
+// traffic frames the destination received, by source MAC.
+func overload(t *testing.T, dhost fabric.Host, dst net.HardwareAddr, tsrc, osrc net.HardwareAddr, transit, own fabric.Host, d time.Duration) map[string]int {
+	t.Helper()
+	rx, err := packet.OpenEtherTypes(dhost.NetNS, dhost.Iface, 8<<20, ethertype.Traffic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	got := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		var h traffic.Header
+		for {
+			rx.SetReadDeadline(time.Now().Add(time.Second))
+			n, err := rx.Recv(buf)
+			if err != nil {
+				return // a second without frames: the senders are done
+			}
+			if traffic.Decode(buf[:n], &h) == nil {
+				got[net.HardwareAddr(h.Src[:]).String()]++
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	// 1514-byte frames every 0.6 ms: 20 Mbit/s each.
+	for i, h := range []fabric.Host{transit, own} {
+		src := tsrc
+		if i == 1 {
+			src = osrc
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = sendFrames(context.Background(), h.NetNS, h.Iface, dst, src, int(d/(600*time.Microsecond)), 600*time.Microsecond)
+		}()
+	}
+	wg.Wait()
+	<-done
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
+}
