@@ -27,7 +27,7 @@ import (
 // host, and sw1 intercepts every CNM on its port towards sw0. Then with
 // lf 1/128, sw1 lowers that port's P, within 5 ms of the CNM's arrival.
 func TestQCNCongestionPoint(t *testing.T) {
-	roottest.NeedOVS(t)
+	roottest.Need(t) // the eBPF datapath: no Open vSwitch
 	lab, comp := upYAML(t, "hqcn", "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: qcn-switch}\n"+
 		"links: {host: {rate: 100mbit}, local: {rate: 100mbit, limit: 64kb}, global: {rate: 20mbit, limit: 64kb}}\novs: {datapath: ebpf}\n")
 	top := comp.Top

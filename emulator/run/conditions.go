@@ -54,22 +54,13 @@ type conditions struct {
 // splits (FlowMod written, barrier reply, the frame's host sending it, the
 // frame entering the switch, the frame leaving) can be read flip by flip.
 func (c *conditions) writeFlips(dir, phase string, load float64) error {
-	path := filepath.Join(dir, results.ConditionsCSV(phase))
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	w := csv.NewWriter(f)
-	if os.IsNotExist(statErr) {
-		w.Write([]string{"load", "switch", "port", "flip", "cause", "onset_unix_ns", "flowmod_ms", "applied_ms", "frame_sent_ms", "frame_in_ms", "frame_left_ms", "outcome", "why"})
-	}
 	ms := func(t, from time.Time) string {
 		if t.IsZero() {
 			return ""
 		}
 		return strconv.FormatFloat(float64(t.Sub(from))/float64(time.Millisecond), 'f', 3, 64)
 	}
+	var rows [][]string
 	for _, r := range c.last {
 		kind, cause := "pause", "queue"
 		if r.Resume {
@@ -78,15 +69,11 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 		if r.Upstream {
 			cause = "upstream"
 		}
-		w.Write([]string{strconv.FormatFloat(load, 'g', -1, 64), r.Switch, strconv.Itoa(r.Port), kind, cause,
+		rows = append(rows, []string{strconv.FormatFloat(load, 'g', -1, 64), r.Switch, strconv.Itoa(r.Port), kind, cause,
 			strconv.FormatInt(r.Onset.UnixNano(), 10), ms(r.Sent, r.Onset), ms(r.Applied, r.Onset), ms(r.FrameSent, r.Onset), ms(r.Arrived, r.Onset), ms(r.Seen, r.Onset), string(r.Outcome), r.Why})
 	}
-	w.Flush()
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return appendCSV(filepath.Join(dir, results.ConditionsCSV(phase)),
+		[]string{"load", "switch", "port", "flip", "cause", "onset_unix_ns", "flowmod_ms", "applied_ms", "frame_sent_ms", "frame_in_ms", "frame_left_ms", "outcome", "why"}, rows)
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {

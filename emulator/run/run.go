@@ -414,7 +414,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			if conds, cerr = cond.stop(); cerr != nil && err == nil {
 				err = fmt.Errorf("condition logic: %w", cerr)
 			}
-			if cerr == nil {
+			if cerr == nil && !cond.isQCN() {
 				if werr := cond.writeFlips(r.dir, ph.Name, load); werr != nil && err == nil {
 					err = fmt.Errorf("conditions CSV: %w", werr)
 				}
