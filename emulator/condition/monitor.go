@@ -353,11 +353,11 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		return nil, err
 	}
 	if o.QCN != nil {
+		if m.bpf != nil && m.queues == nil {
+			return nil, fmt.Errorf("qcn-switch needs the eBPF datapath's queue counters, kept on inter-switch links with a rate and no netem")
+		}
 		if err := m.setupQCN(comp); err != nil {
 			return nil, err
-		}
-		if m.queues == nil {
-			return nil, fmt.Errorf("qcn-switch needs the eBPF datapath's queue counters, kept on inter-switch links with a rate and no netem")
 		}
 	}
 	n := 0

@@ -186,7 +186,10 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 			if !ok {
 				return fmt.Errorf("switch %s port %d: no interface in the lab", name, p.num)
 			}
-			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold)}
+			// Departures count from now: those before the monitor ran
+			// are no sample's.
+			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold),
+				lastDeq: m.queues.Read(uint32(p.ifindex)).DeqPkts}
 			p.qp.tap = &tap{ns: ifc.ns, ifname: ifc.name, sw: s, num: p.num, qcn: true}
 			s.taps = append(s.taps, p.qp.tap)
 			m.byIfindex[uint32(p.ifindex)] = p
@@ -201,9 +204,6 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
 	q, s, qs := p.qp, p.sw, p.sw.qcn
 	d := int(deq - q.lastDeq)
-	if q.lastDeq == 0 && deq > 0 && d == int(deq) {
-		d = 0 // the first poll: departures before the monitor ran
-	}
 	q.lastDeq = deq
 	Q := int(backlog)
 	if Q >= m.o.QCN.Qeq/4 || q.tapOn {
