@@ -64,7 +64,7 @@ func CompareNamed(dirs, names []string, out string) (*Comparison, error) {
 	for _, s := range ss {
 		c.Series = append(c.Series, s.name)
 	}
-	for _, nc := range sweepCharts("compare-", "", ss) {
+	for _, nc := range append(sweepCharts("compare-", "", ss), deliveredCompare("compare-", ss)...) {
 		for _, ext := range []string{".png", ".svg"} {
 			f := filepath.Join(PlotsDir, nc.file+ext)
 			if err := nc.chart.Save(filepath.Join(out, f)); err != nil {

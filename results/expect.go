@@ -34,6 +34,30 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 		return p.Loss, true
 	case scenario.NonminimalShare:
 		return p.NonminimalShare, true
+	case scenario.DeliveredSpread, scenario.DeliveredMinRatio:
+		ds := groupDelivered(p)
+		if len(ds) < 2 {
+			return 0, false
+		}
+		var sum float64
+		for _, d := range ds {
+			sum += d
+		}
+		if sum == 0 {
+			return 0, false
+		}
+		mean := sum / float64(len(ds))
+		spread, least := 0.0, math.Inf(1)
+		for _, d := range ds {
+			spread = math.Max(spread, math.Abs(d/mean-1))
+			if others := (sum - d) / float64(len(ds)-1); others > 0 {
+				least = math.Min(least, d/others)
+			}
+		}
+		if m == scenario.DeliveredSpread {
+			return spread, true
+		}
+		return least, !math.IsInf(least, 1)
 	case scenario.MeanLatency, scenario.P50Latency, scenario.P99Latency:
 		if p.Received == 0 {
 			return 0, false
@@ -46,6 +70,25 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 		return us / 1e6, true
 	}
 	return 0, false
+}
+
+// groupDelivered is the delivered load of each switch of the point's
+// lowest-numbered group (the one an ADV pattern loads hardest, as in the
+// per-switch figures).
+func groupDelivered(p *Point) []float64 {
+	group := math.MaxInt
+	for _, s := range p.PerSwitchInjected {
+		if _, ok := p.DeliveredBySourceSwitch[s.Switch]; ok && s.Group >= 0 {
+			group = min(group, s.Group)
+		}
+	}
+	var out []float64
+	for _, s := range p.PerSwitchInjected {
+		if d, ok := p.DeliveredBySourceSwitch[s.Switch]; ok && s.Group == group {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Evaluate checks a phase's expectations against every point of that
@@ -87,7 +130,7 @@ func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
 	r.Value, r.Bound = l*scale, e.Value*of*scale
 	switch {
 	case !ok:
-		r.Note = fmt.Sprintf("%s not measured (no frames received)", e.Metric)
+		r.Note = fmt.Sprintf("%s not measured (no frames received, or no group of switches)", e.Metric)
 	case math.IsNaN(l) || math.IsNaN(of):
 		r.Note = "not a number"
 	default:

@@ -126,12 +126,16 @@ func runCharts(m *Metrics) []namedChart {
 	out := sweepCharts("", "", ss)
 	for _, name := range phaseNames(m.Phases) {
 		pts := pointsOf(m.Phases, name)
-		if c, ok := injectedChart(name, pts); ok {
+		if c, ok := perSwitchChart(name+": injected throughput", injectedLabel, byLoad(pts), injected); ok {
 			out = append(out, namedChart{"injected-" + safeName(name), c})
+		}
+		if c, ok := perSwitchChart(name+": throughput delivered at the sinks", deliveredLabel, byLoad(pts), delivered); ok {
+			out = append(out, namedChart{"delivered-" + safeName(name), c})
 		}
 		if c, ok := backlogChart(name, pts); ok {
 			out = append(out, namedChart{"backlog-" + safeName(name), c})
 		}
+		out = append(out, timeCharts(name, pts)...)
 	}
 	return out
 }
@@ -142,14 +146,21 @@ func sortedByOffered(pts []Point) []Point {
 	return out
 }
 
-// injectedChart is seed 004 Fig. 8: the throughput each switch of one
-// group injected, by switch index, one line per load. The group shown is
-// the lowest-numbered one measured (group 0 is the one an ADV pattern
-// loads hardest).
-func injectedChart(phase string, pts []Point) (plot.Chart, bool) {
+// switchCurve is one line of a per-switch figure: a point of some run.
+type switchCurve struct {
+	name string
+	pt   Point
+}
+
+// perSwitchChart draws seed 004 Fig. 8's kind of figure: a value for each
+// switch of one group, by switch index, one line per curve. The group shown
+// is the lowest-numbered one measured (group 0 is the one an ADV pattern
+// loads hardest). The switches' groups and indices come from the points'
+// per_switch_injected; value says a switch's figure and whether it has one.
+func perSwitchChart(title, ylabel string, curves []switchCurve, value func(Point, SwitchInjected) (float64, bool)) (plot.Chart, bool) {
 	group := math.MaxInt
-	for _, p := range pts {
-		for _, s := range p.PerSwitchInjected {
+	for _, c := range curves {
+		for _, s := range c.pt.PerSwitchInjected {
 			if s.Group >= 0 && s.Group < group {
 				group = s.Group
 			}
@@ -158,21 +169,76 @@ func injectedChart(phase string, pts []Point) (plot.Chart, bool) {
 	if group == math.MaxInt {
 		return plot.Chart{}, false
 	}
-	c := plot.Chart{Title: fmt.Sprintf("%s: injected throughput per switch of group %d", phase, group),
-		XLabel: "switch index in group", YLabel: "injected load (fraction of the switch's host links)"}
-	for _, p := range pts {
+	c := plot.Chart{Title: fmt.Sprintf("%s per switch of group %d", title, group), XLabel: "switch index in group", YLabel: ylabel}
+	for _, cv := range curves {
 		var sp []plot.Point
-		for _, s := range p.PerSwitchInjected {
-			if s.Group == group {
-				sp = append(sp, plot.Point{X: float64(s.Index), Y: s.Fraction})
+		for _, s := range cv.pt.PerSwitchInjected {
+			if s.Group != group {
+				continue
+			}
+			if y, ok := value(cv.pt, s); ok {
+				sp = append(sp, plot.Point{X: float64(s.Index), Y: y})
 			}
 		}
 		sort.Slice(sp, func(i, j int) bool { return sp[i].X < sp[j].X })
 		if len(sp) > 0 {
-			c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("load %g", p.Load), Points: sp})
+			c.Series = append(c.Series, plot.Series{Name: cv.name, Points: sp})
 		}
 	}
 	return c, len(c.Series) > 0
+}
+
+func injected(_ Point, s SwitchInjected) (float64, bool) { return s.Fraction, true }
+
+func delivered(p Point, s SwitchInjected) (float64, bool) {
+	v, ok := p.DeliveredBySourceSwitch[s.Switch]
+	return v, ok
+}
+
+const (
+	injectedLabel  = "injected load (fraction of the switch's host links)"
+	deliveredLabel = "delivered load per host (fraction of host link rate)"
+)
+
+// deliveredCompare is the Fig. 8 analogue of a comparison: for each load
+// asked, the throughput delivered from each switch of the group, one line
+// per series.
+func deliveredCompare(prefix string, ss []loadSeries) []namedChart {
+	var loads []float64
+	seen := map[float64]bool{}
+	for _, s := range ss {
+		for _, p := range s.points {
+			if len(p.DeliveredBySourceSwitch) > 0 && !seen[p.Load] {
+				seen[p.Load] = true
+				loads = append(loads, p.Load)
+			}
+		}
+	}
+	sort.Float64s(loads)
+	var out []namedChart
+	for _, l := range loads {
+		var curves []switchCurve
+		for _, s := range ss {
+			for _, p := range s.points {
+				if p.Load == l {
+					curves = append(curves, switchCurve{name: s.name, pt: p})
+				}
+			}
+		}
+		if c, ok := perSwitchChart(fmt.Sprintf("load %g: throughput delivered at the sinks", l), deliveredLabel, curves, delivered); ok {
+			out = append(out, namedChart{fmt.Sprintf("%sdelivered-load-%g", prefix, l), c})
+		}
+	}
+	return out
+}
+
+// byLoad names a phase's points by their load, for per-switch figures.
+func byLoad(pts []Point) []switchCurve {
+	var out []switchCurve
+	for _, p := range pts {
+		out = append(out, switchCurve{name: fmt.Sprintf("load %g", p.Load), pt: p})
+	}
+	return out
 }
 
 // backlogChart shows the queue backlog over time of the hottest ports at
@@ -216,4 +282,125 @@ func meanU(v []uint64) float64 {
 		s += float64(x)
 	}
 	return s / float64(len(v))
+}
+
+// highest is the point of the highest load for which has says yes.
+func highest(pts []Point, has func(*Point) bool) *Point {
+	var best *Point
+	for i := range pts {
+		if has(&pts[i]) && (best == nil || pts[i].Load >= best.Load) {
+			best = &pts[i]
+		}
+	}
+	return best
+}
+
+func xy(t, y []float64) []plot.Point {
+	out := make([]plot.Point, 0, min(len(t), len(y)))
+	for i := range min(len(t), len(y)) {
+		out = append(out, plot.Point{X: t[i], Y: y[i]})
+	}
+	return out
+}
+
+const timeLabel = "time since the point started (s; warm-up and drain included)"
+
+// controlLoopChart is spec §A.4.6's figure: at the phase's highest load,
+// bin by bin, the accepted load, the non-minimal share and (QCN-Switch)
+// the share of transit ports with P below 50. The positive control loop
+// shows as non-minimal share and low-P ports rising while accepted load
+// falls.
+func controlLoopChart(phase string, pts []Point) (plot.Chart, bool) {
+	p := highest(pts, func(p *Point) bool { return p.Timeline != nil && len(p.Timeline.T) > 0 })
+	if p == nil {
+		return plot.Chart{}, false
+	}
+	tl := p.Timeline
+	c := plot.Chart{Title: fmt.Sprintf("%s: control loop at load %g", phase, p.Load), XLabel: timeLabel, YLabel: "fraction"}
+	c.Series = append(c.Series, plot.Series{Name: "accepted load", Points: xy(tl.T, tl.AcceptedLoad)})
+	if len(tl.NonminimalShare) > 0 {
+		c.Series = append(c.Series, plot.Series{Name: "non-minimal share", Points: xy(tl.T, tl.NonminimalShare)})
+	}
+	if q := p.QCN; q != nil && q.Series != nil && q.Series.Ports > 0 {
+		share := make([]float64, len(q.Series.PortsBelow50))
+		for i, n := range q.Series.PortsBelow50 {
+			share[i] = float64(n) / float64(q.Series.Ports)
+		}
+		c.Series = append(c.Series, plot.Series{Name: "transit ports with P < 50", Points: xy(q.Series.T, share)})
+	}
+	return c, hasData(c)
+}
+
+// timeByLoadChart draws one series of every point over time, a line per
+// load.
+func timeByLoadChart(title, ylabel string, pts []Point, series func(*Point) (t, y []float64)) (plot.Chart, bool) {
+	c := plot.Chart{Title: title, XLabel: timeLabel, YLabel: ylabel}
+	for i := range pts {
+		if t, y := series(&pts[i]); len(t) > 0 {
+			c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("load %g", pts[i].Load), Points: xy(t, y)})
+		}
+	}
+	return c, hasData(c)
+}
+
+// maxPTraces bounds the ports in a P(t) figure.
+const maxPTraces = 8
+
+// pChart is P over time of the first group's transit ports at the
+// phase's highest load: the ports whose P fell lowest on average, at most
+// maxPTraces.
+func pChart(phase string, pts []Point) (plot.Chart, bool) {
+	p := highest(pts, func(p *Point) bool { return p.QCN != nil && len(p.QCN.PTraces) > 0 })
+	if p == nil {
+		return plot.Chart{}, false
+	}
+	tr := append([]PTrace(nil), p.QCN.PTraces...)
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(max(len(v), 1))
+	}
+	sort.SliceStable(tr, func(i, j int) bool { return mean(tr[i].P) < mean(tr[j].P) })
+	title := fmt.Sprintf("%s: P of group's transit ports at load %g", phase, p.Load)
+	if len(tr) > maxPTraces {
+		title = fmt.Sprintf("%s: P of the %d lowest of %d transit ports at load %g", phase, maxPTraces, len(tr), p.Load)
+		tr = tr[:maxPTraces]
+	}
+	c := plot.Chart{Title: title, XLabel: timeLabel, YLabel: "probability of routing minimally (%)"}
+	for _, t := range tr {
+		c.Series = append(c.Series, plot.Series{Name: t.Port + " " + t.Class, Points: xy(t.T, t.P), NoMarkers: true})
+	}
+	return c, hasData(c)
+}
+
+// timeCharts are a phase's figures over time: the control loop, the
+// inter-switch backlog, and QCN-Switch's CNMs per second and P(t).
+func timeCharts(phase string, pts []Point) []namedChart {
+	var out []namedChart
+	name := safeName(phase)
+	if c, ok := controlLoopChart(phase, pts); ok {
+		out = append(out, namedChart{"control-loop-" + name, c})
+	}
+	if c, ok := timeByLoadChart(phase+": mean inter-switch queue backlog", "bytes", pts, func(p *Point) ([]float64, []float64) {
+		if p.Timeline == nil {
+			return nil, nil
+		}
+		return p.Timeline.T, p.Timeline.MeanBacklogBytes
+	}); ok {
+		out = append(out, namedChart{"mean-backlog-" + name, c})
+	}
+	if c, ok := timeByLoadChart(phase+": CNMs sent per second", "CNMs/s", pts, func(p *Point) ([]float64, []float64) {
+		if p.QCN == nil || p.QCN.Series == nil {
+			return nil, nil
+		}
+		return p.QCN.Series.T, p.QCN.Series.CNMsPerS
+	}); ok {
+		out = append(out, namedChart{"cnms-" + name, c})
+	}
+	if c, ok := pChart(phase, pts); ok {
+		out = append(out, namedChart{"p-" + name, c})
+	}
+	return out
 }

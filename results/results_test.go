@@ -25,10 +25,18 @@ func samplePoints(phase, routing string) []Point {
 			NonminimalShare: 0.1 * float64(i), Seed: 1, FrameBytes: 1000, DurationS: 4, Sent: 1000 * uint64(i+1), Received: 900 * uint64(i+1),
 			Duplicates: 0, Reordered: uint64(i), CPUBusy: 0.4, RulePackets: map[string]uint64{"routing": 10, "valiant": 2},
 			Drops: Drops{Queue: 7, Datapath: 1}}
+		p.DeliveredBySourceSwitch = map[string]float64{}
 		for sw := 0; sw < 4; sw++ {
-			p.PerSwitchInjected = append(p.PerSwitchInjected, SwitchInjected{Switch: "g0s" + string(rune('0'+sw)), Group: 0, Index: sw, Bps: 1e6, Fraction: l / float64(sw+1)})
+			name := "g0s" + string(rune('0'+sw))
+			p.PerSwitchInjected = append(p.PerSwitchInjected, SwitchInjected{Switch: name, Group: 0, Index: sw, Bps: 1e6, Fraction: l / float64(sw+1)})
+			p.DeliveredBySourceSwitch[name] = acc / float64(sw+1)
 		}
 		p.Backlog = []BacklogSeries{{Port: "g0s0:5", T: []float64{0, 0.01, 0.02}, Bytes: []uint64{0, 3000, 1000}, Frames: []uint64{0, 3, 1}}}
+		p.Timeline = &Timeline{BinS: 0.5, T: []float64{0.5, 1, 1.5}, AcceptedLoad: []float64{acc, acc, acc * 0.9},
+			MeanBacklogBytes: []float64{100, 2000, 4000}, NonminimalShare: []float64{0.1, 0.3, 0.6}}
+		p.QCN = &QCN{Samples: 10, Generated: 3, PMin: 40, Series: &QCNSeries{T: p.Timeline.T, CNMsPerS: []float64{0, 4, 8}, Ports: 20,
+			PortsBelow50: []int{0, 2, 5}, PMeanLocal: []float64{100, 90, 70}, PMeanGlobal: []float64{100, 100, 95}},
+			PTraces: []PTrace{{Port: "g0s0:3", Class: "local", T: []float64{0, 0.1, 0.2}, P: []float64{100, 62.5, 40}}}}
 		pts = append(pts, p)
 	}
 	return pts
@@ -173,10 +181,36 @@ func TestCSVRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range pts {
-		pts[i].RulePackets, pts[i].PerSwitchInjected, pts[i].Backlog = nil, nil, nil
+		pts[i].RulePackets, pts[i].PerSwitchInjected, pts[i].DeliveredBySourceSwitch, pts[i].Backlog = nil, nil, nil, nil
+		pts[i].Timeline, pts[i].QCN = nil, nil
 	}
 	if !reflect.DeepEqual(got, pts) {
 		t.Errorf("CSV round trip:\n got %+v\nwant %+v", got, pts)
+	}
+}
+
+// Seed 004's check 13: the delivered throughput of the first group's
+// switches, as their spread around the mean and the least switch over the
+// mean of the others.
+func TestDeliveredMetrics(t *testing.T) {
+	p := Point{DeliveredBySourceSwitch: map[string]float64{"g0s0": 0.2, "g0s1": 0.4, "g0s2": 0.4, "g0s3": 0.4, "g1s0": 0.01}}
+	for i, n := range []string{"g0s0", "g0s1", "g0s2", "g0s3"} {
+		p.PerSwitchInjected = append(p.PerSwitchInjected, SwitchInjected{Switch: n, Group: 0, Index: i})
+	}
+	p.PerSwitchInjected = append(p.PerSwitchInjected, SwitchInjected{Switch: "g1s0", Group: 1})
+	// Mean 0.35: g0s0 is 0.2/0.35 - 1 = -0.43 off; the others' mean is 0.4.
+	for m, want := range map[scenario.Metric]float64{scenario.DeliveredSpread: 0.15 / 0.35, scenario.DeliveredMinRatio: 0.5} {
+		v, ok := MetricValue(&p, m)
+		if !ok || v < want-1e-12 || v > want+1e-12 {
+			t.Errorf("%s = %g (%v), want %g", m, v, ok, want)
+		}
+	}
+	r := Evaluate("", []scenario.Expectation{mustExp(t, "delivered_min_ratio <= 0.8"), mustExp(t, "delivered_spread <= 10%")}, []Point{p})
+	if len(r) != 2 || !r[0].Pass || r[1].Pass {
+		t.Errorf("check 13 on an unfair group: %+v", r)
+	}
+	if _, ok := MetricValue(&Point{}, scenario.DeliveredSpread); ok {
+		t.Error("a point without delivered loads has a spread")
 	}
 }
 
@@ -190,7 +224,8 @@ func TestWriteLoadRender(t *testing.T) {
 	}
 	for _, f := range []string{"metrics.json", "summary.md", "scenario.yaml", "rules.json", "phase-un.csv",
 		"plots/accepted-vs-offered.png", "plots/accepted-vs-offered.svg", "plots/latency-vs-offered.png",
-		"plots/nonminimal-vs-offered.svg", "plots/injected-un.png", "plots/backlog-un.png"} {
+		"plots/nonminimal-vs-offered.svg", "plots/injected-un.png", "plots/delivered-un.png", "plots/backlog-un.png",
+		"plots/control-loop-un.png", "plots/mean-backlog-un.svg", "plots/cnms-un.png", "plots/p-un.png"} {
 		if !contains(files, f) {
 			t.Errorf("run directory lacks %s (has %v)", f, files)
 		}
@@ -254,7 +289,8 @@ func TestCompare(t *testing.T) {
 		t.Errorf("series %v, want one per run named by routing", c.Series)
 	}
 	for _, f := range []string{"plots/compare-accepted-vs-offered.png", "plots/compare-latency-vs-offered.svg",
-		"plots/compare-p99-latency-vs-offered.png", "plots/compare-nonminimal-vs-offered.png", "compare.md"} {
+		"plots/compare-p99-latency-vs-offered.png", "plots/compare-nonminimal-vs-offered.png",
+		"plots/compare-delivered-load-0.5.png", "plots/compare-delivered-load-0.8.svg", "compare.md"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("compare did not write %s: %v", f, err)
 		}

@@ -121,7 +121,32 @@ type Point struct {
 	QCN *QCN `json:"qcn,omitempty"`
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
-	Backlog           []BacklogSeries  `json:"backlog,omitempty"`
+	// DeliveredBySourceSwitch is, by switch name, the load the sinks
+	// received from that switch's hosts: per host, as a fraction of the
+	// host link rate, like Load. It is seed 004's Fig. 8 quantity, which
+	// PerSwitchInjected cannot give on lossy links: a switch's hosts inject
+	// their whole load and lose part of it at a congested queue.
+	DeliveredBySourceSwitch map[string]float64 `json:"delivered_by_source_switch,omitempty"`
+	Backlog                 []BacklogSeries    `json:"backlog,omitempty"`
+	// Timeline is the point bin by bin, the series of seed 004's control
+	// loop (spec §A.4.6).
+	Timeline *Timeline `json:"timeline,omitempty"`
+}
+
+// Timeline is a point over time, in bins of BinS seconds from the start
+// of its measurement (warm-up and drain included). AcceptedLoad is what
+// the fabric delivered to hosts (every frame the switches' host-facing
+// queues sent) as a fraction of all host links' rate; MeanBacklogBytes
+// the inter-switch queues' backlog averaged over the queues and the
+// bin's samples; NonminimalShare the share of the frames injected in the
+// bin that non-minimal rules routed (eBPF datapath only: on Open vSwitch
+// reading the rule counters takes an OpenFlow dump of every bridge).
+type Timeline struct {
+	BinS             float64   `json:"bin_s"`
+	T                []float64 `json:"t"` // each bin's end, seconds since the point started
+	AcceptedLoad     []float64 `json:"accepted_load"`
+	MeanBacklogBytes []float64 `json:"mean_backlog_bytes"`
+	NonminimalShare  []float64 `json:"nonminimal_share,omitempty"`
 }
 
 // Lateness counts the frames the traffic engine sent more than one slot
@@ -219,7 +244,40 @@ type QCN struct {
 	// percent; PMin the lowest.
 	PMeanByClass map[string]float64 `json:"p_mean_by_class,omitempty"`
 	PMin         float64            `json:"p_min"`
+	// Series is the point bin by bin, on the timeline's bins: the spec's
+	// control-loop series (§A.4.6) that QCN-Switch itself gives.
+	Series *QCNSeries `json:"series,omitempty"`
+	// PTraces are the probabilities of the first group's transit ports
+	// over the point (seed 004's P(t) of group 0's ports).
+	PTraces []PTrace `json:"p_traces,omitempty"`
 }
+
+// QCNSeries is QCN-Switch bin by bin: CNMs put on the wire per second,
+// and at each bin's end the transit ports whose P was below 50 and the
+// mean P of each class. Truncated says the monitor's log had dropped
+// changes of the point (it keeps the last 65,536): the series are then
+// not exact.
+type QCNSeries struct {
+	T            []float64 `json:"t"` // each bin's end, seconds since the point started
+	CNMsPerS     []float64 `json:"cnms_per_s"`
+	Ports        int       `json:"transit_ports"`
+	PortsBelow50 []int     `json:"ports_p_below_50"`
+	PMeanLocal   []float64 `json:"p_mean_local"`
+	PMeanGlobal  []float64 `json:"p_mean_global"`
+	Truncated    bool      `json:"truncated,omitempty"`
+}
+
+// PTrace is one transit port's probability of routing minimally (percent)
+// sampled every PTraceStep seconds since the point started.
+type PTrace struct {
+	Port  string    `json:"port"` // "g0s1:3"
+	Class string    `json:"class"`
+	T     []float64 `json:"t"`
+	P     []float64 `json:"p"`
+}
+
+// PTraceStep is the sampling step of P traces, seconds.
+const PTraceStep = 0.1
 
 // QCNCSV and CNMCSV are a phase's QCN-Switch logs: every probability
 // change with its cause, every CNM a congestion point generated.

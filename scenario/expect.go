@@ -23,16 +23,23 @@ const (
 	P50Latency      Metric = "p50_latency"
 	P99Latency      Metric = "p99_latency"
 	NonminimalShare Metric = "nonminimal_share"
+	// DeliveredSpread and DeliveredMinRatio measure how evenly the
+	// switches of the first group got their hosts' traffic delivered
+	// (seed 004 Fig. 8): the largest relative deviation of a switch from
+	// the group's mean delivered load, and the least switch's delivered
+	// load over the mean of the group's other switches.
+	DeliveredSpread   Metric = "delivered_spread"
+	DeliveredMinRatio Metric = "delivered_min_ratio"
 )
 
-var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare}
+var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio}
 
 // dimension groups metrics that can be compared with each other.
 func (m Metric) dimension() string {
 	switch m {
 	case Accepted, Offered:
 		return "load"
-	case Loss, NonminimalShare:
+	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio:
 		return "fraction"
 	case MeanLatency, P50Latency, P99Latency:
 		return "latency"

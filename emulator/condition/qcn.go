@@ -3,6 +3,7 @@ package condition
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
@@ -465,23 +466,53 @@ func (m *Monitor) P(switchName string, port int) float64 {
 	return s.qcn.logic.P(port)
 }
 
-// PStats are the transit ports' probabilities now: the mean per link
-// class and the lowest, percent.
-func (m *Monitor) PStats() (byClass map[string]float64, lowest float64) {
+// PortP is one QCN-Switch transit port's probability of routing
+// minimally, percent.
+type PortP struct {
+	Switch string
+	Port   int
+	Class  string // local or global
+	P      float64
+}
+
+// Probabilities are every transit port's probability now, by switch name
+// and port.
+func (m *Monitor) Probabilities() []PortP {
 	m.smu.Lock()
-	defer m.smu.Unlock()
-	sum, n := map[string]float64{}, map[string]int{}
-	lowest = 100
+	var out []PortP
 	for _, s := range m.switches {
 		if s.qcn == nil {
 			continue
 		}
 		for _, port := range s.qcn.logic.Ports() {
-			p, c := s.qcn.logic.P(port), s.qcn.class[port]
-			sum[c] += p
-			n[c]++
-			lowest = min(lowest, p)
+			out = append(out, PortP{Switch: s.name, Port: port, Class: s.qcn.class[port], P: s.qcn.logic.P(port)})
 		}
+	}
+	m.smu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Switch != out[j].Switch {
+			return out[i].Switch < out[j].Switch
+		}
+		return out[i].Port < out[j].Port
+	})
+	return out
+}
+
+// PStats are the transit ports' probabilities now: the mean per link
+// class and the lowest, percent.
+func (m *Monitor) PStats() (byClass map[string]float64, lowest float64) {
+	return MeanP(m.Probabilities())
+}
+
+// MeanP is the mean probability per link class and the lowest, percent
+// (100 when there is no port).
+func MeanP(ps []PortP) (byClass map[string]float64, lowest float64) {
+	sum, n := map[string]float64{}, map[string]int{}
+	lowest = 100
+	for _, p := range ps {
+		sum[p.Class] += p.P
+		n[p.Class]++
+		lowest = min(lowest, p.P)
 	}
 	byClass = map[string]float64{}
 	for c, v := range sum {

@@ -116,6 +116,7 @@ func testSamplerOnLab(t *testing.T, name, dp string) {
 	if len(r.Links) == 0 || r.Links[0].RateBps == 0 {
 		t.Errorf("link ends without their configured rate: %+v", r.Links)
 	}
+	checkTimeline(t, r, lab.BPF != nil)
 	// A second phase on the same sampler starts from fresh counters.
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -126,6 +127,47 @@ func testSamplerOnLab(t *testing.T, name, dp string) {
 	}
 	if r2.RulePackets["valiant"] >= r.RulePackets["valiant"] {
 		t.Errorf("idle second phase counted %d valiant frames (first %d)", r2.RulePackets["valiant"], r.RulePackets["valiant"])
+	}
+}
+
+// checkTimeline: bins in order, every series as long as the bins, what
+// the bins say the fabric delivered within what the host-facing queues
+// sent over the point, and (eBPF) the probes' non-minimal routing seen in
+// some bin.
+func checkTimeline(t *testing.T, r *Report, nonmin bool) {
+	t.Helper()
+	tl := r.Timeline
+	if tl == nil || len(tl.T) == 0 {
+		t.Fatalf("no timeline bin over %v", r.Duration)
+	}
+	n := len(tl.T)
+	if len(tl.AcceptedLoad) != n || len(tl.MeanBacklogBytes) != n || (nonmin && len(tl.NonminimalShare) != n) || (!nonmin && tl.NonminimalShare != nil) {
+		t.Fatalf("timeline series lengths: t %d, accepted %d, backlog %d, non-minimal %d", n, len(tl.AcceptedLoad), len(tl.MeanBacklogBytes), len(tl.NonminimalShare))
+	}
+	var sent float64
+	for _, p := range r.Ports {
+		if p.Host {
+			sent += float64(p.TxBytes)
+		}
+	}
+	const hostRate = 6 * 50e6 // DF(1,2,1): 6 hosts at 50 Mbit/s
+	var binned, prev, most float64
+	for i, end := range tl.T {
+		if end <= prev {
+			t.Fatalf("bin %d ends at %.3f s, after %.3f", i, end, prev)
+		}
+		binned += tl.AcceptedLoad[i] * (end - prev) * hostRate / 8
+		prev = end
+		if nonmin {
+			most = max(most, tl.NonminimalShare[i])
+		}
+	}
+	t.Logf("timeline: %d bins to %.3f s; delivered %.0f bytes in bins, %.0f over the point; largest non-minimal share %.2f", n, prev, binned, sent, most)
+	if binned <= 0 || binned > sent*1.01+1 {
+		t.Errorf("bins delivered %.0f bytes, the host ports sent %.0f", binned, sent)
+	}
+	if nonmin && most == 0 {
+		t.Error("no bin saw the probes routed non-minimally")
 	}
 }
 
@@ -175,7 +217,7 @@ func startedSamplerOn(t *testing.T, name, mode, dp string) (*fabric.Lab, *Sample
 	lab := fabrictest.UpYAML(t, name, "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"+
 		"links: {host: {rate: 50mbit}}\nrouting: {mode: "+mode+"}\novs: {datapath: "+dp+"}\n")
 	ctx := context.Background()
-	s, err := New(lab, Options{Interval: 5 * time.Millisecond})
+	s, err := New(lab, Options{Interval: 5 * time.Millisecond, Bin: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 
 // Report is what a Sampler measured between Start and Stop.
 type Report struct {
+	// Start is when the point's measurement began: the timeline's zero.
+	Start    time.Time
 	Duration time.Duration
 	// CPUBusy is the busy fraction of all cores (from /proc/stat).
 	CPUBusy float64
@@ -44,6 +46,8 @@ type Report struct {
 	Missing []string
 	// Backlog holds the series of the hottest link ends.
 	Backlog []results.BacklogSeries
+	// Timeline is the point bin by bin (nil when no bin closed).
+	Timeline *results.Timeline
 
 	// The sampler's own cost: backlog samples taken, the interval in the
 	// end (it doubles whenever a sample overran its budget), total and
@@ -118,6 +122,7 @@ func (r *Report) Fill(p *results.Point) {
 			Switch: s.Switch, Group: s.Group, Index: s.Index, Bps: s.Bps, Fraction: s.Fraction})
 	}
 	p.Backlog = r.Backlog
+	p.Timeline = r.Timeline
 }
 
 // FidelityInput is the point's input to results.EvaluateFidelity: the

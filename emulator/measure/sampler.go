@@ -48,6 +48,8 @@ type Options struct {
 	// Parallel is the number of ovs-ofctl run at a time at Start and Stop
 	// (default 2, the cores of the reference machine).
 	Parallel int
+	// Bin is the width of the point's timeline bins (default 500ms).
+	Bin time.Duration
 	// Topology, if set, gives each switch its group and index for the
 	// per-switch injected throughput; otherwise Dragonfly names
 	// ("g3s5") are parsed and other switches get group -1.
@@ -69,6 +71,9 @@ func (o *Options) defaults() {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 2
+	}
+	if o.Bin <= 0 {
+		o.Bin = 500 * time.Millisecond
 	}
 }
 
@@ -146,6 +151,19 @@ type Sampler struct {
 	samples  int
 	slow     int
 	sampErr  error
+	bin      bin
+	timeline results.Timeline
+}
+
+// bin is the timeline bin being filled: where it started, the bytes the
+// host-facing queues had sent then, the inter-switch queues' mean backlog
+// summed over its samples, and (eBPF datapath) the switches' counters then.
+type bin struct {
+	start      float64
+	delivered  uint64
+	backlogSum float64
+	samples    int
+	sw         []switchCounters
 }
 
 // New prepares a sampler for a lab: it opens one netlink socket per fabric
@@ -350,6 +368,11 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if err := s.pollInto(s.q0, nil); err != nil {
 		return err
 	}
+	s.timeline = results.Timeline{}
+	s.bin = bin{delivered: s.delivered(s.q0)}
+	if s.bpf != nil {
+		s.bin.sw = s.sw0
+	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.loop(s.stop, s.done)
 	return nil
@@ -414,7 +437,11 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 			s.mu.Unlock()
 			return
 		}
-		s.record(t.Sub(s.t0).Seconds(), q)
+		ts := t.Sub(s.t0).Seconds()
+		s.record(ts, q)
+		if ts-s.bin.start >= s.opt.Bin.Seconds() {
+			s.closeBin(ts, q)
+		}
 		s.cost += took
 		s.samples++
 		if float64(took) > s.opt.Budget*float64(s.interval) {
@@ -437,6 +464,17 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
 	keep := s.tick%s.stride == 0
 	s.tick++
+	var inter, n uint64
+	for i := range q {
+		if !s.ends[i].hostFacing {
+			inter += q[i].Backlog
+			n++
+		}
+	}
+	if n > 0 {
+		s.bin.backlogSum += float64(inter) / float64(n)
+	}
+	s.bin.samples++
 	for i := range q {
 		b := q[i].Backlog
 		sr := &s.ser[i]
@@ -477,6 +515,60 @@ func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
 		}
 		s.stride *= 2
 	}
+}
+
+// delivered sums the bytes the host-facing queues have sent: what the
+// fabric delivered to hosts.
+func (s *Sampler) delivered(q []kernel.QdiscStats) uint64 {
+	var n uint64
+	for i := range q {
+		if s.ends[i].hostFacing {
+			n += q[i].Bytes
+		}
+	}
+	return n
+}
+
+// closeBin ends the timeline bin at ts and starts the next. On the eBPF
+// datapath it reads the switches' rule counters for the bin's non-minimal
+// share (a map read and one link dump per namespace, well under a
+// millisecond each here); on Open vSwitch that takes an OpenFlow dump of
+// every bridge, too dear to do twice a second during a point, so the
+// timeline has no non-minimal share there.
+func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats) {
+	b := &s.bin
+	dt := ts - b.start
+	var rate float64
+	for _, r := range s.hostRate {
+		rate += r
+	}
+	d := s.delivered(q)
+	tl := &s.timeline
+	tl.BinS = s.opt.Bin.Seconds()
+	tl.T = append(tl.T, ts)
+	acc := 0.0
+	if dt > 0 && rate > 0 {
+		acc = 8 * float64(sub(d, b.delivered)) / dt / rate
+	}
+	tl.AcceptedLoad = append(tl.AcceptedLoad, acc)
+	mean := 0.0
+	if b.samples > 0 {
+		mean = b.backlogSum / float64(b.samples)
+	}
+	tl.MeanBacklogBytes = append(tl.MeanBacklogBytes, mean)
+	next := bin{start: ts, delivered: d}
+	if b.sw != nil {
+		if sw, err := s.switches(context.Background()); err == nil {
+			_, _, share := s.frames(b.sw, sw)
+			tl.NonminimalShare = append(tl.NonminimalShare, share)
+			next.sw = sw
+		}
+	}
+	if next.sw == nil {
+		// A failed read ends the series rather than misalign it.
+		tl.NonminimalShare = nil
+	}
+	*b = next
 }
 
 // thin keeps every other element.
@@ -525,9 +617,57 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
+	if ts := dur.Seconds(); ts-s.bin.start >= s.opt.Bin.Seconds()/2 {
+		s.closeBin(ts, q1)
+	}
 	r := s.report(dur, kernel.BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
 	r.CPU = cpuSplit(s.threads0, threads1)
+	r.Start = s.t0
+	if len(s.timeline.T) > 0 {
+		tl := s.timeline
+		r.Timeline = &tl
+	}
 	return r, s.sampErr
+}
+
+// frameTotals counts, over every switch, the unicast frames injected into
+// the fabric (frames received on host ports, less those matched by DMP
+// rules, by broadcast rules for host in_ports, and by the miss rule) and
+// the non-minimally routed ones among them (valiant rules and, off a
+// Clos, conditional alternatives: both match only host in_ports, so each
+// counts a frame once, at its injection).
+func (s *Sampler) frameTotals(sw []switchCounters) (injected, nonmin uint64) {
+	var other uint64
+	for i := range sw {
+		c := &sw[i]
+		nonmin += c.kindPackets[controller.KindValiant]
+		// Conditional routing's alternatives match at injection too: on a
+		// Dragonfly or Flattened Butterfly they are the non-minimal detour;
+		// on a Clos they are other uplinks, as minimal as the default.
+		if s.opt.Topology == nil || s.opt.Topology.Spec.Kind != topology.Clos {
+			nonmin += c.kindPackets[controller.KindAlternative]
+		}
+		other += c.kindPackets[controller.KindDMP] + c.kindPackets[controller.KindMiss] + c.hostBcast
+		for p, st := range c.ports {
+			if i < len(s.hostPorts) && s.hostPorts[i][p] {
+				injected += st.RxPackets
+			}
+		}
+	}
+	return sub(injected, other), nonmin
+}
+
+// frames is the injected and non-minimally routed frames between two
+// readings of the switches' counters, and the non-minimal share.
+func (s *Sampler) frames(a, b []switchCounters) (injected, nonmin uint64, share float64) {
+	i0, n0 := s.frameTotals(a)
+	i1, n1 := s.frameTotals(b)
+	injected, nonmin = sub(i1, i0), sub(n1, n0)
+	injected = max(injected, nonmin)
+	if injected > 0 {
+		share = float64(nonmin) / float64(injected)
+	}
+	return injected, nonmin, share
 }
 
 func sub(a, b uint64) uint64 {
@@ -548,7 +688,6 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		r.MeanSampleTime = s.cost / time.Duration(s.samples)
 	}
 	r.Drops.Datapath = sub(lost1, s.lost0)
-	var injected, nonmin, dmp, bcast, miss uint64
 	qdrops := map[[2]int]uint64{} // (switch, port) -> tbf drops
 	kdrops := map[[2]int][2]uint64{}
 	for i, e := range s.ends {
@@ -596,16 +735,6 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 			r.RulePackets[name] += sub(b.kindPackets[k], a.kindPackets[k])
 			r.RuleBytes[name] += sub(b.kindBytes[k], a.kindBytes[k])
 		}
-		nonmin += sub(b.kindPackets[controller.KindValiant], a.kindPackets[controller.KindValiant])
-		// Conditional routing's alternatives match at injection too: on a
-		// Dragonfly or Flattened Butterfly they are the non-minimal detour;
-		// on a Clos they are other uplinks, as minimal as the default.
-		if s.opt.Topology == nil || s.opt.Topology.Spec.Kind != topology.Clos {
-			nonmin += sub(b.kindPackets[controller.KindAlternative], a.kindPackets[controller.KindAlternative])
-		}
-		dmp += sub(b.kindPackets[controller.KindDMP], a.kindPackets[controller.KindDMP])
-		miss += sub(b.kindPackets[controller.KindMiss], a.kindPackets[controller.KindMiss])
-		bcast += sub(b.hostBcast, a.hostBcast)
 		var inj, injBytes uint64
 		for p, st := range b.ports {
 			st0 := a.ports[p]
@@ -624,7 +753,6 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 			kd := kdrops[[2]int{i, p}]
 			r.Drops.Datapath += sub(pd.RxDrops, kd[0]) + sub(pd.TxDrops, kd[1]+qdrops[[2]int{i, p}])
 		}
-		injected += inj
 		si := SwitchInjected{Switch: s.lab.Switches[i].Name, Group: s.group[i], Index: s.index[i], Frames: inj, Bytes: injBytes}
 		if secs > 0 {
 			si.Bps = 8 * float64(injBytes) / secs
@@ -642,14 +770,7 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		}
 		return r.Ports[i].Port < r.Ports[j].Port
 	})
-	r.InjectedFrames = sub(injected, dmp+bcast+miss)
-	r.NonminimalFrames = nonmin
-	if r.InjectedFrames < nonmin {
-		r.InjectedFrames = nonmin
-	}
-	if r.InjectedFrames > 0 {
-		r.NonminimalShare = float64(nonmin) / float64(r.InjectedFrames)
-	}
+	r.InjectedFrames, r.NonminimalFrames, r.NonminimalShare = s.frames(s.sw0, sw1)
 	// The hottest ends' series, by mean backlog.
 	order := make([]int, len(s.ends))
 	for i := range order {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -45,6 +47,7 @@ type conditions struct {
 	// point's logs for its CSVs.
 	qbefore condition.QCNCounters
 	qmark   condition.QCNMark
+	p0      []condition.PortP // every transit port's P when the point started
 	lastP   []condition.PChange
 	lastCNM []condition.CNMRecord
 }
@@ -132,6 +135,9 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 	}
 	c := r.cond
 	c.qbefore = c.mon.QCNCounters()
+	if c.isQCN() {
+		c.p0 = c.mon.Probabilities()
+	}
 	_, _, _, c.qmark = c.mon.QCNLog(condition.QCNMark{P: 1 << 62, CNM: 1 << 62, Intercept: 1 << 62})
 	c.before = c.mon.Counters()
 	c.seen = len(c.mon.Events())
@@ -231,9 +237,12 @@ func qcnOptions(q *scenario.QCN, seed int64) *condition.QCN {
 	}
 }
 
-// qcnPoint is what QCN-Switch did during the point (nil under PAUSE);
-// it keeps the point's logs for writeQCN.
-func (c *conditions) qcnPoint() *results.QCN {
+// qcnPoint is what QCN-Switch did during the point (nil under PAUSE),
+// with its series on the bins ending at bins (seconds since start, the
+// sampler's; every 500 ms up to now when there are none) and the P traces
+// of the ports of the switches first names. It keeps the point's logs for
+// writeQCN.
+func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]bool) *results.QCN {
 	if !c.isQCN() {
 		return nil
 	}
@@ -241,9 +250,91 @@ func (c *conditions) qcnPoint() *results.QCN {
 	ps, cs, _, mark := c.mon.QCNLog(c.qmark)
 	c.lastP, c.lastCNM, c.qmark = ps, cs, mark
 	byClass, low := c.mon.PStats()
-	return &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
+	q := &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
 		Dropped: a.Dropped - b.Dropped, NoVictim: a.NoVictim - b.NoVictim, MaskWrites: a.MaskWrites - b.MaskWrites,
 		PChanges: a.PChanges - b.PChanges, PMeanByClass: byClass, PMin: low}
+	if len(bins) == 0 {
+		for t := 0.5; t <= time.Since(start).Seconds(); t += 0.5 {
+			bins = append(bins, t)
+		}
+	}
+	q.Series, q.PTraces = qcnSeries(start, bins, c.p0, ps, cs, first)
+	q.Series.Truncated = uint64(len(ps)) != q.PChanges
+	return q
+}
+
+// qcnSeries replays a point's P changes from the probabilities at its
+// start: CNMs sent per second, ports below P 50 and mean P per class at
+// each bin's end, and the first group's P every PTraceStep.
+func qcnSeries(start time.Time, bins []float64, p0 []condition.PortP, ps []condition.PChange, cs []condition.CNMRecord,
+	first map[string]bool) (*results.QCNSeries, []results.PTrace) {
+	type key struct {
+		sw   string
+		port int
+	}
+	cur := make(map[key]*condition.PortP, len(p0))
+	ports := make([]condition.PortP, len(p0))
+	copy(ports, p0)
+	var traces []results.PTrace
+	traceOf := map[key]int{}
+	for i := range ports {
+		k := key{ports[i].Switch, ports[i].Port}
+		cur[k] = &ports[i]
+		if first[k.sw] {
+			traceOf[k] = len(traces)
+			traces = append(traces, results.PTrace{Port: fmt.Sprintf("%s:%d", k.sw, k.port), Class: ports[i].Class})
+		}
+	}
+	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Time.Before(ps[j].Time) })
+	at := func(t float64) time.Time { return start.Add(time.Duration(t * float64(time.Second))) }
+	next := 0 // the first change not yet applied
+	apply := func(until time.Time) {
+		for ; next < len(ps) && !ps[next].Time.After(until); next++ {
+			if p := cur[key{ps[next].Switch, ps[next].Port}]; p != nil {
+				p.P = ps[next].New
+			}
+		}
+	}
+	ser := &results.QCNSeries{Ports: len(ports)}
+	step := 0 // the traces' next sample, at step × PTraceStep
+	prev := 0.0
+	for _, end := range bins {
+		// The traces' steps up to this bin's end (a millisecond's slack
+		// for the float steps), then the bin itself.
+		for ; float64(step)*results.PTraceStep <= end+1e-3; step++ {
+			ts := math.Round(float64(step)*results.PTraceStep*1e3) / 1e3
+			apply(at(ts))
+			for k, i := range traceOf {
+				traces[i].T = append(traces[i].T, ts)
+				traces[i].P = append(traces[i].P, cur[k].P)
+			}
+		}
+		apply(at(end))
+		var sent int
+		for _, x := range cs {
+			if t := x.Time.Sub(start).Seconds(); t > prev && t <= end && x.Dropped == "" && !x.NoVictim {
+				sent++
+			}
+		}
+		rate := 0.0
+		if end > prev {
+			rate = float64(sent) / (end - prev)
+		}
+		below := 0
+		for _, p := range ports {
+			if p.P < 50 {
+				below++
+			}
+		}
+		byClass, _ := condition.MeanP(ports)
+		ser.T = append(ser.T, end)
+		ser.CNMsPerS = append(ser.CNMsPerS, rate)
+		ser.PortsBelow50 = append(ser.PortsBelow50, below)
+		ser.PMeanLocal = append(ser.PMeanLocal, byClass["local"])
+		ser.PMeanGlobal = append(ser.PMeanGlobal, byClass["global"])
+		prev = end
+	}
+	return ser, traces
 }
 
 func (c *conditions) isQCN() bool { return c.mon.QCNEnabled() }

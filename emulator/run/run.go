@@ -408,7 +408,6 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
 			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
 		var conds *results.Conditions
-		var qp *results.QCN
 		if cond != nil {
 			var cerr error
 			if conds, cerr = cond.stop(); cerr != nil && err == nil {
@@ -419,14 +418,20 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 					err = fmt.Errorf("conditions CSV: %w", werr)
 				}
 			}
-			if cond.isQCN() {
-				qp = cond.qcnPoint()
-				if werr := cond.writeQCN(r.dir, ph.Name, load); werr != nil && err == nil {
-					err = fmt.Errorf("qcn CSV: %w", werr)
-				}
-			}
 		}
 		rep, serr := r.sampler.Stop(ctx)
+		var qp *results.QCN
+		if cond != nil && cond.isQCN() && serr == nil {
+			// After the sampler: QCN's series take the timeline's bins.
+			var bins []float64
+			if rep.Timeline != nil {
+				bins = rep.Timeline.T
+			}
+			qp = cond.qcnPoint(rep.Start, bins, r.firstGroup())
+			if werr := cond.writeQCN(r.dir, ph.Name, load); werr != nil && err == nil {
+				err = fmt.Errorf("qcn CSV: %w", werr)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("traffic at load %g: %w", load, err)
 		}
@@ -434,6 +439,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			return fmt.Errorf("sampler: %w", serr)
 		}
 		pt := pointOf(ph, string(r.lab.Routing), load, res)
+		pt.DeliveredBySourceSwitch = r.deliveredBySwitch(res)
 		rep.Fill(&pt)
 		pt.Conditions = conds
 		pt.QCN = qp
@@ -447,6 +453,35 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			ph.Name, load, pt.OfferedLoad, pt.AcceptedLoad, pt.Loss, pt.LatencyUS.P50, pt.LatencyUS.P99, pt.NonminimalShare)
 	}
 	return nil
+}
+
+// firstGroup names the switches of the lowest-numbered group (the one an
+// ADV pattern loads hardest; seed 004 traces group 0's ports).
+func (r *runner) firstGroup() map[string]bool {
+	low := -1
+	for _, s := range r.top.Switches {
+		if s.Group >= 0 && (low < 0 || s.Group < low) {
+			low = s.Group
+		}
+	}
+	out := map[string]bool{}
+	for i, s := range r.top.Switches {
+		if s.Group == low && low >= 0 && i < len(r.lab.Switches) {
+			out[r.lab.Switches[i].Name] = true
+		}
+	}
+	return out
+}
+
+// deliveredBySwitch names each source switch's delivered load, per host.
+func (r *runner) deliveredBySwitch(res *traffic.Result) map[string]float64 {
+	out := make(map[string]float64, len(res.Switches))
+	for _, s := range res.Switches {
+		if s.Hosts > 0 && s.Switch < len(r.lab.Switches) {
+			out[r.lab.Switches[s.Switch].Name] = s.DeliveredLoad / float64(s.Hosts)
+		}
+	}
+	return out
 }
 
 // pointOf turns the engine's result into a metrics point; the fabric

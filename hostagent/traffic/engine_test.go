@@ -85,6 +85,26 @@ func TestEngineLowLoadUnshaped(t *testing.T) {
 	if len(r.Switches) != 2 || r.Switches[0].Hosts != 2 {
 		t.Errorf("switches %+v, want 2 of 2 hosts", r.Switches)
 	}
+	// Every frame received came from some switch's hosts: what the sinks
+	// credit to source switches sums to what they received, and without
+	// loss each switch delivered what its hosts sent.
+	var delivered, accepted float64
+	for _, s := range r.Switches {
+		delivered += s.DeliveredLoad
+		accepted += s.AcceptedLoad
+		var sent uint64
+		for _, h := range r.Hosts {
+			if h.Switch == s.Switch {
+				sent += h.Sent
+			}
+		}
+		if want := float64(sent) / float64(a.Sent) * a.AcceptedLoad * float64(len(r.Hosts)); math.Abs(s.DeliveredLoad-want) > 1e-9 {
+			t.Errorf("switch %d delivered %.4f, want %.4f (what its hosts sent)", s.Switch, s.DeliveredLoad, want)
+		}
+	}
+	if math.Abs(delivered-accepted) > 1e-9 {
+		t.Errorf("delivered by source switch sums to %.4f, received to %.4f", delivered, accepted)
+	}
 	// The seed fixes the arrivals: a second run offers exactly the same frames.
 	r2, err := e.Run(context.Background(), cfg)
 	if err != nil {
