@@ -72,6 +72,7 @@ FUZZ_TARGETS = \
 	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./traffic \
 	FuzzDecode:./qcn \
+	FuzzParsePacketIn:./emulator/condition \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \
 	FuzzParseConnect:./hostagent/omx \

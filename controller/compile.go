@@ -182,6 +182,9 @@ func (c *Controller) Table(sw int) (*Table, error) {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
 	}
+	if c.opts.Mode == QCNSwitch {
+		c.cnmRules(s, t)
+	}
 	if c.opts.SourceGuard {
 		c.guardTable(s, t)
 	}

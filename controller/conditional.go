@@ -5,6 +5,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/compaction"
+	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -32,7 +33,37 @@ const (
 	PrioIndex       = 17000 // Flattened Butterfly switch-index rules, group bits wildcarded
 	PrioAlternative = 15000 // per-injection-port non-minimal detours
 	prioPassThrough = 1     // table 0: transit frames skip the condition bitmask
+	PrioCNM         = 2     // table 0: CNMs for the switch's own hosts, above the pass-through
 )
+
+// CNMMaxLen is how much of a CNM the intercept rule hands the switch's
+// logic: the whole CNM up to the victim's EFTR header (qcn.MaxLen is 102).
+const CNMMaxLen = 128
+
+// cnmRules puts QCN-Switch's interception in table 0 (spec §0.5): a CNM
+// addressed to one of the switch's hosts goes to the switch's own logic,
+// which lowers the probability of the port it came in on (the PACKET_IN's
+// in_port), and on to the host through the routing table with metadata 0.
+// The eBPF datapath has no controller port: its program records CNMs
+// itself (emulator/datapath), so it leaves these rules out.
+func (c *Controller) cnmRules(s *topology.Switch, t *Table) {
+	var t0 []Rule
+	cnm := func(dst, mask addressing.MAC) {
+		t0 = append(t0, Rule{Kind: KindCNM, Table: TableCondition, Priority: PrioCNM,
+			Match: Match{DlType: ethertype.CNM, Dst: dst, DstMask: mask}, Controller: CNMMaxLen, Goto: TableRouting})
+	}
+	if c.plan.HasSwitchPrefix(s.ID) {
+		v, m := c.plan.SwitchPrefix(s.ID).Match()
+		cnm(v, m)
+	} else {
+		for _, p := range s.Ports {
+			if p.Class == topology.ClassHost {
+				cnm(c.plan.HostMAC(p.Host), Broadcast)
+			}
+		}
+	}
+	t.Rules = append(t0, t.Rules...)
+}
 
 // MaxCondPorts is how many ports a switch's conditions can name: the
 // metadata register's 64 bits.

@@ -111,8 +111,12 @@ func TestConditionalPauseDiverts(t *testing.T) {
 // The walk must follow the alternatives: a broken alternative, which
 // nothing uses while no port is paused, must fail it.
 func TestConditionalWalkCoversAlternatives(t *testing.T) {
-	for _, spec := range []string{"dragonfly:p=2,a=4,h=2", "clos:k=4", "flatfly:dims=3x3,t=2"} {
-		ctl := compile(t, spec, addressing.PerGroup, Options{Mode: Conditional})
+	for _, spec := range []string{"dragonfly:p=2,a=4,h=2", "clos:k=4", "flatfly:dims=3x3,t=2", "qcn-switch dragonfly:p=2,a=4,h=2"} {
+		mode := Conditional
+		if s, ok := strings.CutPrefix(spec, "qcn-switch "); ok {
+			spec, mode = s, QCNSwitch // its CNM rules' output:CONTROLLER
+		}
+		ctl := compile(t, spec, addressing.PerGroup, Options{Mode: mode})
 		ts := NewTables(ctl)
 		r, err := Verify(ts, VerifyOptions{})
 		if err != nil {
@@ -188,6 +192,60 @@ func TestConditionalOpenFlowParses(t *testing.T) {
 		}
 		if n := strings.Count(string(out), "OFPT_FLOW_MOD"); n != len(tab.Rules) {
 			t.Fatalf("%s: ovs-ofctl read %d flows of %d", spec, n, len(tab.Rules))
+		}
+	}
+}
+
+// QCN-Switch (spec §0.5): table 0 of every switch hands CNMs for its own
+// hosts to its logic (output:CONTROLLER, 128 bytes) and on to routing,
+// above the transit pass-through; no other frame, and no other mode, meets
+// the rule. Flat addressing has no switch prefix: one rule per host.
+func TestQCNSwitchInterceptRules(t *testing.T) {
+	for _, c := range []struct {
+		spec   string
+		scheme addressing.Scheme
+	}{{"dragonfly:p=2,a=4,h=2", addressing.PerGroup}, {"flatfly:dims=3x3,t=2", addressing.PerGroup}, {"dragonfly:p=2,a=4,h=2", addressing.Flat}} {
+		ctl := compile(t, c.spec, c.scheme, Options{Mode: QCNSwitch})
+		plan := ctl.Plan()
+		top := plan.Topology()
+		for sw := range top.Switches {
+			tab, err := ctl.Table(sw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rules []*Rule
+			for i := range tab.Rules {
+				if r := &tab.Rules[i]; r.Kind == KindCNM {
+					rules = append(rules, r)
+					if r.Table != TableCondition || r.Priority <= prioPassThrough || r.Controller != CNMMaxLen || r.Goto != TableRouting ||
+						r.Match.DlType != ethertype.CNM || r.Match.InPort != 0 || len(r.Out) != 0 {
+						t.Fatalf("%s switch %d: CNM rule %s", c.spec, sw, r.OpenFlow())
+					}
+					if !strings.Contains(r.OpenFlow(), "actions=controller(max_len=128),goto_table:1") {
+						t.Errorf("rendered %s", r.OpenFlow())
+					}
+				}
+			}
+			if len(rules) == 0 {
+				t.Fatalf("%s switch %d: no CNM rule", c.spec, sw)
+			}
+			// Every own host's address meets a CNM rule, no other host's.
+			for h := range top.Hosts {
+				mac := plan.HostMAC(h)
+				hit := false
+				for _, r := range rules {
+					hit = hit || r.Match.Matches(0, mac, ethertype.CNM)
+				}
+				if own := top.Hosts[h].Switch == sw; hit != own {
+					t.Fatalf("%s switch %d: host %d (own %v) meets the CNM rules: %v", c.spec, sw, h, own, hit)
+				}
+			}
+		}
+		if n := compile(t, c.spec, c.scheme, Options{Mode: Conditional}); func() int {
+			tab, _ := n.Table(0)
+			return tab.Count(KindCNM)
+		}() != 0 {
+			t.Errorf("%s: conditional mode has CNM rules", c.spec)
 		}
 	}
 }

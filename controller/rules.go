@@ -30,10 +30,11 @@ const (
 	KindCondition               // table 0: loads the paused-port bitmask the conditions test
 	KindGuard                   // source guard: drops a host port's frames from a source not its own
 	KindAdmit                   // source guard: passes the port's own source, DMP and transit frames on
+	KindCNM                     // QCN-Switch: table 0 hands CNMs for the switch's hosts to its own logic (PACKET_IN)
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -117,6 +118,10 @@ type Rule struct {
 	// ports into the metadata register; the switch's own condition logic
 	// rewrites its value (one FlowMod per change), never the controller.
 	WriteCond bool `json:"write_condition,omitempty"`
+	// Controller, when not 0, first sends the frame's first Controller
+	// bytes to the switch's own logic (OpenFlow's output:CONTROLLER with
+	// max_len): a PACKET_IN on its management connection.
+	Controller uint16 `json:"controller_max_len,omitempty"`
 }
 
 // Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
@@ -168,6 +173,9 @@ func (r *Rule) OpenFlow() string {
 	}
 	if r.SetDst != 0 {
 		acts = append(acts, "set_field:"+r.SetDst.String()+"->eth_dst")
+	}
+	if r.Controller != 0 {
+		acts = append(acts, fmt.Sprintf("controller(max_len=%d)", r.Controller))
 	}
 	for _, p := range r.Out {
 		if p == PortInPort {
@@ -234,7 +242,7 @@ func (t *Table) LookupPaused(inPort int, dst addressing.MAC, dlType uint16, paus
 }
 
 func pipelineOnly(k Kind) bool {
-	return k == KindRewrite || k == KindCondition || k == KindGuard || k == KindAdmit
+	return k == KindRewrite || k == KindCondition || k == KindGuard || k == KindAdmit || k == KindCNM
 }
 
 // loadsConditions reports whether a frame meets the table-0 rule that

@@ -237,8 +237,11 @@ type QCN struct {
 	Intercepted uint64 `json:"cnms_intercepted"` // by the switch of the victim's source
 	Dropped     uint64 `json:"cnms_dropped"`     // generated, never sent (no route, send error)
 	NoVictim    uint64 `json:"no_victim"`        // generated with no transit frame to blame
-	MaskWrites  uint64 `json:"mask_flowmods"`    // bitmask writes by the refresh draws
-	PChanges    uint64 `json:"p_changes"`
+	// Lost: sent and never intercepted (dropped by a full queue on the
+	// way: CNMs share the links' FIFO; or in flight when the point ended).
+	Lost       uint64 `json:"cnms_lost"`
+	MaskWrites uint64 `json:"mask_flowmods"` // bitmask writes by the refresh draws
+	PChanges   uint64 `json:"p_changes"`
 	// PMeanByClass is the mean probability of routing minimally over the
 	// transit ports of each class (local, global) at the point's end,
 	// percent; PMin the lowest.

@@ -562,10 +562,12 @@ func (d *decoder) qcn(n *node) QCN {
 			q.CNMPriority = false
 		}
 	}
-	if e := f["refresh"]; e != nil {
+	if e := f["refresh"]; e != nil && e.val.kind == scalarNode && e.val.typ == strScalar && e.val.text == "auto" {
+		q.Refresh = 0
+	} else if e != nil {
 		if v, ok := d.duration(e.val, path("refresh")); ok {
 			if v < 100*time.Microsecond || v > 10*time.Second {
-				d.errf(e.val, path("refresh"), "%s is out of range (want 100us to 10s)", v)
+				d.errf(e.val, path("refresh"), "%s is out of range (want auto, or 100us to 10s)", v)
 			} else {
 				q.Refresh = v
 			}

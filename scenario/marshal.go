@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ethfab/ethfab/internal/rate"
 )
@@ -124,7 +125,7 @@ func (s *Scenario) effectiveTree() *node {
 			"cnm_probability", mkFloat(q.CNMProbability),
 			"cnm_priority", mkBool(q.CNMPriority),
 			"realise", mkStr(q.Realise),
-			"refresh", mkStr(FormatDuration(q.Refresh))))
+			"refresh", mkStr(refreshString(q.Refresh))))
 	}
 	root.add("routing", routing)
 	links := mkMap(false)
@@ -362,4 +363,12 @@ func plainSafe(s string, user bool) bool {
 		return false
 	}
 	return plainUnitRe.MatchString(s) && !strings.HasPrefix(s, "0x") && !strings.HasPrefix(s, "0o") && !strings.HasPrefix(s, "0b")
+}
+
+// refreshString is routing.qcn.refresh as a scenario says it.
+func refreshString(d time.Duration) string {
+	if d == 0 {
+		return "auto"
+	}
+	return FormatDuration(d)
 }

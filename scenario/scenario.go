@@ -80,7 +80,7 @@ type QCN struct {
 	// Not built yet: CNMs share the data FIFO (spec §0.5's first step).
 	CNMPriority bool
 	Realise     string        // metadata: the bitmask from a random N every Refresh
-	Refresh     time.Duration // how often each switch draws N
+	Refresh     time.Duration // how often each switch draws N; 0: auto, by datapath
 }
 
 // QCN variants and the other enumerations of routing.qcn.
@@ -96,10 +96,10 @@ const (
 
 // DefaultQCN is routing.qcn's defaults (spec §A.3: 16 KB Qeq with a
 // 64 KB inter-switch queue, w = 2, a sample every 100 frames, Lf = 1/128,
-// Ai = 1 point, PCl = 100 frames, N refreshed every 5 ms).
+// Ai = 1 point, PCl = 100 frames, N refreshed at the datapath's pace).
 func DefaultQCN() QCN {
 	return QCN{Variant: QCNBase, Qeq: 16 << 10, W: 2, SampleEvery: 100, Qold: QoldSample, Lf: 1.0 / 128,
-		Ai: 1, PCl: 100, CNMProbability: 1, Realise: RealiseMeta, Refresh: 5 * time.Millisecond}
+		Ai: 1, PCl: 100, CNMProbability: 1, Realise: RealiseMeta}
 }
 
 // PauseScope is what an emulated PAUSE reaches.

@@ -170,6 +170,18 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("qcn %+v, want %+v", *s.Routing.QCN, want)
 	}
 	roundTrip(t, s)
+	// refresh: auto is the default, left to the datapath.
+	s, err = Parse("q.yaml", []byte("name: x\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nrouting:\n  mode: qcn-switch\n  qcn: {refresh: auto}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Routing.QCN.Refresh != 0 || DefaultQCN().Refresh != 0 {
+		t.Errorf("refresh auto read as %v (default %v), want 0", s.Routing.QCN.Refresh, DefaultQCN().Refresh)
+	}
+	if b, err := s.MarshalYAML(); err != nil || !strings.Contains(string(b), "refresh: auto") {
+		t.Errorf("effective scenario (%v) does not say refresh: auto:\n%s", err, b)
+	}
+	roundTrip(t, s)
 }
 
 // TestErrors pins the exact position and path of each error: an editor

@@ -368,6 +368,9 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 	for _, s := range m.switches {
 		for _, t := range s.taps {
 			t.retire = m.tapRetire
+			if t.qcn {
+				t.retire = qcnTapRetire
+			}
 		}
 	}
 	if (n > 0 || o.QCN != nil) && m.bpf != nil && m.bpf.HasTaps() {
@@ -682,7 +685,13 @@ func (m *Monitor) Poll() error {
 			}
 			if m.o.QCN != nil {
 				if p.qp != nil {
-					m.pollQCN(p, q.Backlog, q.QLen, m.queues.Read(uint32(idx)).DeqPkts, now)
+					// Departures: the program's counters, or the qdisc's
+					// (Open vSwitch: tbf counts what it dequeued).
+					deq := q.Packets
+					if m.queues != nil {
+						deq = m.queues.Read(uint32(idx)).DeqPkts
+					}
+					m.pollQCN(p, q.Backlog, q.QLen, deq, now)
 				}
 				continue
 			}

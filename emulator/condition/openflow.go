@@ -23,9 +23,16 @@ const (
 	ofError        = 1
 	ofEchoRequest  = 2
 	ofEchoReply    = 3
+	ofSetConfig    = 9
+	ofPacketIn     = 10
+	ofPacketOut    = 13
 	ofFlowMod      = 14
 	ofBarrierReq   = 20
 	ofBarrierReply = 21
+
+	ofpController = 0xfffffffd // OFPP_CONTROLLER
+	ofpatOutput   = 0
+	oxmInPort     = 0x80000004 // OXM_OF_IN_PORT: class 0x8000, field 0, length 4
 
 	ofModifyStrict = 2
 	ofNoBuffer     = 0xffffffff
@@ -47,6 +54,9 @@ type ofConn struct {
 	errs   atomic.Uint64
 	lastEr atomic.Value // string
 	done   chan struct{}
+	// packetIn, when set, gets every PACKET_IN: the port the frame came in
+	// on, its first bytes (valid only during the call) and when it was read.
+	packetIn atomic.Pointer[func(inPort uint32, frame []byte, at time.Time)]
 }
 
 // dialOF connects to "unix:PATH" (fabric.Switch.Mgmt) and says hello.
@@ -149,6 +159,15 @@ func (o *ofConn) read() {
 			if msg != "" {
 				o.lastEr.Store(msg)
 			}
+		case ofPacketIn:
+			if fn := o.packetIn.Load(); fn != nil {
+				if in, frame, err := parsePacketIn(body); err == nil {
+					(*fn)(in, frame, time.Now())
+				} else {
+					o.errs.Add(1)
+					o.lastEr.Store(err.Error())
+				}
+			}
 		case ofBarrierReply:
 			o.mu.Lock()
 			if ch, ok := o.wait[xid]; ok {
@@ -158,6 +177,83 @@ func (o *ofConn) read() {
 			o.mu.Unlock()
 		}
 	}
+}
+
+// receivePacketIns hands fn every PACKET_IN from now on. The management
+// socket is a service connection, and Open vSwitch sends those no
+// asynchronous message until they set a nonzero miss_send_len
+// (connmgr.c, ofconn_receives_async_msg): so this sends SET_CONFIG with
+// miss_send_len maxLen (spec §0.5's pitfall) and a barrier, so that PACKET_INs
+// flow when it returns.
+func (o *ofConn) receivePacketIns(maxLen uint16, fn func(inPort uint32, frame []byte, at time.Time)) error {
+	o.packetIn.Store(&fn)
+	b := header(ofSetConfig, 12, o.xid.Add(1))
+	// flags 0: OFPC_FRAG_NORMAL
+	binary.BigEndian.PutUint16(b[10:], maxLen)
+	if err := o.write(b); err != nil {
+		return err
+	}
+	return o.barrier(5 * time.Second)
+}
+
+// packetOutMsg is an OFPT_PACKET_OUT of frame from the controller
+// (buffer_id NO_BUFFER, in_port CONTROLLER) with one action: output on
+// port.
+func packetOutMsg(xid uint32, port uint32, frame []byte) []byte {
+	const actions = 16 // one ofp_action_output
+	b := header(ofPacketOut, 24+actions+len(frame), xid)
+	be := binary.BigEndian
+	be.PutUint32(b[8:], ofNoBuffer)
+	be.PutUint32(b[12:], ofpController)
+	be.PutUint16(b[16:], actions)
+	a := b[24:]
+	be.PutUint16(a[0:], ofpatOutput)
+	be.PutUint16(a[2:], actions)
+	be.PutUint32(a[4:], port)
+	// max_len 0: only for output to the controller
+	copy(b[24+actions:], frame)
+	return b
+}
+
+// packetOut sends frame out of the switch's port.
+func (o *ofConn) packetOut(port int, frame []byte) error {
+	return o.write(packetOutMsg(o.xid.Add(1), uint32(port), frame))
+}
+
+// parsePacketIn reads an OpenFlow 1.3 PACKET_IN body (after the header):
+// buffer_id, total_len, reason, table_id, cookie, an OXM match carrying
+// in_port, padded to 8, 2 bytes of pad, then the frame.
+func parsePacketIn(body []byte) (inPort uint32, frame []byte, err error) {
+	be := binary.BigEndian
+	const fixed = 16 // buffer_id 4, total_len 2, reason 1, table_id 1, cookie 8
+	if len(body) < fixed+4 {
+		return 0, nil, fmt.Errorf("packet-in: %d bytes", len(body))
+	}
+	m := body[fixed:]
+	if typ := be.Uint16(m); typ != 1 {
+		return 0, nil, fmt.Errorf("packet-in: match type %d, want OXM", typ)
+	}
+	mlen := int(be.Uint16(m[2:]))
+	padded := (mlen + 7) / 8 * 8
+	if mlen < 4 || len(m) < padded+2 {
+		return 0, nil, fmt.Errorf("packet-in: match of %d bytes in %d", mlen, len(m))
+	}
+	found := false
+	for f := m[4:mlen]; len(f) >= 4; {
+		h := be.Uint32(f)
+		n := 4 + int(h&0xff)
+		if len(f) < n {
+			return 0, nil, fmt.Errorf("packet-in: OXM field %#x of %d bytes in %d", h, n, len(f))
+		}
+		if h == oxmInPort {
+			inPort, found = be.Uint32(f[4:]), true
+		}
+		f = f[n:]
+	}
+	if !found {
+		return 0, nil, fmt.Errorf("packet-in without in_port")
+	}
+	return inPort, m[padded+2:], nil
 }
 
 // conditionFlowMod rewrites the table-0 rule that loads the condition

@@ -85,8 +85,10 @@ type Interception struct {
 	CPSwitch string    `json:"cp_switch"`
 	CPPort   int       `json:"cp_port"`
 	Fbq      uint8     `json:"fbq"`
-	// Applied: when the switch's logic had applied it (Time is when the
-	// CNM reached the switch, the datapath's stamp).
+	// Applied: when the switch's logic had applied it. Time is when the
+	// CNM reached the switch: the eBPF datapath's stamp; on Open vSwitch,
+	// when its PACKET_IN was read (the switch's upcall before is not in
+	// it: TestQCNCongestionPoint times it from the port, 0.4 ms median).
 	Applied time.Time `json:"applied"`
 }
 
@@ -139,16 +141,31 @@ type qcnPort struct {
 // once the ports and their interfaces are known.
 func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 	q := m.o.QCN
-	if m.bpf == nil || !m.bpf.HasTaps() {
-		return fmt.Errorf("qcn-switch runs on the eBPF datapath (ovs.datapath: ebpf): its congestion points read the program's queue counters and departure records, and it intercepts CNMs from them")
+	if m.bpf != nil && !m.bpf.HasTaps() {
+		return fmt.Errorf("qcn-switch on the eBPF datapath needs its departure records and CNM taps: this program was built without them")
 	}
 	if q.Qeq <= 0 || q.SampleEvery < 1 {
 		return fmt.Errorf("qcn: qeq %d and sample_every %d must be positive", q.Qeq, q.SampleEvery)
 	}
 	if q.Refresh <= 0 {
-		q.Refresh = 5 * time.Millisecond
+		q.Refresh = AutoRefresh(m.bpf != nil)
 	}
 	m.byIfindex = map[uint32]*port{}
+	// On Open vSwitch the departures come from the qdiscs' counters: one
+	// dump per namespace gives where they start.
+	var sent map[*port]uint64
+	if m.bpf == nil {
+		sent = map[*port]uint64{}
+		for _, np := range m.ns {
+			all, err := np.r.All()
+			if err != nil {
+				return err
+			}
+			for idx, p := range np.ports {
+				sent[p] = all[idx].Packets
+			}
+		}
+	}
 	for i := range comp.Top.Switches {
 		ts := &comp.Top.Switches[i]
 		name := ts.Name
@@ -189,14 +206,90 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 			}
 			// Departures count from now: those before the monitor ran
 			// are no sample's.
-			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold),
-				lastDeq: m.queues.Read(uint32(p.ifindex)).DeqPkts}
+			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold)}
+			if m.queues != nil {
+				p.qp.lastDeq = m.queues.Read(uint32(p.ifindex)).DeqPkts
+			} else {
+				p.qp.lastDeq = sent[p]
+			}
 			p.qp.tap = &tap{ns: ifc.ns, ifname: ifc.name, sw: s, num: p.num, qcn: true}
 			s.taps = append(s.taps, p.qp.tap)
 			m.byIfindex[uint32(p.ifindex)] = p
 		}
+		if of, ok := s.of.(*ofConn); ok {
+			// Open vSwitch: the table-0 rule of kind cnm (controller
+			// package) hands CNMs for this switch's hosts over as
+			// PACKET_INs, with the port they came in on.
+			err := of.receivePacketIns(controller.CNMMaxLen, func(in uint32, frame []byte, at time.Time) {
+				if p := s.ports[int(in)]; p != nil && p.qp != nil {
+					m.intercept(p, frame, at)
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("switch %s: asking for CNMs: %w", name, err)
+			}
+		}
 	}
 	return nil
+}
+
+// AutoRefresh is how often each switch draws N unless told
+// (routing.qcn.refresh: auto): 5 ms on the eBPF datapath, where a mask
+// write is a map update (2.3 µs); 20 ms on Open vSwitch, where it is a
+// FlowMod costing ovs-vswitchd 120–150 µs, so that 36 switches changing
+// their masks at every draw take 0.27 cores of it rather than 0.85
+// (BenchmarkMaskFlowMod).
+func AutoRefresh(ebpf bool) time.Duration {
+	if ebpf {
+		return 5 * time.Millisecond
+	}
+	return 20 * time.Millisecond
+}
+
+// qcnTapRetire is how long a QCN departure tap's socket ring (Open
+// vSwitch) keeps a block that is not full: the sampling clock sees a
+// port's transit departures at most that late. Only hot ports' taps are
+// open (above Qeq/4), so their timers cost little.
+const qcnTapRetire = 4 * time.Millisecond
+
+// openQCNTap switches a congestion point's departure tap on: a flag on
+// the eBPF datapath, a packet socket and its reader on Open vSwitch.
+// Called with the switch's pmu held.
+func (m *Monitor) openQCNTap(t *tap) error {
+	if err := t.open(); err != nil {
+		return err
+	}
+	if t.dp == nil {
+		m.readers.Add(1)
+		go m.listenQCN(t, t.r)
+	}
+	return nil
+}
+
+// closeQCNTap switches it off; a socket closes in the background (an RCU
+// grace period), and its reader ends with it. Called with pmu held.
+func (m *Monitor) closeQCNTap(t *tap) error {
+	if t.dp != nil {
+		return t.clear()
+	}
+	if t.s != nil {
+		k := t.s
+		t.s, t.r = nil, nil
+		go k.Close()
+	}
+	return nil
+}
+
+// listenQCN reads a departure tap's socket ring until it is closed.
+func (m *Monitor) listenQCN(t *tap, r *packet.Ring) {
+	defer m.readers.Done()
+	read := func(b []byte, wireLen int, _ int64) { t.sw.qcnDepart(t.num, b, wireLen) }
+	for {
+		r.ReadLen(read)
+		if r.Wait() != nil {
+			return // closed
+		}
+	}
 }
 
 // pollQCN runs one port's congestion point and probability increase on
@@ -221,7 +314,7 @@ func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
 	switch {
 	case !q.tapOn && Q >= m.o.QCN.Qeq/4:
 		s.pmu.Lock()
-		err := q.tap.open()
+		err := m.openQCNTap(q.tap)
 		s.pmu.Unlock()
 		if err != nil {
 			m.countTapErr()
@@ -230,7 +323,7 @@ func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
 		}
 	case q.tapOn && Q < m.o.QCN.Qeq/8:
 		s.pmu.Lock()
-		err := q.tap.clear()
+		err := m.closeQCNTap(q.tap)
 		s.pmu.Unlock()
 		if err != nil {
 			m.countTapErr()
@@ -304,6 +397,18 @@ func (m *Monitor) sendCNM(p *port, c qcn.CNM, to [6]byte) (int, string) {
 	if op == nil || op.qp == nil {
 		return out, fmt.Sprintf("port %d is not a transit port", out)
 	}
+	frame, err := c.Append(m.cnmBuf[:0])
+	if err != nil {
+		return out, err.Error()
+	}
+	m.cnmBuf = frame
+	if of, ok := s.of.(*ofConn); ok {
+		// Open vSwitch: a PACKET_OUT on the switch's own connection.
+		if err := of.packetOut(out, frame); err != nil {
+			return out, "packet-out: " + err.Error()
+		}
+		return out, ""
+	}
 	if op.qp.out == nil {
 		ifc := s.ifaces[out]
 		snd, err := packet.OpenSender(ifc.ns, ifc.name)
@@ -312,11 +417,6 @@ func (m *Monitor) sendCNM(p *port, c qcn.CNM, to [6]byte) (int, string) {
 		}
 		op.qp.out = snd
 	}
-	frame, err := c.Append(m.cnmBuf[:0])
-	if err != nil {
-		return out, err.Error()
-	}
-	m.cnmBuf = frame
 	if err := op.qp.out.Send(frame); err != nil {
 		return out, "send: " + err.Error()
 	}
@@ -341,22 +441,26 @@ func (s *sw) qcnDepart(num int, hdr []byte, wireLen int) {
 	s.pmu.Unlock()
 }
 
-// intercept applies a CNM the datapath recorded arriving on a switch
-// port, if it is addressed to one of that switch's hosts.
-func (m *Monitor) intercept(rec datapath.TapRecord) {
-	p := m.byIfindex[rec.Ifindex]
-	if p == nil {
-		return
+// interceptRecord applies a CNM the eBPF datapath recorded arriving on a
+// switch port (its stamp is when it arrived).
+func (m *Monitor) interceptRecord(rec datapath.TapRecord) {
+	if p := m.byIfindex[rec.Ifindex]; p != nil {
+		m.intercept(p, rec.Header, time.Unix(0, rec.Mono+m.wallOffset))
 	}
+}
+
+// intercept applies a CNM (its first bytes, cut) that arrived at at on
+// port p, if it is addressed to one of p's switch's hosts: the switch
+// lowers that port's probability.
+func (m *Monitor) intercept(p *port, frame []byte, at time.Time) {
 	var c qcn.CNM
-	if qcn.DecodeCut(rec.Header, &c) != nil {
+	if qcn.DecodeCut(frame, &c) != nil {
 		return
 	}
 	s := p.sw
 	if _, own := s.ingress[c.Dst]; !own {
 		return // in transit: the switch forwards it like any frame
 	}
-	now := time.Unix(0, rec.Mono+m.wallOffset)
 	m.smu.Lock()
 	ch, changed := s.qcn.logic.CNM(p.num, c.Fbq)
 	applied := time.Now()
@@ -366,7 +470,7 @@ func (m *Monitor) intercept(rec datapath.TapRecord) {
 	m.smu.Unlock()
 	m.mu.Lock()
 	m.qc.Intercepted++
-	m.intercepts.add(Interception{Time: now, Switch: s.name, Port: p.num,
+	m.intercepts.add(Interception{Time: at, Switch: s.name, Port: p.num,
 		CPSwitch: addressing.MACFromBytes(c.CPSwitch[:]).String(), CPPort: int(c.CPPort), Fbq: c.Fbq, Applied: applied}, m.o.LogSize)
 	m.mu.Unlock()
 }

@@ -332,7 +332,7 @@ func (m *Monitor) readTaps(rd *datapath.TapReader, taps map[tapKey]*tap) {
 		err := rd.Read(bpfTapPeriod, func(rec datapath.TapRecord) {
 			if rec.Flags&datapath.TapCNM != 0 {
 				if m.o.QCN != nil {
-					m.intercept(rec)
+					m.interceptRecord(rec)
 				}
 				return
 			}

@@ -220,6 +220,12 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 	var order [MaxTables][]*sub
 	for i := range t.Rules {
 		r := &t.Rules[i]
+		if r.Controller != 0 {
+			// A CNM interception rule (QCN-Switch): the program has no
+			// controller port; it records every CNM a port receives
+			// (TapCNM), and the frame routes on like any other.
+			continue
+		}
 		if int(r.Table) >= MaxTables || int(r.Goto) >= MaxTables {
 			return fmt.Errorf("rule %d uses table %d: the eBPF datapath has %d", i, max(r.Table, r.Goto), MaxTables)
 		}

@@ -85,8 +85,12 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 	}
 	if r.cond == nil && r.sc.Routing.Mode == controller.QCNSwitch {
 		q := r.sc.Routing.QCN
+		refresh := q.Refresh
+		if refresh == 0 {
+			refresh = condition.AutoRefresh(r.lab.BPF != nil)
+		}
 		r.say("qcn-switch (%s): congestion points at Qeq %s sample every %d transit departures; N drawn every %s",
-			q.Variant, scenario.FormatSize(q.Qeq), q.SampleEvery, scenario.FormatDuration(q.Refresh))
+			q.Variant, scenario.FormatSize(q.Qeq), q.SampleEvery, scenario.FormatDuration(refresh))
 		// The draws (N, victims) follow the first traffic phase's seed, so
 		// a rerun of the scenario draws the same sequence.
 		seed := int64(scenario.DefaultSeed)
@@ -109,11 +113,14 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 			// end can hold and resume at an eighth: a fixed frame count
 			// would never be reached on slow links, whose tbf queues are
 			// short.
-			rate := r.sc.Links[scenario.GlobalLinks].Rate
-			if rate == 0 {
-				rate = r.sc.Links[scenario.LocalLinks].Rate
+			ls := r.sc.Links[scenario.GlobalLinks]
+			if ls.Rate == 0 {
+				ls = r.sc.Links[scenario.LocalLinks]
 			}
-			_, limit := kernel.TBFParams(rate)
+			_, limit := kernel.TBFParams(ls.Rate)
+			if ls.Limit > 0 {
+				limit = uint32(ls.Limit) // the queue the scenario gave the links
+			}
 			if xoff.IsZero() {
 				xoff = scenario.Threshold{Value: int64(limit / 2), Unit: scenario.Bytes}
 			}
@@ -253,6 +260,9 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 	q := &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
 		Dropped: a.Dropped - b.Dropped, NoVictim: a.NoVictim - b.NoVictim, MaskWrites: a.MaskWrites - b.MaskWrites,
 		PChanges: a.PChanges - b.PChanges, PMeanByClass: byClass, PMin: low}
+	if sent := q.Generated - q.NoVictim - q.Dropped; sent > q.Intercepted {
+		q.Lost = sent - q.Intercepted
+	}
 	if len(bins) == 0 {
 		for t := 0.5; t <= time.Since(start).Seconds(); t += 0.5 {
 			bins = append(bins, t)

@@ -114,6 +114,12 @@ func (r *Ring) ready() bool {
 // gives the blocks back and returns how many frames it read. It never
 // blocks. frame is valid only during fn.
 func (r *Ring) Read(fn func(frame []byte, wallNs int64)) int {
+	return r.ReadLen(func(frame []byte, _ int, wallNs int64) { fn(frame, wallNs) })
+}
+
+// ReadLen is Read that also gives each frame's length on the wire, which
+// a snap length may have cut frame short of.
+func (r *Ring) ReadLen(fn func(frame []byte, wireLen int, wallNs int64)) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -129,7 +135,7 @@ func (r *Ring) Read(fn func(frame []byte, wallNs int64)) int {
 			h := (*unix.Tpacket3Hdr)(unsafe.Pointer(&blk[off]))
 			start := off + int(h.Mac)
 			if end := start + int(h.Snaplen); start <= len(blk) && end <= len(blk) {
-				fn(blk[start:end], int64(h.Sec)*1e9+int64(h.Nsec))
+				fn(blk[start:end], int(h.Len), int64(h.Sec)*1e9+int64(h.Nsec))
 				n++
 			}
 			if h.Next_offset == 0 {
