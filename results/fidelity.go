@@ -28,8 +28,11 @@ const (
 	MaxOutsideDrops = 0.001
 	// SaturatedBusy is the fraction of backlog samples in which a link
 	// end's queue must be non-empty for the link to count as saturated.
-	// Its achieved rate is measured while the queue stayed non-empty, so
-	// even a link saturated in bursts must show its configured rate.
+	// Its achieved rate is measured over the intervals between samples in
+	// which the queue provably never emptied (the backlog at the start
+	// covered the interval at the link's rate), so even a link saturated
+	// in bursts must show its configured rate, and a link that merely
+	// idled between bursts is not taken for one that fell behind.
 	SaturatedBusy = 0.2
 	// MinAchievedRate is the least fraction of its configured rate a
 	// saturated link must carry.

@@ -107,6 +107,10 @@ type Point struct {
 	// frames sent by every switch-side shaping queue): the work the
 	// emulation did, whatever the pattern's path lengths.
 	SwitchHopFPS float64 `json:"switch_hop_fps,omitempty"`
+	// SampleIntervalMS is the fabric sampler's backlog interval at the
+	// point's end (it doubles when a sample costs more than a tenth of
+	// it): the grain of the backlog series and of the links' rate check.
+	SampleIntervalMS float64 `json:"sample_interval_ms,omitempty"`
 
 	// RulePackets counts frames matched per rule kind (routing, valiant,
 	// ...), summed over every switch, during the point.

@@ -87,8 +87,10 @@ type LinkStats struct {
 	Bytes       uint64 // sent by the queue
 	Packets     uint64
 	AchievedBps float64 // over the whole sampled window
-	// BusyBps is the rate while the queue never emptied (BusySecs of
-	// it): a saturated link must carry its configured rate then.
+	// BusyBps is the rate while the queue provably never emptied (BusySecs
+	// of it: intervals between samples whose starting backlog covered the
+	// interval at the link's rate): a link must carry its configured rate
+	// then.
 	BusyBps     float64
 	BusySecs    float64
 	QueueDrops  uint64
@@ -97,9 +99,9 @@ type LinkStats struct {
 	MaxBacklog  uint64  // bytes
 }
 
-// minBusySecs is how long a queue must have stayed non-empty (summed over
-// the point) for its link's rate to be judged: long enough that tbf's
-// burst does not dominate the measurement.
+// minBusySecs is how long a queue must have provably stayed non-empty
+// (summed over the point) for its link's rate to be judged: long enough
+// that tbf's burst does not dominate the measurement.
 const minBusySecs = 0.25
 
 // Fill copies the fabric-side measurements into a result point: rule
@@ -116,6 +118,7 @@ func (r *Report) Fill(p *results.Point) {
 	}
 	p.CPU = r.CPU
 	p.SwitchHopFPS = r.SwitchHopFPS
+	p.SampleIntervalMS = float64(r.Interval) / float64(time.Millisecond)
 	p.PerSwitchInjected = p.PerSwitchInjected[:0]
 	for _, s := range r.PerSwitch {
 		p.PerSwitchInjected = append(p.PerSwitchInjected, results.SwitchInjected{
