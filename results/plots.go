@@ -319,7 +319,14 @@ func controlLoopChart(phase string, pts []Point) (plot.Chart, bool) {
 	c := plot.Chart{Title: fmt.Sprintf("%s: control loop at load %g", phase, p.Load), XLabel: timeLabel, YLabel: "fraction"}
 	c.Series = append(c.Series, plot.Series{Name: "accepted load", Points: xy(tl.T, tl.AcceptedLoad)})
 	if len(tl.NonminimalShare) > 0 {
-		c.Series = append(c.Series, plot.Series{Name: "non-minimal share", Points: xy(tl.T, tl.NonminimalShare)})
+		// Only bins that injected frames have a share (not the drain).
+		var pts []plot.Point
+		for i, p := range xy(tl.T, tl.NonminimalShare) {
+			if i < len(tl.InjectedFrames) && tl.InjectedFrames[i] > 0 {
+				pts = append(pts, p)
+			}
+		}
+		c.Series = append(c.Series, plot.Series{Name: "non-minimal share", Points: pts})
 	}
 	if q := p.QCN; q != nil && q.Series != nil && q.Series.Ports > 0 {
 		share := make([]float64, len(q.Series.PortsBelow50))

@@ -151,6 +151,9 @@ type Timeline struct {
 	AcceptedLoad     []float64 `json:"accepted_load"`
 	MeanBacklogBytes []float64 `json:"mean_backlog_bytes"`
 	NonminimalShare  []float64 `json:"nonminimal_share,omitempty"`
+	// InjectedFrames are the frames the hosts injected in each bin (eBPF
+	// datapath only, with NonminimalShare, which is 0 where it is 0).
+	InjectedFrames []uint64 `json:"injected_frames,omitempty"`
 }
 
 // Lateness counts the frames the traffic engine sent more than one slot

@@ -141,7 +141,7 @@ func checkTimeline(t *testing.T, r *Report, nonmin bool) {
 		t.Fatalf("no timeline bin over %v", r.Duration)
 	}
 	n := len(tl.T)
-	if len(tl.AcceptedLoad) != n || len(tl.MeanBacklogBytes) != n || (nonmin && len(tl.NonminimalShare) != n) || (!nonmin && tl.NonminimalShare != nil) {
+	if len(tl.AcceptedLoad) != n || len(tl.MeanBacklogBytes) != n || (nonmin && (len(tl.NonminimalShare) != n || len(tl.InjectedFrames) != n)) || (!nonmin && tl.NonminimalShare != nil) {
 		t.Fatalf("timeline series lengths: t %d, accepted %d, backlog %d, non-minimal %d", n, len(tl.AcceptedLoad), len(tl.MeanBacklogBytes), len(tl.NonminimalShare))
 	}
 	var sent float64
@@ -168,6 +168,13 @@ func checkTimeline(t *testing.T, r *Report, nonmin bool) {
 	}
 	if nonmin && most == 0 {
 		t.Error("no bin saw the probes routed non-minimally")
+	}
+	var inj uint64
+	for _, n := range tl.InjectedFrames {
+		inj += n
+	}
+	if inj > r.InjectedFrames {
+		t.Errorf("bins injected %d frames, the point %d", inj, r.InjectedFrames)
 	}
 }
 

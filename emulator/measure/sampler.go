@@ -579,14 +579,15 @@ func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats) {
 	next := bin{start: ts, delivered: d}
 	if b.sw != nil {
 		if sw, err := s.switches(context.Background()); err == nil {
-			_, _, share := s.frames(b.sw, sw)
+			inj, _, share := s.frames(b.sw, sw)
 			tl.NonminimalShare = append(tl.NonminimalShare, share)
+			tl.InjectedFrames = append(tl.InjectedFrames, inj)
 			next.sw = sw
 		}
 	}
 	if next.sw == nil {
 		// A failed read ends the series rather than misalign it.
-		tl.NonminimalShare = nil
+		tl.NonminimalShare, tl.InjectedFrames = nil, nil
 	}
 	*b = next
 }
