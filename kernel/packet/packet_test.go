@@ -238,7 +238,12 @@ func TestSenderSendsAndHearsNothing(t *testing.T) {
 	back := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
 	rx := open(t, b, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
 	local := open(t, a, Config{Protocol: ethertype.Traffic, IgnoreOutgoing: true})
-	linkUp(t, back, local, ethertype.Traffic) // both ends up, and a frame in
+	// Both directions: each end's qdisc is activated when the kernel's
+	// link watch sees its carrier, which can be a second after the other
+	// end's; until then the end drops what it is given, and a write
+	// still succeeds.
+	linkUp(t, back, local, ethertype.Traffic)
+	linkUp(t, local, back, ethertype.Traffic)
 	if _, err := unix.Write(tx.FD(), marked(ethertype.Traffic, 7)); err != nil {
 		t.Fatal(err)
 	}
