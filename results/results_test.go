@@ -241,7 +241,8 @@ func TestWriteLoadRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"dragonfly p=2 a=4 h=2", "### un", "`loss == 0`", "**FAIL**", "PASS", "plots/backlog-un.png", "trustworthy"} {
+	for _, want := range []string{"dragonfly p=2 a=4 h=2", "### un", "`loss == 0`", "**FAIL**", "PASS", "plots/backlog-un.png", "trustworthy",
+		"## QCN-Switch", "| un | 0.5 | 10 | 3 |", "plots/control-loop-un.png"} {
 		if !strings.Contains(string(sum1), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum1)
 		}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ethfab/ethfab/scenario"
 )
 
 // Summary renders summary.md from the metrics and the run directory's
@@ -118,6 +120,7 @@ func Summary(m *Metrics, files []string) string {
 	}
 
 	conditionsSummary(&b, m)
+	qcnSummary(&b, m)
 
 	b.WriteString("## Expectations\n\n")
 	if len(m.Expectations) == 0 {
@@ -307,4 +310,35 @@ func cpuSummary(b *strings.Builder, pts []Point) {
 			p.Load, p.SwitchHopFPS, c.Busiest.Process, c.Busiest.Thread, 100*c.Busiest.Cores, c.Vswitchd, c.Ethfab, c.Softirq)
 	}
 	b.WriteString("\n")
+}
+
+// qcnSummary renders QCN-Switch's section: what the congestion points and
+// switches did per point, and how evenly the first group's switches got
+// their traffic delivered (seed 004 Fig. 8).
+func qcnSummary(b *strings.Builder, m *Metrics) {
+	var pts []Point
+	for _, p := range m.Phases {
+		if p.QCN != nil {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	b.WriteString("## QCN-Switch\n\n")
+	b.WriteString("| phase | load | samples | CNMs | intercepted | lost | no victim | not sent | mask writes | P changes | mean P local / global | lowest P | delivered spread | least / others |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n")
+	for i := range pts {
+		p, q := &pts[i], pts[i].QCN
+		spread, least := "–", "–"
+		if v, ok := MetricValue(p, scenario.DeliveredSpread); ok {
+			spread = fmt.Sprintf("%.3f", v)
+		}
+		if v, ok := MetricValue(p, scenario.DeliveredMinRatio); ok {
+			least = fmt.Sprintf("%.3f", v)
+		}
+		fmt.Fprintf(b, "| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d | %.1f / %.1f | %.1f | %s | %s |\n", p.Name, p.Load, q.Samples, q.Generated,
+			q.Intercepted, q.Lost, q.NoVictim, q.Dropped, q.MaskWrites, q.PChanges, q.PMeanByClass["local"], q.PMeanByClass["global"], q.PMin, spread, least)
+	}
+	b.WriteString("\nSamples: congestion point samples of a non-empty queue; CNMs: samples with a positive feedback, each a CNM unless it found no victim or could not be sent (not sent); intercepted by the victim's source switch, or lost on the way (or in flight at the end). P: each transit port's probability of routing minimally, percent, at the point's end. Delivered: the first group's switches, load the sinks received from each one's hosts (seed 004 Fig. 8): the largest deviation from the group's mean, and the least switch over the mean of the others. `qcn-<phase>.csv` has every P change, `cnm-<phase>.csv` every CNM.\n\n")
 }

@@ -224,7 +224,7 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	t.FlipMS = results.NewDistribution(c.flip)
 	t.AppliedMS = results.NewDistribution(c.applied)
 	t.OnsetResolutionMS, t.ReactLimitMS = out.OnsetResolutionMS, out.ReactLimitMS
-	if c.m != nil {
+	if c.m != nil && !c.isQCN() {
 		run := *t
 		c.m.Conditions = &run
 	}

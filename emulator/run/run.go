@@ -441,7 +441,9 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		pt := pointOf(ph, string(r.lab.Routing), load, res)
 		pt.DeliveredBySourceSwitch = r.deliveredBySwitch(res)
 		rep.Fill(&pt)
-		pt.Conditions = conds
+		if qp == nil {
+			pt.Conditions = conds // QCN-Switch pauses nothing: its point has qcn instead
+		}
 		pt.QCN = qp
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
