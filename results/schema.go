@@ -181,6 +181,12 @@ type Drops struct {
 	Datapath uint64 `json:"datapath"` // OVS: frames its port sockets had no room for, failed upcalls, port drops not explained by a full queue
 	Kernel   uint64 `json:"kernel"`   // veth drops (receive backlog full) outside the qdisc
 	Socket   uint64 `json:"socket"`   // traffic engine: send errors, receive-socket drops
+	// What Socket is made of: sends refused for a full socket buffer
+	// (EAGAIN) or another error, and frames the receive rings had no room
+	// for (PACKET_STATISTICS).
+	SendAgain uint64 `json:"send_eagain,omitempty"`
+	SendOther uint64 `json:"send_other,omitempty"`
+	RxRing    uint64 `json:"rx_ring,omitempty"`
 }
 
 // CPUSplit is a point's CPU time by consumer, in cores (1.0 = one core

@@ -105,14 +105,15 @@ type LinkStats struct {
 const minBusySecs = 0.25
 
 // Fill copies the fabric-side measurements into a result point: rule
-// counters, non-minimal share, drops (keeping p.Drops.Socket), CPU,
+// counters, non-minimal share, drops (keeping the traffic engine's socket
+// drops), CPU,
 // per-switch injected throughput and backlog series.
 func (r *Report) Fill(p *results.Point) {
 	p.NonminimalShare = r.NonminimalShare
 	p.RulePackets = r.RulePackets
-	socket := p.Drops.Socket
+	socket, again, other, ring := p.Drops.Socket, p.Drops.SendAgain, p.Drops.SendOther, p.Drops.RxRing
 	p.Drops = r.Drops
-	p.Drops.Socket = socket
+	p.Drops.Socket, p.Drops.SendAgain, p.Drops.SendOther, p.Drops.RxRing = socket, again, other, ring
 	if r.CPUBusy >= 0 {
 		p.CPUBusy = r.CPUBusy
 	}

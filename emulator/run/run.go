@@ -502,7 +502,7 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
 		// offered, not sent, not lost. Everything else is the machine's.
-		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops},
+		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops, SendAgain: f.SendAgain, SendOther: f.SendOther, RxRing: f.RxDrops},
 	}
 }
 

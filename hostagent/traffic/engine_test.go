@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pat "github.com/ethfab/ethfab/traffic"
+	"golang.org/x/sys/unix"
 )
 
 func pattern(t testing.TB, l *testLab, name string, seed int64) pat.Pattern {
@@ -129,6 +130,14 @@ func TestEngineShapedCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	// Each host's frames in the fabric's queues stay charged to its send
+	// socket: its buffer must hold what the queues can (sendBuffer).
+	for i, s := range e.socks {
+		n, err := unix.GetsockoptInt(s.tx.FD(), unix.SOL_SOCKET, unix.SO_SNDBUF)
+		if err != nil || n < sendBuffer {
+			t.Fatalf("host %d: send buffer %d bytes (%v), want at least %d", i, n, err, sendBuffer)
+		}
+	}
 	run := func(load float64) *Result {
 		r, err := e.Run(context.Background(), Config{
 			Pattern: pattern(t, l, "permutation", 3), Load: load, RateBps: 20_000_000,

@@ -145,6 +145,15 @@ func (s *Sender) Send(frame []byte) error {
 	return err
 }
 
+// SetSendBuffer sets the socket's send buffer to n bytes, past
+// net.core.wmem_max where the process may (SO_SNDBUFFORCE).
+func (s *Sender) SetSendBuffer(n int) error {
+	if unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, n) == nil {
+		return nil
+	}
+	return unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
+}
+
 // Close closes the socket.
 func (s *Sender) Close() error {
 	if s.closed.Swap(true) {
