@@ -244,17 +244,12 @@ func byLoad(pts []Point) []switchCurve {
 // backlogChart shows the queue backlog over time of the hottest ports at
 // the highest load that has samples.
 func backlogChart(phase string, pts []Point) (plot.Chart, bool) {
-	var best *Point
-	for i := range pts {
-		if len(pts[i].Backlog) > 0 && (best == nil || pts[i].Load >= best.Load) {
-			best = &pts[i]
-		}
-	}
+	best := highest(pts, func(p *Point) bool { return len(p.Backlog) > 0 })
 	if best == nil {
 		return plot.Chart{}, false
 	}
 	series := append([]BacklogSeries(nil), best.Backlog...)
-	sort.SliceStable(series, func(i, j int) bool { return meanU(series[i].Bytes) > meanU(series[j].Bytes) })
+	sort.SliceStable(series, func(i, j int) bool { return mean(series[i].Bytes) > mean(series[j].Bytes) })
 	if len(series) > maxBacklogSeries {
 		series = series[:maxBacklogSeries]
 	}
@@ -273,7 +268,8 @@ func backlogChart(phase string, pts []Point) (plot.Chart, bool) {
 	return c, len(c.Series) > 0
 }
 
-func meanU(v []uint64) float64 {
+// mean is v's mean (0 when empty).
+func mean[T uint64 | float64](v []T) float64 {
 	if len(v) == 0 {
 		return 0
 	}
@@ -362,13 +358,6 @@ func pChart(phase string, pts []Point) (plot.Chart, bool) {
 		return plot.Chart{}, false
 	}
 	tr := append([]PTrace(nil), p.QCN.PTraces...)
-	mean := func(v []float64) float64 {
-		s := 0.0
-		for _, x := range v {
-			s += x
-		}
-		return s / float64(max(len(v), 1))
-	}
 	sort.SliceStable(tr, func(i, j int) bool { return mean(tr[i].P) < mean(tr[j].P) })
 	title := fmt.Sprintf("%s: P of group's transit ports at load %g", phase, p.Load)
 	if len(tr) > maxPTraces {

@@ -153,6 +153,9 @@ type conditionWriter interface {
 	barrier(timeout time.Duration) error
 	// rejected counts the changes the switch refused after accepting them.
 	rejected() uint64
+	// sendFrame sends a frame the switch's logic made (a CNM) out of one
+	// of its ports.
+	sendFrame(port int, frame []byte) error
 	close()
 }
 
@@ -292,11 +295,12 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		if !found {
 			return nil, fmt.Errorf("switch %s is not in topology %s", s.Name, top.Spec)
 		}
-		of, err := m.writerFor(lab, s, ts.ID)
+		ifaces := map[int]iface{}
+		of, err := m.writerFor(lab, s, ts.ID, ifaces)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
-		st := &sw{name: s.Name, of: of, ports: map[int]*port{}, ifaces: map[int]iface{}}
+		st := &sw{name: s.Name, of: of, ports: map[int]*port{}, ifaces: ifaces}
 		m.switches[s.Name] = st
 		bits := map[int]int{}
 		for i, p := range controller.CondPorts(ts) {
@@ -440,8 +444,10 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 }
 
 // writerFor connects to a switch's condition bitmask: its OpenFlow
-// management socket, or the eBPF datapath's conditions map.
-func (m *Monitor) writerFor(lab *fabric.Lab, s fabric.Switch, id int) (conditionWriter, error) {
+// management socket, or the eBPF datapath's conditions map. ifaces are
+// the switch's port interfaces (filled by New), where the eBPF datapath's
+// switch writes the frames its logic sends.
+func (m *Monitor) writerFor(lab *fabric.Lab, s fabric.Switch, id int, ifaces map[int]iface) (conditionWriter, error) {
 	if lab.BPF == nil {
 		return dialOF(s.Mgmt)
 	}
@@ -452,15 +458,20 @@ func (m *Monitor) writerFor(lab *fabric.Lab, s fabric.Switch, id int) (condition
 		}
 		m.bpf = h
 	}
-	return &bpfWriter{h: m.bpf, sw: id}, nil
+	return &bpfWriter{h: m.bpf, sw: id, ifaces: ifaces, out: map[int]*packet.Sender{}}, nil
 }
 
 // bpfWriter sets a switch's bitmask in the eBPF datapath's conditions
 // map: the write is the whole change (the next frame the switch forwards
-// reads it), so it is applied when it returns.
+// reads it), so it is applied when it returns. The switch's own frames
+// go out of a send-only packet socket on the port, opened at its first
+// frame: the path Open vSwitch's userspace datapath takes for a
+// PACKET_OUT.
 type bpfWriter struct {
-	h  *datapath.Handle
-	sw int
+	h      *datapath.Handle
+	sw     int
+	ifaces map[int]iface
+	out    map[int]*packet.Sender // by port; the monitor's smu serializes sendFrame
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -474,7 +485,28 @@ func (w *bpfWriter) setMaskAcked(mask uint64) (<-chan struct{}, time.Time, error
 
 func (w *bpfWriter) barrier(time.Duration) error { return nil }
 func (w *bpfWriter) rejected() uint64            { return 0 }
-func (w *bpfWriter) close()                      {}
+
+func (w *bpfWriter) sendFrame(port int, frame []byte) error {
+	snd := w.out[port]
+	if snd == nil {
+		ifc, ok := w.ifaces[port]
+		if !ok {
+			return fmt.Errorf("port %d has no interface", port)
+		}
+		var err error
+		if snd, err = packet.OpenSender(ifc.ns, ifc.name); err != nil {
+			return err
+		}
+		w.out[port] = snd
+	}
+	return snd.Send(frame)
+}
+
+func (w *bpfWriter) close() {
+	for _, snd := range w.out {
+		snd.Close()
+	}
+}
 
 // wire gives each switch the table the lab compiled for it, for the
 // reaction taps (conditional mode never rewrites addresses, so hosts carry
@@ -673,25 +705,14 @@ func (m *Monitor) Poll() error {
 		m.c.Polls++
 		m.c.PollTime += d
 		m.mu.Unlock()
-		for idx, p := range np.ports {
-			var q kernel.QdiscStats
-			if m.queues == nil {
-				var ok bool
-				if q, ok = all[idx]; !ok {
-					continue
-				}
-			} else {
-				q = m.counted(p, all)
+		for _, p := range np.ports {
+			q, ok := m.queue(p, all)
+			if !ok {
+				continue
 			}
 			if m.o.QCN != nil {
 				if p.qp != nil {
-					// Departures: the program's counters, or the qdisc's
-					// (Open vSwitch: tbf counts what it dequeued).
-					deq := q.Packets
-					if m.queues != nil {
-						deq = m.queues.Read(uint32(idx)).DeqPkts
-					}
-					m.pollQCN(p, q.Backlog, q.QLen, deq, now)
+					m.pollQCN(p, q.Backlog, q.QLen, q.Packets, now)
 				}
 				continue
 			}
@@ -762,15 +783,21 @@ func (m *Monitor) openQueues() error {
 	return nil
 }
 
-// counted is a port's queue from the datapath's counters, less what the
-// last resync found them above the qdisc's backlog; all, when not nil, is
-// a fresh dump to resync from.
-func (m *Monitor) counted(p *port, all map[int]kernel.QdiscStats) kernel.QdiscStats {
+// queue is a port's queue now: its backlog, and in Packets its departures
+// so far. With the datapath's queue counters they come from the program,
+// less what the last resync found them above the qdisc's backlog (all,
+// when not nil, is a fresh dump to resync from); without, from the dump
+// (tbf counts what it dequeued). ok is false when the dump lacks the port.
+func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats) (q kernel.QdiscStats, ok bool) {
+	if m.queues == nil {
+		q, ok = all[p.ifindex]
+		return q, ok
+	}
 	c := m.queues.Read(uint32(p.ifindex))
 	if t, ok := all[p.ifindex]; ok {
 		p.offPkts, p.offBytes = c.Len()-int64(t.QLen), c.Backlog()-int64(t.Backlog)
 	}
-	return kernel.QdiscStats{QLen: uint64(max(c.Len()-p.offPkts, 0)), Backlog: uint64(max(c.Backlog()-p.offBytes, 0))}
+	return kernel.QdiscStats{QLen: uint64(max(c.Len()-p.offPkts, 0)), Backlog: uint64(max(c.Backlog()-p.offBytes, 0)), Packets: c.DeqPkts}, true
 }
 
 // settle brings a port's pause state in line with its own queue and the
@@ -940,13 +967,6 @@ func (m *Monitor) Close() {
 	}
 	if m.tapReader != nil {
 		m.tapReader.Close()
-	}
-	for _, s := range m.switches {
-		for _, p := range s.ports {
-			if p.qp != nil && p.qp.out != nil {
-				p.qp.out.Close()
-			}
-		}
 	}
 	if m.queues != nil {
 		m.queues.Close()

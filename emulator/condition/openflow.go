@@ -215,8 +215,9 @@ func packetOutMsg(xid uint32, port uint32, frame []byte) []byte {
 	return b
 }
 
-// packetOut sends frame out of the switch's port.
-func (o *ofConn) packetOut(port int, frame []byte) error {
+// sendFrame sends frame out of the switch's port: a PACKET_OUT on the
+// switch's own connection.
+func (o *ofConn) sendFrame(port int, frame []byte) error {
 	return o.write(packetOutMsg(o.xid.Add(1), uint32(port), frame))
 }
 

@@ -133,7 +133,6 @@ type qcnPort struct {
 	// last interval, so transit counts every transit departure.
 	tap         *tap
 	tapOn, full bool
-	out         *packet.Sender // opened at its first CNM
 }
 
 // setupQCN gives every switch its QCN-Switch state and every watched
@@ -151,19 +150,17 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 		q.Refresh = AutoRefresh(m.bpf != nil)
 	}
 	m.byIfindex = map[uint32]*port{}
-	// On Open vSwitch the departures come from the qdiscs' counters: one
-	// dump per namespace gives where they start.
-	var sent map[*port]uint64
-	if m.bpf == nil {
-		sent = map[*port]uint64{}
-		for _, np := range m.ns {
-			all, err := np.r.All()
-			if err != nil {
-				return err
-			}
-			for idx, p := range np.ports {
-				sent[p] = all[idx].Packets
-			}
+	// Departures count from now: those before the monitor ran are no
+	// sample's. One dump per namespace gives where they start.
+	sent := map[*port]uint64{}
+	for _, np := range m.ns {
+		all, err := np.r.All()
+		if err != nil {
+			return err
+		}
+		for _, p := range np.ports {
+			q, _ := m.queue(p, all)
+			sent[p] = q.Packets
 		}
 	}
 	for i := range comp.Top.Switches {
@@ -204,14 +201,7 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 			if !ok {
 				return fmt.Errorf("switch %s port %d: no interface in the lab", name, p.num)
 			}
-			// Departures count from now: those before the monitor ran
-			// are no sample's.
-			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold)}
-			if m.queues != nil {
-				p.qp.lastDeq = m.queues.Read(uint32(p.ifindex)).DeqPkts
-			} else {
-				p.qp.lastDeq = sent[p]
-			}
+			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold), lastDeq: sent[p]}
 			p.qp.tap = &tap{ns: ifc.ns, ifname: ifc.name, sw: s, num: p.num, qcn: true}
 			s.taps = append(s.taps, p.qp.tap)
 			m.byIfindex[uint32(p.ifindex)] = p
@@ -402,22 +392,7 @@ func (m *Monitor) sendCNM(p *port, c qcn.CNM, to [6]byte) (int, string) {
 		return out, err.Error()
 	}
 	m.cnmBuf = frame
-	if of, ok := s.of.(*ofConn); ok {
-		// Open vSwitch: a PACKET_OUT on the switch's own connection.
-		if err := of.packetOut(out, frame); err != nil {
-			return out, "packet-out: " + err.Error()
-		}
-		return out, ""
-	}
-	if op.qp.out == nil {
-		ifc := s.ifaces[out]
-		snd, err := packet.OpenSender(ifc.ns, ifc.name)
-		if err != nil {
-			return out, "socket: " + err.Error()
-		}
-		op.qp.out = snd
-	}
-	if err := op.qp.out.Send(frame); err != nil {
+	if err := s.of.sendFrame(out, frame); err != nil {
 		return out, "send: " + err.Error()
 	}
 	return out, ""

@@ -129,8 +129,10 @@ type Sampler struct {
 	// hostPorts[i] are switch i's OpenFlow ports that face hosts.
 	hostPorts []map[int]bool
 	hostRate  []float64 // per switch: capacity of its host links, bits/s
-	group     []int
-	index     []int
+	// totalHostRate sums hostRate: the timeline's accepted load is over it.
+	totalHostRate float64
+	group         []int
+	index         []int
 
 	nss     []string
 	readers map[string]*kernel.StatsReader
@@ -216,6 +218,7 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 		if host {
 			s.hostPorts[a][l.A.Port] = true
 			s.hostRate[a] += rate
+			s.totalHostRate += rate
 		}
 		bLabel := l.B.Node
 		if b, ok := swIdx[l.B.Node]; ok {
@@ -458,7 +461,7 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 		ts := t.Sub(s.t0).Seconds()
 		s.record(ts, q)
 		if ts-s.bin.start >= s.opt.Bin.Seconds() {
-			s.closeBin(ts, q)
+			s.closeBin(ts, q, nil)
 		}
 		s.cost += took
 		recent[s.samples%costWindow] = took
@@ -484,19 +487,13 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
 	keep := s.tick%s.stride == 0
 	s.tick++
-	var inter, n uint64
-	for i := range q {
-		if !s.ends[i].hostFacing {
-			inter += q[i].Backlog
-			n++
-		}
-	}
-	if n > 0 {
-		s.bin.backlogSum += float64(inter) / float64(n)
-	}
-	s.bin.samples++
+	var inter, n uint64 // the inter-switch queues' backlog, for the bin
 	for i := range q {
 		b := q[i].Backlog
+		if !s.ends[i].hostFacing {
+			inter += b
+			n++
+		}
 		sr := &s.ser[i]
 		if dt := ts - sr.lastTS; sr.seen && s.ends[i].rateBps > 0 && float64(sr.lastBack) >= s.ends[i].rateBps/8*dt && q[i].Bytes >= sr.lastSent {
 			sr.busyBytes += q[i].Bytes - sr.lastSent
@@ -521,6 +518,10 @@ func (s *Sampler) record(ts float64, q []kernel.QdiscStats) {
 		sr.bytes = append(sr.bytes, uint32(min(b, 1<<32-1)))
 		sr.frames = append(sr.frames, uint32(min(q[i].QLen, 1<<32-1)))
 	}
+	if n > 0 {
+		s.bin.backlogSum += float64(inter) / float64(n)
+	}
+	s.bin.samples++
 	if !keep {
 		return
 	}
@@ -550,18 +551,16 @@ func (s *Sampler) delivered(q []kernel.QdiscStats) uint64 {
 }
 
 // closeBin ends the timeline bin at ts and starts the next. On the eBPF
-// datapath it reads the switches' rule counters for the bin's non-minimal
-// share (a map read and one link dump per namespace, well under a
-// millisecond each here); on Open vSwitch that takes an OpenFlow dump of
-// every bridge, too dear to do twice a second during a point, so the
-// timeline has no non-minimal share there.
-func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats) {
+// datapath it takes the switches' rule counters for the bin's non-minimal
+// share: sw when the caller has just read them (Stop), else it reads them
+// (a map read and one link dump per namespace, well under a millisecond
+// each here). On Open vSwitch that takes an OpenFlow dump of every
+// bridge, too dear to do twice a second during a point, so the timeline
+// has no non-minimal share there.
+func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats, sw []switchCounters) {
 	b := &s.bin
 	dt := ts - b.start
-	var rate float64
-	for _, r := range s.hostRate {
-		rate += r
-	}
+	rate := s.totalHostRate
 	d := s.delivered(q)
 	tl := &s.timeline
 	tl.BinS = s.opt.Bin.Seconds()
@@ -577,13 +576,14 @@ func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats) {
 	}
 	tl.MeanBacklogBytes = append(tl.MeanBacklogBytes, mean)
 	next := bin{start: ts, delivered: d}
-	if b.sw != nil {
-		if sw, err := s.switches(context.Background()); err == nil {
-			inj, _, share := s.frames(b.sw, sw)
-			tl.NonminimalShare = append(tl.NonminimalShare, share)
-			tl.InjectedFrames = append(tl.InjectedFrames, inj)
-			next.sw = sw
-		}
+	if b.sw != nil && sw == nil {
+		sw, _ = s.switches(context.Background()) // nil on error
+	}
+	if b.sw != nil && sw != nil {
+		inj, _, share := s.frames(b.sw, sw)
+		tl.NonminimalShare = append(tl.NonminimalShare, share)
+		tl.InjectedFrames = append(tl.InjectedFrames, inj)
+		next.sw = sw
 	}
 	if next.sw == nil {
 		// A failed read ends the series rather than misalign it.
@@ -652,7 +652,7 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
 	if ts := dur.Seconds(); ts-s.bin.start >= s.opt.Bin.Seconds()/2 {
-		s.closeBin(ts, q1)
+		s.closeBin(ts, q1, sw1)
 	}
 	r := s.report(dur, kernel.BusyFraction(s.cpu0, cpu1), q1, lnk1, sw1, lost1)
 	r.CPU = cpuSplit(s.threads0, threads1)

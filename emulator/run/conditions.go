@@ -295,7 +295,9 @@ func qcnSeries(start time.Time, bins []float64, p0 []condition.PortP, ps []condi
 			traces = append(traces, results.PTrace{Port: fmt.Sprintf("%s:%d", k.sw, k.port), Class: ports[i].Class})
 		}
 	}
+	// The logs are in poll order, not quite time order.
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].Time.Before(ps[j].Time) })
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Time.Before(cs[j].Time) })
 	at := func(t float64) time.Time { return start.Add(time.Duration(t * float64(time.Second))) }
 	next := 0 // the first change not yet applied
 	apply := func(until time.Time) {
@@ -307,6 +309,7 @@ func qcnSeries(start time.Time, bins []float64, p0 []condition.PortP, ps []condi
 	}
 	ser := &results.QCNSeries{Ports: len(ports)}
 	step := 0 // the traces' next sample, at step × PTraceStep
+	nextCNM := 0
 	prev := 0.0
 	for _, end := range bins {
 		// The traces' steps up to this bin's end (a millisecond's slack
@@ -321,8 +324,8 @@ func qcnSeries(start time.Time, bins []float64, p0 []condition.PortP, ps []condi
 		}
 		apply(at(end))
 		var sent int
-		for _, x := range cs {
-			if t := x.Time.Sub(start).Seconds(); t > prev && t <= end && x.Dropped == "" && !x.NoVictim {
+		for ; nextCNM < len(cs) && cs[nextCNM].Time.Sub(start).Seconds() <= end; nextCNM++ {
+			if x := cs[nextCNM]; x.Time.Sub(start).Seconds() > prev && x.Dropped == "" && !x.NoVictim {
 				sent++
 			}
 		}
