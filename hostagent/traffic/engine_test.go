@@ -171,3 +171,31 @@ func TestEngineShapedCaps(t *testing.T) {
 		t.Errorf("p50 latency %.0f µs at the cap vs %.0f µs below it", a.Latency.P50, low.Aggregate.Latency.P50)
 	}
 }
+
+// TestEngineBehindSchedule offers more than the senders can send (100 ns
+// slots at load 1), so every host falls behind and batches carry several
+// frames of one host: each must still get its own sequence number.
+func TestEngineBehindSchedule(t *testing.T) {
+	l := newLab(t, "flatfly:dims=2,t=2", 0) // 4 hosts
+	e, err := Open(l.hosts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	cfg := Config{
+		Pattern: pattern(t, l, "uniform", 1), Load: 1, RateBps: 80_000_000_000, // 100 ns slots
+		Duration: 300 * time.Millisecond, Drain: 200 * time.Millisecond, Seed: 7,
+	}
+	r, err := e.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("aggregate: %+v\nfidelity: %+v", r.Aggregate, r.Fidelity)
+	accounted(t, r)
+	if r.Fidelity.Unsent == 0 || r.Fidelity.LateFrames == 0 {
+		t.Errorf("unsent %d, late %d: the senders kept a 100 ns schedule, so nothing was behind", r.Fidelity.Unsent, r.Fidelity.LateFrames)
+	}
+	if r.Aggregate.Received == 0 {
+		t.Error("nothing received")
+	}
+}

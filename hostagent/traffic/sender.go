@@ -104,19 +104,27 @@ func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*sour
 // defaultBatch is Config.Batch's default.
 const defaultBatch = 16
 
-// batch is one sender's frames due at once: up to Config.Batch hosts, one
-// frame each (a host out of the heap is this sender's until it goes back),
-// sent in one io_uring submission.
+// maxPerHost bounds one host's frames in a batch, so that one host far
+// behind does not fill a batch while others wait. With one frame per host
+// per batch, a host that fell behind caught up at one frame per batch
+// time: conditional routing on DF(2,3,2), adv+1 at 20 Mbit/s, load 0.5,
+// had senders up to 851 ms late (3 runs: 0-9.4% unsent), and up to
+// 218 ms with 4 (4 runs: 0-3.2%).
+const maxPerHost = 4
+
+// batch is one sender's frames due at once: up to Config.Batch frames,
+// up to maxPerHost of each host, in order (a host out of the heap is this
+// sender's until it goes back), sent in one io_uring submission.
 type batch struct {
 	ring   *uring.Ring // nil: write(2) per frame
-	srcs   []*source
-	at     []int64 // each frame's scheduled time
+	srcs   []*source   // each frame's source (a host may have several)
+	hosts  []*source   // the distinct sources, out of the heap meanwhile
+	at     []int64     // each frame's scheduled time
 	frames [][]byte
 	fds    []int
 	bufs   [][]byte
 	meas   []bool
 	sent   []*source // the sources of bufs
-	dst    []int32   // and their frames' destinations
 	res    []int32
 }
 
@@ -165,24 +173,30 @@ func (w *senders) loop(ctx context.Context) {
 			sleep(wait)
 			continue
 		}
-		b.srcs, b.at = b.srcs[:0], b.at[:0]
+		b.srcs, b.at, b.hosts = b.srcs[:0], b.at[:0], b.hosts[:0]
 		for len(b.srcs) < len(b.frames) && len(w.heap) > 0 && w.heap[0].next*slot <= now {
 			s := w.heap[0]
 			w.pop()
-			b.srcs = append(b.srcs, s)
-			b.at = append(b.at, s.next*slot)
+			// A host behind its schedule sends its due frames together,
+			// in order: one frame per host per batch held a host that had
+			// fallen behind to one frame per batch time.
+			for k := 0; k < maxPerHost && len(b.srcs) < len(b.frames) && s.next*slot <= now && s.next*slot < end; k++ {
+				b.srcs = append(b.srcs, s)
+				b.at = append(b.at, s.next*slot)
+				s.next += s.gap()
+			}
+			b.hosts = append(b.hosts, s)
 		}
-		w.inflight += len(b.srcs)
+		w.inflight += len(b.hosts)
 		w.mu.Unlock()
 		w.send(b, now, &h)
 		w.mu.Lock()
-		for _, s := range b.srcs {
-			s.next += s.gap()
+		for _, s := range b.hosts {
 			if s.next*slot < end {
 				w.push(s)
 			}
 		}
-		w.inflight -= len(b.srcs)
+		w.inflight -= len(b.hosts)
 		w.mu.Unlock()
 	}
 }
@@ -219,7 +233,7 @@ const unsentDrawBudget = 1 << 20
 // frame built, and all go to the kernel in one io_uring submission (or a
 // write(2) each).
 func (w *senders) send(b *batch, now int64, h *pat.Header) {
-	b.fds, b.bufs, b.meas, b.sent, b.dst = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0], b.dst[:0]
+	b.fds, b.bufs, b.meas, b.sent = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0]
 	for i, s := range b.srcs {
 		at := b.at[i]
 		d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
@@ -242,7 +256,11 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		copy(h.Dst[:], w.e.hosts[d].MAC)
 		copy(h.Src[:], w.e.hosts[s.host].MAC)
 		h.SrcHost, h.DstHost = uint32(s.host), uint32(d)
+		// Numbered as built: a batch can hold several frames of a host
+		// to one destination. A refused frame leaves a gap, which a sink
+		// takes for a loss, not a reordering.
 		h.Seq = s.seq[int32(d)]
+		s.seq[int32(d)]++
 		h.SendNs = uint64(monoNow())
 		frame := b.frames[len(b.bufs)]
 		pat.Encode(frame, h)
@@ -250,7 +268,6 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		b.bufs = append(b.bufs, frame)
 		b.meas = append(b.meas, measured)
 		b.sent = append(b.sent, s)
-		b.dst = append(b.dst, int32(d))
 	}
 	if len(b.bufs) == 0 {
 		return
@@ -287,7 +304,6 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		r := b.res[i]
 		switch {
 		case r >= 0:
-			s.seq[b.dst[i]]++
 			if b.meas[i] {
 				s.stats.sent++
 			}
