@@ -65,6 +65,8 @@ type Controller struct {
 	plan *addressing.Plan
 	opts Options
 	tree [][]int32 // per switch: ports on the broadcast tree
+	// levelFirst is a fat tree's first switch ID per level (paths.go).
+	levelFirst []int
 }
 
 // New prepares a controller; tables are compiled on demand per switch.
@@ -84,6 +86,17 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("%s routing does not combine with assign rewrite (use assign static or dmp)", opts.Mode)
 	}
 	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
+	if k := c.top.Spec.Kind; k.Testbed() {
+		if opts.Mode != Minimal {
+			return nil, fmt.Errorf("%s routing needs a Dragonfly, a Flattened Butterfly or a Clos; a %s is routed minimally (shortest paths, controller/paths.go)", opts.Mode, k)
+		}
+		if plan.Scheme != addressing.Flat && plan.Scheme != addressing.PerSwitch {
+			return nil, fmt.Errorf("addressing %s needs groups, which a %s does not have: use flat or per-switch", plan.Scheme, k)
+		}
+		if k == topology.FatTree {
+			c.levelFirst = levelFirsts(c.top)
+		}
+	}
 	c.tree = spanningTree(c.top)
 	return c, nil
 }
@@ -108,6 +121,8 @@ func (c *Controller) HopBound() int {
 			return len(s.Dims) + 1
 		}
 		return len(s.Dims)
+	case topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos, topology.FatTree:
+		return c.top.Diameter()
 	default:
 		return 2 * (s.Levels - 1)
 	}

@@ -8,7 +8,8 @@ import (
 
 // directRules compiles Dragonfly and Flattened Butterfly routing: one entry
 // per destination host, switch or group (seed 000 Eq. 1), compacted on
-// request, plus the Valiant detours.
+// request, plus the Valiant detours; and minimal routing on seed 002's
+// topologies (paths.go), per host or switch.
 func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 	var own, remote []entry
 	add := func(d int, e entry) {
@@ -127,8 +128,11 @@ func (c *Controller) groupSwitches(g int) (first, n int) {
 // hop is the minimal first hop from switch s towards switch d.
 func (c *Controller) hop(s *topology.Switch, d int) int32 {
 	ds := &c.top.Switches[d]
-	if c.top.Spec.Kind == topology.Dragonfly {
+	switch {
+	case c.top.Spec.Kind == topology.Dragonfly:
 		return c.dfHop(s, ds.Group, ds.Index)
+	case c.top.Spec.Kind.Testbed():
+		return c.pathHop(s, d)
 	}
 	return c.fbHop(s, ds.Coords, 0)
 }

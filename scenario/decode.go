@@ -224,7 +224,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 	} else {
 		s.Topology, topoOK = d.topology(e.val, "topology")
 	}
-	s.Addressing = d.addressing(f["addressing"])
+	s.Addressing = d.addressing(f["addressing"], s.Topology.Kind)
 	s.Routing = d.routing(f["routing"])
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	s.OVS.Datapath = DatapathAuto
@@ -278,10 +278,10 @@ func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
 	}
 	ke := n.get("kind")
 	if ke == nil || ke.val.kind == nullNode {
-		d.errf(n, join(path, "kind"), "required: dragonfly, flatfly or clos")
+		d.errf(n, join(path, "kind"), "required: dragonfly, flatfly, clos, mesh, torus, ring, mtree, myriclos or fattree")
 		return sp, false
 	}
-	k, ok := d.enum(ke.val, join(path, "kind"), "dragonfly", "flatfly", "clos")
+	k, ok := d.enum(ke.val, join(path, "kind"), "dragonfly", "flatfly", "clos", "mesh", "torus", "ring", "mtree", "myriclos", "fattree")
 	if !ok {
 		return sp, false
 	}
@@ -298,28 +298,9 @@ func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
 		case "kind":
 		case "dims":
 			sp.Dims = d.dims(e.val, p)
-		case "p", "a", "h", "g", "t", "k", "levels", "pods":
-			v, ok := d.smallInt(e.val, p)
-			if !ok {
-				continue
-			}
-			switch key {
-			case "p":
-				sp.P = v
-			case "a":
-				sp.A = v
-			case "h":
-				sp.H = v
-			case "g":
-				sp.G = v
-			case "t":
-				sp.T = v
-			case "k":
-				sp.K = v
-			case "levels":
-				sp.Levels = v
-			case "pods":
-				sp.Pods = v
+		default:
+			if v, ok := d.smallInt(e.val, p); ok {
+				*sp.Param(key) = v
 			}
 		}
 	}
@@ -372,8 +353,13 @@ func (d *decoder) dims(n *node, path string) []int {
 	return out
 }
 
-func (d *decoder) addressing(e *entry) Addressing {
+// addressing reads the addressing section. Its default scheme is
+// per-group, or per-switch on seed 002's topologies, which have no groups.
+func (d *decoder) addressing(e *entry, kind topology.Kind) Addressing {
 	a := Addressing{Scheme: addressing.PerGroup, Assign: addressing.AssignStatic, SourceGuard: true}
+	if kind.Testbed() {
+		a.Scheme = addressing.PerSwitch
+	}
 	if e == nil {
 		return a
 	}
@@ -1000,6 +986,20 @@ func beforeDMPNode(f map[string]*entry, i int) *node {
 
 // crossChecks are the rules that span sections.
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
+	if k := s.Topology.Kind; k.Testbed() {
+		// Seed 002's topologies are routed on shortest paths
+		// (controller/paths.go), addressed by host or switch.
+		if re := f["routing"]; re != nil && s.Routing.Mode != controller.Minimal {
+			if me := re.val.get("mode"); me != nil {
+				d.errf(me.val, "routing.mode", "%s routing needs a dragonfly, flatfly or clos topology; a %s is routed minimally (shortest paths)", s.Routing.Mode, k)
+			}
+		}
+		if ae := f["addressing"]; ae != nil && s.Addressing.Scheme == addressing.PerGroup {
+			if se := ae.val.get("scheme"); se != nil {
+				d.errf(se.val, "addressing.scheme", "per-group needs groups, which a %s does not have: use flat or per-switch", k)
+			}
+		}
+	}
 	if s.Routing.Mode == controller.QCNSwitch && s.Topology.Kind != "" && s.Topology.Kind != topology.Dragonfly && s.Topology.Kind != topology.FlatFly {
 		// The variants speak of a Dragonfly's transit (local and global)
 		// ports and groups; a Flattened Butterfly's dimension ports are its

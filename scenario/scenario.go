@@ -128,9 +128,9 @@ const (
 // ClassesOf lists the link classes a topology kind has.
 func ClassesOf(k topology.Kind) []LinkClass {
 	switch k {
-	case topology.FlatFly:
+	case topology.FlatFly, topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos:
 		return []LinkClass{HostLinks, LocalLinks}
-	case topology.Dragonfly, topology.Clos:
+	case topology.Dragonfly, topology.Clos, topology.FatTree:
 		return []LinkClass{HostLinks, LocalLinks, GlobalLinks}
 	}
 	return nil

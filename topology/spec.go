@@ -20,6 +20,38 @@ const (
 	Clos      Kind = "clos"
 )
 
+// The testbed topologies of seed 002 (Table 11, Fig. 10, Figs 4/5): the
+// networks switch-tagged VLAN routing runs on (grid.go, trees.go).
+const (
+	Mesh     Kind = "mesh"
+	Torus    Kind = "torus"
+	Ring     Kind = "ring"
+	MTree    Kind = "mtree"
+	MyriClos Kind = "myriclos"
+	FatTree  Kind = "fattree"
+)
+
+// kinds lists every Kind, for errors.
+const kinds = "dragonfly, flatfly, clos, mesh, torus, ring, mtree, myriclos or fattree"
+
+// Grid reports the kinds whose switches sit at the points of a k1 x k2 x
+// ... array (Dims, Coords): Flattened Butterflies, meshes, tori and
+// M-trees.
+func (k Kind) Grid() bool {
+	return k == FlatFly || k == Mesh || k == Torus || k == MTree
+}
+
+// Testbed reports seed 002's testbed topologies (Table 11: meshes, tori,
+// rings, M-trees, Myrinet-Clos, fat trees), which ethfab routes on
+// shortest paths (controller/paths.go) rather than seed 000's schemes.
+func (k Kind) Testbed() bool {
+	switch k {
+	case Mesh, Torus, Ring, MTree, MyriClos, FatTree:
+		return true
+	}
+	return false
+}
+
 // Spec is a topology's parameters, as written on the command line
 // (`dragonfly:p=4,a=8,h=4`) or in a scenario file. Only the fields of its
 // Kind are meaningful.
@@ -44,6 +76,18 @@ type Spec struct {
 	K      int
 	Levels int
 	Pods   int
+
+	// Mesh, torus and M-tree: Dims and T as a Flattened Butterfly's.
+	// Torus and ring: Links parallel links between neighbours (1, or 2 for
+	// seed 002 Table 3's tori, whose second link breaks the ring's cycle).
+	// Ring and Myri-Clos: N switches (a Myri-Clos has N in each column).
+	Links int
+	N     int
+
+	// Fat tree (seed 002 Table 3's (u,d,r), trees.go): R levels above the
+	// leaves; U up ports on every switch below the top, D down ports on
+	// every switch above the leaves; T hosts per leaf (default U).
+	U, D, R int
 }
 
 // ParamError names the parameter of a Spec that makes it impossible.
@@ -71,9 +115,9 @@ func ParseSpec(s string) (Spec, error) {
 	kind, params, _ := strings.Cut(strings.TrimSpace(s), ":")
 	sp := Spec{Kind: Kind(strings.ToLower(strings.TrimSpace(kind)))}
 	switch sp.Kind {
-	case Dragonfly, FlatFly, Clos:
+	case Dragonfly, FlatFly, Clos, Mesh, Torus, Ring, MTree, MyriClos, FatTree:
 	default:
-		return Spec{}, fmt.Errorf("topology %q: unknown kind %q (want dragonfly, flatfly or clos)", s, kind)
+		return Spec{}, fmt.Errorf("topology %q: unknown kind %q (want %s)", s, kind, kinds)
 	}
 	seen := map[string]bool{}
 	for _, kv := range strings.Split(params, ",") {
@@ -91,7 +135,7 @@ func ParseSpec(s string) (Spec, error) {
 			return Spec{}, fmt.Errorf("topology %q: parameter %s given twice", s, key)
 		}
 		seen[key] = true
-		if key == "dims" && sp.Kind == FlatFly {
+		if key == "dims" && sp.Kind.Grid() {
 			for _, d := range strings.Split(val, "x") {
 				n, err := strconv.Atoi(d)
 				if err != nil {
@@ -127,9 +171,23 @@ func (s Spec) ParamNames() []string {
 		return []string{"dims", "t"}
 	case Clos:
 		return []string{"k", "levels", "pods"}
+	case Mesh, MTree:
+		return []string{"dims", "t"}
+	case Torus:
+		return []string{"dims", "t", "links"}
+	case Ring:
+		return []string{"n", "t", "links"}
+	case MyriClos:
+		return []string{"n", "t"}
+	case FatTree:
+		return []string{"u", "d", "r", "t"}
 	}
 	return nil
 }
+
+// Param is the field of an integer parameter of s's Kind (one of
+// ParamNames but dims), nil for any other name.
+func (s *Spec) Param(key string) *int { return s.intParam(key) }
 
 func (s *Spec) intParam(key string) *int {
 	switch s.Kind {
@@ -144,8 +202,32 @@ func (s *Spec) intParam(key string) *int {
 		case "g":
 			return &s.G
 		}
-	case FlatFly:
+	case FlatFly, Mesh, MTree:
 		if key == "t" {
+			return &s.T
+		}
+	case Torus, Ring, MyriClos:
+		switch key {
+		case "t":
+			return &s.T
+		case "links":
+			if s.Kind != MyriClos {
+				return &s.Links
+			}
+		case "n":
+			if s.Kind != Torus {
+				return &s.N
+			}
+		}
+	case FatTree:
+		switch key {
+		case "u":
+			return &s.U
+		case "d":
+			return &s.D
+		case "r":
+			return &s.R
+		case "t":
 			return &s.T
 		}
 	case Clos:
@@ -177,6 +259,18 @@ func (s Spec) Normalize() Spec {
 		}
 	case FlatFly:
 		s.Dims = append([]int(nil), s.Dims...)
+	case Mesh, Torus, MTree, Ring, MyriClos:
+		s.Dims = append([]int(nil), s.Dims...)
+		if s.T == 0 {
+			s.T = 1
+		}
+		if s.Links == 0 && (s.Kind == Torus || s.Kind == Ring) {
+			s.Links = 1
+		}
+	case FatTree:
+		if s.T == 0 {
+			s.T = s.U
+		}
 	}
 	return s
 }
@@ -249,8 +343,70 @@ func (s Spec) Validate() error {
 		if s.Pods < 2 || s.Pods > s.maxPods() {
 			return paramErr(s.Kind, "pods", "must be between 2 and %d for k=%d with %d levels, got %d", s.maxPods(), s.K, s.Levels, s.Pods)
 		}
+	case Mesh, Torus, MTree:
+		if len(s.Dims) == 0 {
+			return paramErr(s.Kind, "dims", "needs at least one dimension, e.g. dims=4x4")
+		}
+		n := int64(1)
+		for i, k := range s.Dims {
+			if k < 2 {
+				return paramErr(s.Kind, "dims", "dimension %d has size %d; each needs at least 2 switches", i+1, k)
+			}
+			n *= int64(k)
+			if n > maxHosts {
+				return paramErr(s.Kind, "dims", "%d switches is too many", n)
+			}
+		}
+		if err := s.validateHosts(n); err != nil {
+			return err
+		}
+		if s.Kind == Torus && s.Links != 1 && s.Links != 2 {
+			return paramErr(s.Kind, "links", "must be 1 or 2 links between neighbours, got %d", s.Links)
+		}
+	case Ring:
+		if s.N < 2 || s.N > maxHosts {
+			return paramErr(s.Kind, "n", "must be at least 2 switches, got %d", s.N)
+		}
+		if s.Links != 1 && s.Links != 2 {
+			return paramErr(s.Kind, "links", "must be 1 or 2 links between neighbours, got %d", s.Links)
+		}
+		return s.validateHosts(int64(s.N))
+	case MyriClos:
+		if s.N < 1 || s.N > 4096 {
+			return paramErr(s.Kind, "n", "must be 1 to 4096 switches per column, got %d", s.N)
+		}
+		return s.validateHosts(2 * int64(s.N))
+	case FatTree:
+		if s.U < 1 {
+			return paramErr(s.Kind, "u", "must be at least 1 up port, got %d", s.U)
+		}
+		if s.D < s.U || s.D%s.U != 0 {
+			return paramErr(s.Kind, "d", "must be a multiple of u = %d (a level's switches are grouped d/u groups at a time), got %d", s.U, s.D)
+		}
+		if s.R < 1 {
+			return paramErr(s.Kind, "r", "must be at least 1 level above the leaves, got %d", s.R)
+		}
+		leaves := int64(s.D)
+		for i := 1; i < s.R; i++ {
+			leaves *= int64(s.D / s.U)
+			if leaves > maxHosts {
+				return paramErr(s.Kind, "r", "more than %d leaves", maxHosts)
+			}
+		}
+		return s.validateHosts(leaves)
 	default:
-		return fmt.Errorf("topology: unknown kind %q (want dragonfly, flatfly or clos)", s.Kind)
+		return fmt.Errorf("topology: unknown kind %q (want %s)", s.Kind, kinds)
+	}
+	return nil
+}
+
+// validateHosts checks T for a fabric of n access switches.
+func (s Spec) validateHosts(n int64) error {
+	if s.T < 1 {
+		return paramErr(s.Kind, "t", "must be at least 1 host per switch, got %d", s.T)
+	}
+	if n*int64(s.T) > maxHosts {
+		return paramErr(s.Kind, "t", "%d hosts is too many", n*int64(s.T))
 	}
 	return nil
 }
@@ -266,15 +422,29 @@ func (s Spec) String() string {
 	case Dragonfly:
 		parts = []string{"p=" + strconv.Itoa(s.P), "a=" + strconv.Itoa(s.A), "h=" + strconv.Itoa(s.H), "g=" + strconv.Itoa(s.G)}
 	case FlatFly:
-		ds := make([]string, len(s.Dims))
-		for i, d := range s.Dims {
-			ds[i] = strconv.Itoa(d)
-		}
-		parts = []string{"dims=" + strings.Join(ds, "x"), "t=" + strconv.Itoa(s.T)}
+		parts = []string{"dims=" + dimsString(s.Dims), "t=" + strconv.Itoa(s.T)}
 	case Clos:
 		parts = []string{"k=" + strconv.Itoa(s.K), "levels=" + strconv.Itoa(s.Levels), "pods=" + strconv.Itoa(s.Pods)}
+	case Mesh, MTree:
+		parts = []string{"dims=" + dimsString(s.Dims), "t=" + strconv.Itoa(s.T)}
+	case Torus:
+		parts = []string{"dims=" + dimsString(s.Dims), "t=" + strconv.Itoa(s.T), "links=" + strconv.Itoa(s.Links)}
+	case Ring:
+		parts = []string{"n=" + strconv.Itoa(s.N), "t=" + strconv.Itoa(s.T), "links=" + strconv.Itoa(s.Links)}
+	case MyriClos:
+		parts = []string{"n=" + strconv.Itoa(s.N), "t=" + strconv.Itoa(s.T)}
+	case FatTree:
+		parts = []string{"u=" + strconv.Itoa(s.U), "d=" + strconv.Itoa(s.D), "r=" + strconv.Itoa(s.R), "t=" + strconv.Itoa(s.T)}
 	}
 	return string(s.Kind) + ":" + strings.Join(parts, ",")
+}
+
+func dimsString(dims []int) string {
+	ds := make([]string, len(dims))
+	for i, d := range dims {
+		ds[i] = strconv.Itoa(d)
+	}
+	return strings.Join(ds, "x")
 }
 
 // MarshalText writes the Spec as String does, so a Spec in JSON (a lab's
@@ -323,6 +493,31 @@ func (s Spec) Size() (hosts, switches, ports int) {
 		hosts = s.Pods * half * half
 		switches = (hosts*(2*s.Levels-1) + s.K - 1) / s.K
 		return hosts, switches, switches * s.K
+	case Mesh, Torus, MTree:
+		// Every switch counted with a port per neighbour and lane, the
+		// mesh's and M-tree's edges included: an upper bound.
+		switches = 1
+		for _, k := range s.Dims {
+			switches *= k
+		}
+		return switches * s.T, switches, switches * (s.T + 2*len(s.Dims)*max(1, s.Links))
+	case Ring:
+		return s.N * s.T, s.N, s.N * (s.T + 2*s.Links)
+	case MyriClos:
+		return 2 * s.N * s.T, 2 * s.N, 2 * s.N * (s.T + s.N)
+	case FatTree:
+		if s.U < 1 || s.D < s.U || s.R < 1 {
+			return 0, 0, 0
+		}
+		leaves, upper := s.D, 0
+		for j := 1; j < s.R; j++ {
+			leaves *= s.D / s.U
+		}
+		for j, n := 1, leaves; j <= s.R; j++ {
+			n = n * s.U / s.D
+			upper += n
+		}
+		return leaves * s.T, leaves + upper, leaves*(s.T+s.U) + upper*(s.D+s.U)
 	}
 	return 0, 0, 0
 }

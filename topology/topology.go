@@ -44,8 +44,15 @@ type Port struct {
 	Host int `json:"host"`
 	// Peer is the far end on inter-switch ports.
 	Peer Endpoint `json:"peer"`
-	// Dim is the Flattened Butterfly dimension of a local port.
+	// Dim is the dimension of a local port of a Flattened Butterfly, mesh,
+	// torus, ring or M-tree.
 	Dim int `json:"dim,omitempty"`
+	// Dir is the direction a mesh, torus, ring or M-tree port leads along
+	// Dim: +1 towards the next coordinate (across a torus's wrap link from
+	// the last), -1 towards the previous.
+	Dir int `json:"dir,omitempty"`
+	// Lane tells a torus's or ring's parallel links apart (0 or 1).
+	Lane int `json:"lane,omitempty"`
 	// Up marks a Clos uplink (towards the core).
 	Up bool `json:"up,omitempty"`
 }
@@ -114,6 +121,12 @@ func Build(s Spec) (*Topology, error) {
 		return buildDragonfly(s), nil
 	case FlatFly:
 		return buildFlatFly(s), nil
+	case Mesh, Torus, Ring, MTree:
+		return buildGrid(s), nil
+	case MyriClos:
+		return buildMyriClos(s), nil
+	case FatTree:
+		return buildFatTree(s), nil
 	default:
 		return buildClos(s), nil
 	}
@@ -148,6 +161,8 @@ func (t *Topology) Diameter() int {
 		return 3
 	case FlatFly:
 		return len(s.Dims)
+	case Mesh, Torus, Ring, MTree, MyriClos, FatTree:
+		return seed002Diameter(s)
 	default:
 		if s.Levels == 4 && s.Pods > s.K/2 {
 			return 6
@@ -191,4 +206,54 @@ func (t *Topology) wire(a, pa, b, pb int, c LinkClass) {
 	t.Switches[a].Ports[pa-1] = Port{Num: pa, Class: c, Host: -1, Peer: Endpoint{b, pb}}
 	t.Switches[b].Ports[pb-1] = Port{Num: pb, Class: c, Host: -1, Peer: Endpoint{a, pa}}
 	t.Links = append(t.Links, Link{Class: c, A: Endpoint{a, pa}, B: Endpoint{b, pb}, Host: -1})
+}
+
+// maxAvgPathSwitches bounds the fabrics AvgPathSwitches measures: it
+// searches from every switch.
+const maxAvgPathSwitches = 4096
+
+// AvgPathSwitches is seed 002's Avg.H ("the average number of switches
+// that compose a path"): the mean, over all ordered pairs of hosts, a
+// host with itself included, of the switches on a shortest path between
+// them. That definition reproduces all seven rows of its Table 11 (4x4
+// mesh 3.50, M-tree 4.81, ...). ok is false above 4,096 switches, where
+// the breadth-first search from every switch would cost too much.
+func (t *Topology) AvgPathSwitches() (avg float64, ok bool) {
+	if len(t.Switches) > maxAvgPathSwitches || len(t.Hosts) == 0 {
+		return 0, false
+	}
+	dist := make([]int, len(t.Switches))
+	q := make([]int, 0, len(t.Switches))
+	var sum float64
+	for src := range t.Switches {
+		na := t.Switches[src].NumHosts
+		if na == 0 {
+			continue
+		}
+		for i := range dist {
+			dist[i] = -1
+		}
+		dist[src] = 0
+		q = append(q[:0], src)
+		for len(q) > 0 {
+			u := q[0]
+			q = q[1:]
+			for _, p := range t.Switches[u].Ports {
+				if p.Class != ClassHost && dist[p.Peer.Switch] < 0 {
+					dist[p.Peer.Switch] = dist[u] + 1
+					q = append(q, p.Peer.Switch)
+				}
+			}
+		}
+		for dst := range t.Switches {
+			if nb := t.Switches[dst].NumHosts; nb > 0 {
+				if dist[dst] < 0 {
+					return 0, false // disconnected
+				}
+				sum += float64(na*nb) * float64(dist[dst]+1)
+			}
+		}
+	}
+	h := float64(len(t.Hosts))
+	return sum / (h * h), true
 }

@@ -331,6 +331,9 @@ func FuzzParseSpec(f *testing.F) {
 	}
 	f.Add("dragonfly:p=2,a=4,h=2,g=99")
 	f.Add("flatfly:dims=0x3,t=1")
+	for _, s := range seed002Shapes {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
 		sp, err := ParseSpec(s)
 		if err != nil {

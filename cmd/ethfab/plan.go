@@ -28,10 +28,11 @@ a broadcast from every host, the DMP rule and the source guard of every host por
 Examples:
   ethfab plan --topology dragonfly:p=4,a=8,h=4 --verify
   ethfab plan --topology flatfly:dims=15x15x15x6,t=15 --addressing per-group --compact --json
+  ethfab plan --topology torus:dims=4x4,links=2 --verify
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N]"},
-			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group"},
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T]"},
+			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group (per-switch on mesh, torus, ring, mtree, myriclos and fattree, which have no groups)"},
 			&cli.BoolFlag{Name: "compact", Usage: "compact routing rules into an optimal prefix table (coordinate sub-fields on Flattened Butterflies)"},
 			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional"},
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
@@ -57,6 +58,9 @@ Examples:
 			sc, err := addressing.ParseScheme(c.String("addressing"))
 			if err != nil {
 				return fmt.Errorf("--addressing: %w", err)
+			}
+			if !c.IsSet("addressing") && spec.Kind.Testbed() {
+				sc = addressing.PerSwitch // no groups to address by
 			}
 			mode, err := controller.ParseMode(c.String("routing"))
 			if err != nil {

@@ -24,7 +24,8 @@ func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
 	return sc
 }
 
-// A small Dragonfly, Flattened Butterfly and Clos come up on real OVS; the
+// A small Dragonfly, Flattened Butterfly, Clos, torus, M-tree, Myrinet-Clos
+// and fat tree come up on real OVS; the
 // flow count of every bridge equals the controller's table; hosts reach
 // each other with real ICMP through the fabric; down leaves nothing.
 func TestUpPingDown(t *testing.T) {
@@ -33,6 +34,11 @@ func TestUpPingDown(t *testing.T) {
 		{"eft-df", "{kind: dragonfly, p: 1, a: 2, h: 1}"},
 		{"eft-fb", "{kind: flatfly, dims: [3, 2], t: 1}"},
 		{"eft-clos", "{kind: clos, k: 4, pods: 2}"},
+		// Seed 002's topologies, routed on shortest paths.
+		{"eft-tor", "{kind: torus, dims: [3, 3], links: 2}"},
+		{"eft-mt", "{kind: mtree, dims: [3, 2]}"},
+		{"eft-mc", "{kind: myriclos, n: 2}"},
+		{"eft-ft", "{kind: fattree, u: 2, d: 4, r: 2}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := scenarioFor(t, c.name, c.topo)

@@ -38,19 +38,25 @@ type Options struct {
 
 // Report is `ethfab plan --json`; scripts depend on the names.
 type Report struct {
-	Topology    string                       `json:"topology"`
-	Addressing  addressing.Scheme            `json:"addressing"`
-	Compact     bool                         `json:"compact"`
-	Routing     controller.Mode              `json:"routing"`
-	SourceGuard bool                         `json:"source_guard"`
-	Switches    int                          `json:"switches"`
-	Hosts       int                          `json:"hosts"`
-	Links       int                          `json:"links"`
-	Groups      int                          `json:"groups"`
-	Diameter    int                          `json:"diameter"`
-	HopBound    int                          `json:"hop_bound"`
-	Address     AddressReport                `json:"address"`
-	Rules       map[string]controller.Spread `json:"rules"`
+	Topology    string            `json:"topology"`
+	Addressing  addressing.Scheme `json:"addressing"`
+	Compact     bool              `json:"compact"`
+	Routing     controller.Mode   `json:"routing"`
+	SourceGuard bool              `json:"source_guard"`
+	Switches    int               `json:"switches"`
+	Hosts       int               `json:"hosts"`
+	Links       int               `json:"links"`
+	// SwitchLinks counts the inter-switch links (seed 002 Table 11's
+	// "# links"); AvgPathSwitches is its Avg.H, the mean switches on a
+	// shortest path over all ordered host pairs, a host with itself
+	// included (topology.AvgPathSwitches; omitted above 4,096 switches).
+	SwitchLinks     int                          `json:"switch_links"`
+	AvgPathSwitches *float64                     `json:"avg_path_switches,omitempty"`
+	Groups          int                          `json:"groups"`
+	Diameter        int                          `json:"diameter"`
+	HopBound        int                          `json:"hop_bound"`
+	Address         AddressReport                `json:"address"`
+	Rules           map[string]controller.Spread `json:"rules"`
 	// CoS is the Class-of-Service (802.1p) level per hop class that keeps
 	// the routing deadlock-free under PAUSE (seed 000 §V-E).
 	CoS   controller.CoSPlan `json:"cos"`
@@ -119,6 +125,10 @@ func describe(ctl *controller.Controller, stats func([]int) (*controller.RuleSta
 		Switches: len(top.Switches), Hosts: len(top.Hosts), Links: top.NumLinks(), Groups: top.NumGroups(),
 		Diameter: top.Diameter(), HopBound: ctl.HopBound(), CoS: ctl.CoS(),
 		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
+	}
+	r.SwitchLinks = len(top.Links) - len(top.Hosts)
+	if avg, ok := top.AvgPathSwitches(); ok {
+		r.AvgPathSwitches = &avg
 	}
 	r.Seconds.Build = time.Since(t0).Seconds()
 	if eq := equation1(top, ap.Scheme); eq >= 0 && !opts.Compact {
@@ -198,8 +208,11 @@ func (r *Report) WriteText(w io.Writer) {
 		compact = ", compacted"
 	}
 	fmt.Fprintf(w, "%s\n", r.Topology)
-	fmt.Fprintf(w, "  switches %d   hosts %d   links %d   groups %d   diameter %d (hop bound %d, %s routing)\n",
-		r.Switches, r.Hosts, r.Links, r.Groups, r.Diameter, r.HopBound, r.Routing)
+	fmt.Fprintf(w, "  switches %d   hosts %d   links %d (%d between switches)   groups %d   diameter %d (hop bound %d, %s routing)\n",
+		r.Switches, r.Hosts, r.Links, r.SwitchLinks, r.Groups, r.Diameter, r.HopBound, r.Routing)
+	if r.AvgPathSwitches != nil {
+		fmt.Fprintf(w, "  avg path %.4f switches (seed 002's Avg.H: shortest paths, all ordered host pairs, a host with itself included)\n", *r.AvgPathSwitches)
+	}
 	fields := make([]string, len(r.Address.Fields))
 	for i, f := range r.Address.Fields {
 		fields[i] = fmt.Sprintf("%s:%d", f.Name, f.Width)

@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
+)
+
+var seed002Shapes = []string{
+	"mesh:dims=4x4", "mesh:dims=4x2,t=2", "mesh:dims=3x2x3", "mesh:dims=5",
+	"torus:dims=4x4", "torus:dims=4x2,t=2", "torus:dims=5x3,links=2", "torus:dims=4x4x3,links=2", "torus:dims=2x2",
+	"ring:n=4", "ring:n=2", "ring:n=7,links=2",
+	"mtree:dims=4x4", "mtree:dims=3x2x3",
+	"myriclos:n=4,t=2", "myriclos:n=1", "myriclos:n=3",
+	"fattree:u=2,d=4,r=2", "fattree:u=2,d=4,r=3", "fattree:u=3,d=6,r=2", "fattree:u=1,d=3,r=2", "fattree:u=3,d=3,r=2",
+}
+
+// Minimal routing on seed 002's topologies: every pair delivered within
+// the diameter, broadcasts once, with flat and per-switch addressing, and
+// compacted.
+func TestSeed002PairsDelivered(t *testing.T) {
+	for _, spec := range seed002Shapes {
+		for _, sc := range []addressing.Scheme{addressing.Flat, addressing.PerSwitch} {
+			for _, compact := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/compact=%v", spec, sc, compact)
+				c := compile(t, spec, sc, Options{Compact: compact})
+				r, err := Verify(NewTables(c), VerifyOptions{})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if r.Failures+r.BroadcastFailures+r.DMPFailures != 0 || r.MaxHops > r.HopBound {
+					t.Fatalf("%s: %d unicast, %d broadcast, %d DMP failures, %d hops (bound %d), e.g. %+v", name, r.Failures, r.BroadcastFailures, r.DMPFailures, r.MaxHops, r.HopBound, r.Examples)
+				}
+			}
+		}
+	}
+}
+
+// Every path is a shortest one, and a torus's lanes never close a ring:
+// along a dimension a frame keeps lane 0 until it has crossed the wrap
+// link, on lane 0, and lane 1 after.
+func TestPathsAreShortest(t *testing.T) {
+	for _, spec := range seed002Shapes {
+		c := compile(t, spec, addressing.PerSwitch, Options{})
+		top := c.top
+		for src := range top.Switches {
+			dist := bfs(top, src)
+			for dst := range top.Switches {
+				if dst == src || top.Switches[dst].NumHosts == 0 {
+					continue
+				}
+				hops, at, lane, dim := 0, src, 0, -1
+				for at != dst && hops <= len(top.Switches) {
+					s := &top.Switches[at]
+					port := c.pathHop(s, dst)
+					if port < 1 || int(port) > len(s.Ports) || s.Port(int(port)).Class == topology.ClassHost {
+						t.Fatalf("%s: %s -> %s: port %d at %s", spec, top.Switches[src].Name, top.Switches[dst].Name, port, s.Name)
+					}
+					p := s.Port(int(port))
+					if top.Spec.Links == 2 {
+						if p.Dim != dim {
+							dim, lane = p.Dim, 0
+						}
+						peer := top.Switches[p.Peer.Switch]
+						wraps := (p.Dir == 1 && peer.Coords[p.Dim] < s.Coords[p.Dim]) || (p.Dir == -1 && peer.Coords[p.Dim] > s.Coords[p.Dim])
+						if p.Lane < lane || (wraps && p.Lane != 0) {
+							t.Fatalf("%s: %s -> %s: lane %d after lane %d at %s (wrap %v)", spec, top.Switches[src].Name, top.Switches[dst].Name, p.Lane, lane, s.Name, wraps)
+						}
+						lane = p.Lane
+					}
+					at = p.Peer.Switch
+					hops++
+				}
+				if hops != dist[dst] {
+					t.Fatalf("%s: %s -> %s in %d hops, shortest %d", spec, top.Switches[src].Name, top.Switches[dst].Name, hops, dist[dst])
+				}
+			}
+		}
+	}
+}
+
+func bfs(top *topology.Topology, src int) []int {
+	dist := make([]int, len(top.Switches))
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[src] = 0
+	for q := []int{src}; len(q) > 0; q = q[1:] {
+		for _, p := range top.Switches[q[0]].Ports {
+			if p.Class != topology.ClassHost && dist[p.Peer.Switch] < 0 {
+				dist[p.Peer.Switch] = dist[q[0]] + 1
+				q = append(q, p.Peer.Switch)
+			}
+		}
+	}
+	return dist
+}
+
+// Seed 002's topologies are routed minimally only, and without groups.
+func TestSeed002Refusals(t *testing.T) {
+	top, _ := topology.Build(topology.Spec{Kind: topology.Mesh, Dims: []int{3, 3}, T: 1})
+	for _, c := range []struct {
+		sc   addressing.Scheme
+		mode Mode
+	}{{addressing.PerGroup, Minimal}, {addressing.PerSwitch, Valiant}, {addressing.Flat, Conditional}, {addressing.Flat, QCNSwitch}} {
+		plan, err := addressing.New(top, c.sc, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(plan, Options{Mode: c.mode}); err == nil {
+			t.Errorf("mesh with %s addressing, %s routing: accepted", c.sc, c.mode)
+		}
+	}
+}
