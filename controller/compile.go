@@ -94,7 +94,7 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("addressing %s needs groups, which a %s does not have: use flat or per-switch", plan.Scheme, k)
 		}
 		if k == topology.FatTree {
-			c.levelFirst = levelFirsts(c.top)
+			c.levelFirst = c.top.LevelFirsts()
 		}
 	}
 	c.tree = spanningTree(c.top)

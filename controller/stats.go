@@ -171,3 +171,12 @@ func merge(dst, src *spreadAcc) {
 	dst.n += src.n
 	dst.sum += src.sum
 }
+
+// SpreadOf is the min, mean and max of vs.
+func SpreadOf(vs []int) Spread {
+	var a spreadAcc
+	for _, v := range vs {
+		a.add(v)
+	}
+	return a.spread()
+}

@@ -125,6 +125,45 @@ func buildGrid(s Spec) *Topology {
 	return t
 }
 
+// GridPort is the port of a mesh, torus, ring or M-tree switch that leads
+// one step along dim in dir (+1, -1) on lane, 0 if it has none.
+func (s *Switch) GridPort(dim, dir, lane int) int {
+	for _, p := range s.Ports {
+		if p.Class != ClassHost && p.Dim == dim && p.Lane == lane && p.Dir == dir {
+			return p.Num
+		}
+	}
+	return 0
+}
+
+// TreeParent is an M-tree switch's parent, one step back along its
+// highest non-zero coordinate; -1 for the root.
+func (t *Topology) TreeParent(s int) int {
+	sw := &t.Switches[s]
+	for dim := len(sw.Coords) - 1; dim >= 0; dim-- {
+		if sw.Coords[dim] != 0 {
+			return sw.Port(sw.GridPort(dim, -1, 0)).Peer.Switch
+		}
+	}
+	return -1
+}
+
+// GridDir is the direction from coordinate c to t along a dimension of k
+// switches: on a mesh towards t; on a torus or ring the shorter way
+// round, ties forward (+1).
+func GridDir(kind Kind, c, t, k int) int {
+	if kind == Mesh || kind == MTree || k <= 2 {
+		if t < c {
+			return -1
+		}
+		return 1
+	}
+	if fwd := (t - c + k) % k; k-fwd < fwd {
+		return -1
+	}
+	return 1
+}
+
 // seed002Diameter is the largest switch-to-switch distance of a seed 002
 // topology, from its construction (TestSeed002Diameter checks it against
 // a breadth-first search).

@@ -310,40 +310,7 @@ func (s Spec) Validate() error {
 		if int64(s.P)*int64(s.A)*int64(s.G) > maxHosts {
 			return paramErr(s.Kind, "p", "p*a*g = %d hosts is too many", int64(s.P)*int64(s.A)*int64(s.G))
 		}
-	case FlatFly:
-		if len(s.Dims) == 0 {
-			return paramErr(s.Kind, "dims", "needs at least one dimension, e.g. dims=4x4")
-		}
-		n := int64(1)
-		for i, k := range s.Dims {
-			if k < 2 {
-				return paramErr(s.Kind, "dims", "dimension %d has size %d; each needs at least 2 switches", i+1, k)
-			}
-			n *= int64(k)
-			if n > maxHosts {
-				return paramErr(s.Kind, "dims", "%d switches is too many", n)
-			}
-		}
-		if s.T < 1 {
-			return paramErr(s.Kind, "t", "must be at least 1 host per switch, got %d", s.T)
-		}
-		if n*int64(s.T) > maxHosts {
-			return paramErr(s.Kind, "t", "%d hosts is too many", n*int64(s.T))
-		}
-	case Clos:
-		if s.K < 4 || s.K%2 != 0 {
-			return paramErr(s.Kind, "k", "switch port count must be even and at least 4, got %d", s.K)
-		}
-		if s.K > 1024 {
-			return paramErr(s.Kind, "k", "switch port count %d is beyond any buildable network", s.K)
-		}
-		if s.Levels != 3 && s.Levels != 4 {
-			return paramErr(s.Kind, "levels", "must be 3 or 4, got %d", s.Levels)
-		}
-		if s.Pods < 2 || s.Pods > s.maxPods() {
-			return paramErr(s.Kind, "pods", "must be between 2 and %d for k=%d with %d levels, got %d", s.maxPods(), s.K, s.Levels, s.Pods)
-		}
-	case Mesh, Torus, MTree:
+	case FlatFly, Mesh, Torus, MTree:
 		if len(s.Dims) == 0 {
 			return paramErr(s.Kind, "dims", "needs at least one dimension, e.g. dims=4x4")
 		}
@@ -362,6 +329,19 @@ func (s Spec) Validate() error {
 		}
 		if s.Kind == Torus && s.Links != 1 && s.Links != 2 {
 			return paramErr(s.Kind, "links", "must be 1 or 2 links between neighbours, got %d", s.Links)
+		}
+	case Clos:
+		if s.K < 4 || s.K%2 != 0 {
+			return paramErr(s.Kind, "k", "switch port count must be even and at least 4, got %d", s.K)
+		}
+		if s.K > 1024 {
+			return paramErr(s.Kind, "k", "switch port count %d is beyond any buildable network", s.K)
+		}
+		if s.Levels != 3 && s.Levels != 4 {
+			return paramErr(s.Kind, "levels", "must be 3 or 4, got %d", s.Levels)
+		}
+		if s.Pods < 2 || s.Pods > s.maxPods() {
+			return paramErr(s.Kind, "pods", "must be between 2 and %d for k=%d with %d levels, got %d", s.maxPods(), s.K, s.Levels, s.Pods)
 		}
 	case Ring:
 		if s.N < 2 || s.N > maxHosts {

@@ -257,3 +257,28 @@ func (t *Topology) AvgPathSwitches() (avg float64, ok bool) {
 	h := float64(len(t.Hosts))
 	return sum / (h * h), true
 }
+
+// PortTo is switch s's first port to switch d (0: none).
+func (t *Topology) PortTo(s, d int) int {
+	for _, p := range t.Switches[s].Ports {
+		if p.Class != ClassHost && p.Peer.Switch == d {
+			return p.Num
+		}
+	}
+	return 0
+}
+
+// LevelFirsts is the first switch ID of each level of a fat tree, leaves
+// first (buildFatTree numbers level by level); nil for other kinds.
+func (t *Topology) LevelFirsts() []int {
+	if t.Spec.Kind != FatTree {
+		return nil
+	}
+	var first []int
+	for i := range t.Switches {
+		if l := t.Switches[i].Level - 1; l >= len(first) {
+			first = append(first, i)
+		}
+	}
+	return first
+}

@@ -77,3 +77,22 @@ func buildFatTree(s Spec) *Topology {
 	}
 	return t
 }
+
+// FatTreeSpan is the number of leaves under one level-j group of a fat
+// tree (j >= 1): D at level 1, D/U times more at each level above.
+func (s Spec) FatTreeSpan(j int) int {
+	n := s.D
+	for i := 1; i < j; i++ {
+		n *= s.D / s.U
+	}
+	return n
+}
+
+// FatTreeDigit is leaf's digit for level j (>= 1), (leaf / U^(j-1)) mod U:
+// which of a level-j group's U switches a path for that leaf takes.
+func (s Spec) FatTreeDigit(leaf, j int) int {
+	for i := 1; i < j; i++ {
+		leaf /= s.U
+	}
+	return leaf % s.U
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 func planCommand() *cli.Command {
@@ -29,6 +30,7 @@ Examples:
   ethfab plan --topology dragonfly:p=4,a=8,h=4 --verify
   ethfab plan --topology flatfly:dims=15x15x15x6,t=15 --addressing per-group --compact --json
   ethfab plan --topology torus:dims=4x4,links=2 --verify
+  ethfab plan --topology mesh:dims=4x4 --vlan-assign fixed --verify
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T]"},
@@ -36,6 +38,7 @@ Examples:
 			&cli.BoolFlag{Name: "compact", Usage: "compact routing rules into an optimal prefix table (coordinate sub-fields on Flattened Butterflies)"},
 			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional"},
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
+			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: also assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree); --verify walks them"},
 			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP, source guard)"},
 			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},
@@ -66,6 +69,12 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("--routing: %w", err)
 			}
+			var vm vlan.Method
+			if c.IsSet("vlan-assign") {
+				if vm, err = vlan.ParseMethod(c.String("vlan-assign")); err != nil {
+					return fmt.Errorf("--vlan-assign: %w", err)
+				}
+			}
 			avail, err := kernel.MemAvailableMiB()
 			if err != nil {
 				return err
@@ -77,7 +86,7 @@ Examples:
 			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
 				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
-				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail})
+				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm})
 			if err != nil {
 				return err
 			}

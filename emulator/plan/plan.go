@@ -16,6 +16,7 @@ import (
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // Options are `ethfab plan`'s flags.
@@ -34,6 +35,9 @@ type Options struct {
 	// SourceGuard compiles each access switch's source guard, as `up`
 	// installs it unless the scenario turns it off.
 	SourceGuard bool
+	// VLAN, when set, also assigns seed 002's switch-tagged VLANs by that
+	// method (seed 002's topologies only); Verify walks them too.
+	VLAN vlan.Method
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
@@ -66,8 +70,59 @@ type Report struct {
 	Equation1 *int                     `json:"equation1,omitempty"`
 	Compiled  int                      `json:"switches_compiled"`
 	Verify    *controller.VerifyReport `json:"verify,omitempty"`
+	VLAN      *VLANReport              `json:"vlan,omitempty"`
 	Seconds   Timing                   `json:"seconds"`
 	PeakRSSMB float64                  `json:"peak_rss_mb"`
+}
+
+// VLANReport is seed 002's VLAN assignment of the fabric (--vlan-assign).
+type VLANReport struct {
+	Method vlan.Method `json:"method"`
+	// VLANs: the fabric's for fixed, the most on one switch for renamed.
+	VLANs int `json:"vlans"`
+	// Table3 is the paper's count where its Table 3 has a row.
+	Table3 *Table3Row `json:"table3,omitempty"`
+	// HostLimit is Eq. 1, H = T/V, for MAC tables of T entries.
+	HostLimit  map[string]int     `json:"host_limit"`
+	MACEntries controller.Spread  `json:"mac_entries"`
+	Switches   []vlan.Switch      `json:"switches"`
+	Verify     *vlan.VerifyReport `json:"verify,omitempty"`
+}
+
+// Table3Row is seed 002 Table 3's formula and value for the fabric.
+type Table3Row struct {
+	Formula string `json:"formula"`
+	Value   int    `json:"value"`
+	Matches bool   `json:"matches"`
+}
+
+// vlanReport assigns and, with verify, walks the VLANs.
+func vlanReport(top *topology.Topology, m vlan.Method, verify bool) (*VLANReport, error) {
+	if !top.Spec.Kind.Testbed() {
+		return nil, fmt.Errorf("VLAN assignment runs on seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", top.Spec.Kind)
+	}
+	a, err := vlan.Assign(top, m)
+	if err != nil {
+		return nil, err
+	}
+	r := &VLANReport{Method: m, VLANs: a.VLANs, Switches: a.Switches, HostLimit: map[string]int{}}
+	if f, v, ok := vlan.Table3(top.Spec, m); ok {
+		r.Table3 = &Table3Row{Formula: f, Value: v, Matches: v == a.VLANs}
+	}
+	for _, t := range []int{8000, 10000, 12000} {
+		r.HostLimit[fmt.Sprint(t)] = vlan.HostLimit(t, a.VLANs)
+	}
+	entries := make([]int, len(a.Switches))
+	for i, s := range a.Switches {
+		entries[i] = s.MACEntries
+	}
+	r.MACEntries = controller.SpreadOf(entries)
+	if verify {
+		if r.Verify, err = vlan.Verify(top, a); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // AddressReport documents the bit layout.
@@ -106,7 +161,12 @@ func Run(o Options) (*Report, error) {
 	}
 	// Stats compiles and drops each table (a 300,000-host fabric's do not
 	// fit in memory together); the walk compiles those it visits.
-	return describe(ctl, ctl.Stats, controller.NewTables(ctl), o, t0)
+	r, err := describe(ctl, ctl.Stats, controller.NewTables(ctl), o, t0)
+	if err != nil || o.VLAN == "" {
+		return r, err
+	}
+	r.VLAN, err = vlanReport(top, o.VLAN, o.Verify)
+	return r, err
 }
 
 // Describe is Run's report on tables already compiled (a lab's), which it
@@ -278,6 +338,33 @@ func (r *Report) WriteText(w io.Writer) {
 			status, v.PairsChecked, paths, how, v.Failures, v.MaxHops, v.HopBound, v.BroadcastSources, v.BroadcastFailures, v.DMPFailures, guard)
 		for _, f := range v.Examples {
 			fmt.Fprintf(w, "    %s -> %s: %s\n", f.Src, f.Dst, f.Reason)
+		}
+	}
+	if v := r.VLAN; v != nil {
+		t3 := "no Table 3 row"
+		if v.Table3 != nil {
+			verdict := "matches"
+			if !v.Table3.Matches {
+				verdict = "differs"
+			}
+			t3 = fmt.Sprintf("Table 3: %s = %d, %s", v.Table3.Formula, v.Table3.Value, verdict)
+		}
+		scope := "in the fabric"
+		if v.Method == vlan.Renamed {
+			scope = "on the busiest switch"
+		}
+		fmt.Fprintf(w, "  VLANs (%s assignment): %d %s (%s); H = T/V: %d hosts at T = 8,000, %d at 10,000, %d at 12,000; static MAC entries per switch %d / %.1f / %d\n",
+			v.Method, v.VLANs, scope, t3, v.HostLimit["8000"], v.HostLimit["10000"], v.HostLimit["12000"], v.MACEntries.Min, v.MACEntries.Mean, v.MACEntries.Max)
+		if vr := v.Verify; vr != nil {
+			status := "OK"
+			if vr.Failures+vr.BroadcastFailures > 0 {
+				status = "FAILED"
+			}
+			fmt.Fprintf(w, "  VLAN verify %s: %d pairs on their paths, %d failures; broadcast from %d hosts, %d failures (fixed: each host exactly once; renamed: the flood dies out), %d duplicate receptions\n",
+				status, vr.Pairs, vr.Failures, vr.Broadcasts, vr.BroadcastFailures, vr.Duplicates)
+			for _, e := range vr.Examples {
+				fmt.Fprintf(w, "    %s\n", e)
+			}
 		}
 	}
 }

@@ -2,11 +2,13 @@ package plan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // The JSON names scripts depend on.
@@ -103,5 +105,30 @@ func TestSweepShapesFollowTableI(t *testing.T) {
 				t.Errorf("%s P=96: %d hosts, want %d", st.Name, len(top.Hosts), want)
 			}
 		}
+	}
+}
+
+// --vlan-assign: seed 002's counts, walked, and refused off its topologies.
+func TestVLANPlan(t *testing.T) {
+	sp, _ := topology.ParseSpec("mesh:dims=4x4")
+	r, err := Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.Minimal, VLAN: vlan.Fixed, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.VLAN
+	if v == nil || v.VLANs != 4 || v.Table3 == nil || !v.Table3.Matches || v.HostLimit["8000"] != 2000 || v.Verify == nil || v.Verify.Failures+v.Verify.BroadcastFailures != 0 {
+		t.Fatalf("4x4 mesh, fixed: %+v", v)
+	}
+	if r.AvgPathSwitches == nil || *r.AvgPathSwitches != 3.5 || r.SwitchLinks != 24 {
+		t.Errorf("4x4 mesh: %d links, Avg.H %v; Table 11: 24, 3.50", r.SwitchLinks, r.AvgPathSwitches)
+	}
+	var b strings.Builder
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "Table 3: k^(n-1) = 4, matches") {
+		t.Errorf("text report:\n%s", b.String())
+	}
+	df, _ := topology.ParseSpec("dragonfly:p=1,a=2,h=1")
+	if _, err := Run(Options{Topology: df, Scheme: addressing.PerGroup, Mode: controller.Minimal, VLAN: vlan.Renamed}); err == nil {
+		t.Error("VLANs on a Dragonfly: accepted")
 	}
 }

@@ -1,0 +1,378 @@
+package vlan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ethfab/ethfab/topology"
+)
+
+// Method is a VLAN assignment method (seed 002 §3.2).
+type Method string
+
+const (
+	// Fixed: N×N↦P routing, all paths from a switch's hosts in one tree,
+	// the tree's VLAN the PVID of the switch's host ports, inter-switch
+	// ports tagged members, host ports untagged members of every VLAN.
+	Fixed Method = "fixed"
+	// Renamed: C×N↦C routing, frames untagged on every wire; each input
+	// port's PVID is a VLAN whose untagged members are the port and every
+	// port a frame arriving on it may leave by; VLANs of equal members
+	// merged, per switch.
+	Renamed Method = "renamed"
+)
+
+// ParseMethod reads fixed or renamed.
+func ParseMethod(s string) (Method, error) {
+	switch m := Method(s); m {
+	case Fixed, Renamed:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown VLAN assignment %q (want fixed or renamed)", s)
+}
+
+// FirstVID is the first VLAN ID handed out (seed 002 Fig. 1 numbers its
+// VLANs #10, #11, ...).
+const FirstVID = 10
+
+// Assignment is a VLAN assignment of a whole fabric.
+type Assignment struct {
+	Method Method `json:"method"`
+	// VLANs is the count Table 3 gives: the distinct VLANs of the fabric
+	// for fixed, the most any switch uses for renamed (a renamed VLAN ID
+	// means something only on its switch).
+	VLANs    int      `json:"vlans"`
+	Switches []Switch `json:"switches"`
+}
+
+// Switch is one switch's VLAN configuration.
+type Switch struct {
+	Name string `json:"name"`
+	// PVID per port (index port-1); 0 where no frame enters.
+	PVID []int `json:"pvid"`
+	// Members of each VLAN the switch holds: its ports, tagged or not.
+	Members []Membership `json:"members"`
+	// MACEntries is the static registration's filtering database: one
+	// entry per (VLAN, destination host) whose frames cross the switch.
+	MACEntries int `json:"mac_entries"`
+}
+
+// Membership is one VLAN on one switch.
+type Membership struct {
+	VID      int   `json:"vid"`
+	Untagged []int `json:"untagged"`
+	Tagged   []int `json:"tagged,omitempty"`
+}
+
+// Assign computes an assignment of method m over the topology's path set
+// (Path). The fixed method fails where the paths from a switch do not form
+// a tree, its precondition.
+func Assign(top *topology.Topology, m Method) (*Assignment, error) {
+	paths, err := allPaths(top, m)
+	if err != nil {
+		return nil, err
+	}
+	switch m {
+	case Fixed:
+		return fixed(top, paths)
+	case Renamed:
+		return renamed(top, paths), nil
+	}
+	return nil, fmt.Errorf("vlan: unknown assignment %q", m)
+}
+
+// allPaths is Path for every ordered pair of switches with hosts, the
+// source's own included (s == d: one hop): from every host port for the
+// renamed method, each of which is an input port, from the first for fixed.
+// paths[s][d] lists them.
+func allPaths(top *topology.Topology, m Method) ([][][][]Hop, error) {
+	paths := make([][][][]Hop, len(top.Switches))
+	for s := range top.Switches {
+		ports := hostPorts(&top.Switches[s])
+		if len(ports) == 0 {
+			continue
+		}
+		if m == Fixed {
+			ports = ports[:1]
+		}
+		paths[s] = make([][][]Hop, len(top.Switches))
+		for d := range top.Switches {
+			if top.Switches[d].NumHosts == 0 {
+				continue
+			}
+			for _, port := range ports {
+				p, err := Path(top, s, port, d)
+				if err != nil {
+					return nil, err
+				}
+				paths[s][d] = append(paths[s][d], p)
+			}
+		}
+	}
+	return paths, nil
+}
+
+// link is one direction of an inter-switch link: a switch and the port it
+// sends on.
+type link struct{ sw, port int }
+
+// fixed is seed 002's fixed assignment: "Step 1: Let t_i be the tree
+// topology that contains all paths from switch i … Step 2: If an existing
+// VLAN v includes t_i, let v_i := v; otherwise, create a new VLAN …
+// Step 3: Set the PVID of the ports of switch i, that connect to hosts,
+// to v_i. Step 4: Add each port for connecting a switch in t_i to v_i,
+// and make this port 'tagged' members of v_i … Step 6: Register each port
+// connected to a host in all VLANs as an 'untagged' member."
+func fixed(top *topology.Topology, paths [][][][]Hop) (*Assignment, error) {
+	var trees []map[link]bool // per VLAN: its links, both directions
+	vOf := make([]int, len(top.Switches))
+	for i := range top.Switches {
+		vOf[i] = -1
+		if paths[i] == nil {
+			continue
+		}
+		t := map[link]bool{}
+		entered := map[int]link{i: {-1, 0}} // switch -> the link it was entered by
+		for _, ps := range paths[i] {
+			if len(ps) == 0 {
+				continue
+			}
+			p := ps[0]
+			for k, h := range p {
+				if h.Out == 0 {
+					continue
+				}
+				next := p[k+1].Switch
+				if from, ok := entered[next]; ok && from != (link{h.Switch, h.Out}) {
+					return nil, fmt.Errorf("vlan: the fixed assignment needs the paths from %s to form a tree, but they enter %s by two links (from %s port %d and %s port %d)",
+						top.Switches[i].Name, top.Switches[next].Name, name(top, from.sw), from.port, top.Switches[h.Switch].Name, h.Out)
+				}
+				entered[next] = link{h.Switch, h.Out}
+				t[link{h.Switch, h.Out}] = true
+				t[link{next, p[k+1].In}] = true
+			}
+		}
+		for v, tv := range trees {
+			if includes(tv, t) {
+				vOf[i] = v
+				break
+			}
+		}
+		if vOf[i] < 0 {
+			vOf[i] = len(trees)
+			trees = append(trees, t)
+		}
+	}
+	a := &Assignment{Method: Fixed, VLANs: len(trees)}
+	for x := range top.Switches {
+		sw := &top.Switches[x]
+		out := Switch{Name: sw.Name, PVID: make([]int, len(sw.Ports))}
+		var hostPorts []int
+		for _, p := range sw.Ports {
+			if p.Class == topology.ClassHost {
+				hostPorts = append(hostPorts, p.Num)
+				out.PVID[p.Num-1] = FirstVID + vOf[x]
+			}
+		}
+		for v, t := range trees {
+			m := Membership{VID: FirstVID + v, Untagged: hostPorts}
+			for _, p := range sw.Ports {
+				if p.Class != topology.ClassHost && t[link{x, p.Num}] {
+					m.Tagged = append(m.Tagged, p.Num)
+				}
+			}
+			if len(m.Tagged) > 0 || vOf[x] == v || len(hostPorts) > 0 {
+				out.Members = append(out.Members, m)
+			}
+		}
+		a.Switches = append(a.Switches, out)
+	}
+	macEntries(top, paths, a, func(s int) int { return vOf[s] })
+	return a, nil
+}
+
+func name(top *topology.Topology, sw int) string {
+	if sw < 0 {
+		return "its hosts"
+	}
+	return top.Switches[sw].Name
+}
+
+func includes(big, small map[link]bool) bool {
+	for l := range small {
+		if !big[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// renamed is seed 002's renamed assignment: "Step 1: Let the PVID of port
+// i be VLAN v_i, and register the port in v_i as an 'untagged' member …
+// Step 2: Register each output port to which frames from the input port i
+// can be routed in v_i as an 'untagged' member … Step 4: Combine two or
+// more VLANs whose member ports are the same into a single VLAN." A host
+// port's frames may leave by any other host port of its switch.
+func renamed(top *topology.Topology, paths [][][][]Hop) *Assignment {
+	outs := make([]map[int]map[int]bool, len(top.Switches)) // switch -> in port -> out ports
+	add := func(sw, in, out int) {
+		if outs[sw] == nil {
+			outs[sw] = map[int]map[int]bool{}
+		}
+		if outs[sw][in] == nil {
+			outs[sw][in] = map[int]bool{in: true}
+		}
+		outs[sw][in][out] = true
+	}
+	for s := range paths {
+		for _, ps := range paths[s] {
+			for _, p := range ps {
+				for _, h := range p {
+					dsts := []int{h.Out}
+					if h.Out == 0 {
+						dsts = hostPorts(&top.Switches[h.Switch])
+					}
+					for _, out := range dsts {
+						if out != h.In {
+							add(h.Switch, h.In, out)
+						}
+					}
+				}
+			}
+		}
+	}
+	a := &Assignment{Method: Renamed}
+	vOf := make([]map[int]int, len(top.Switches)) // switch -> in port -> VLAN index
+	for x := range top.Switches {
+		sw := &top.Switches[x]
+		out := Switch{Name: sw.Name, PVID: make([]int, len(sw.Ports))}
+		vOf[x] = map[int]int{}
+		byKey := map[string]int{}
+		for in := 1; in <= len(sw.Ports); in++ {
+			set := outs[x][in]
+			if set == nil {
+				continue
+			}
+			ports := make([]int, 0, len(set))
+			for p := range set {
+				ports = append(ports, p)
+			}
+			slices.Sort(ports)
+			key := fmt.Sprint(ports)
+			v, ok := byKey[key]
+			if !ok {
+				v = len(out.Members)
+				byKey[key] = v
+				out.Members = append(out.Members, Membership{VID: FirstVID + v, Untagged: ports})
+			}
+			out.PVID[in-1] = FirstVID + v
+			vOf[x][in] = v
+		}
+		a.VLANs = max(a.VLANs, len(out.Members))
+		a.Switches = append(a.Switches, out)
+	}
+	macEntries(top, paths, a, nil)
+	return a
+}
+
+func hostPorts(sw *topology.Switch) []int {
+	var out []int
+	for _, p := range sw.Ports {
+		if p.Class == topology.ClassHost {
+			out = append(out, p.Num)
+		}
+	}
+	return out
+}
+
+// macEntries counts each switch's static filtering database: an entry per
+// (VLAN, destination host) whose frames cross it in that VLAN. vlanOf
+// gives a fixed assignment's VLAN by source switch; renamed VLANs are the
+// PVIDs of the ports the frames come in by.
+func macEntries(top *topology.Topology, paths [][][][]Hop, a *Assignment, vlanOf func(s int) int) {
+	seen := make([]map[[2]int]bool, len(top.Switches))
+	for i := range seen {
+		seen[i] = map[[2]int]bool{}
+	}
+	for s := range paths {
+		for d, ps := range paths[s] {
+			for _, p := range ps {
+				for _, h := range p {
+					v := a.Switches[h.Switch].PVID[h.In-1]
+					if vlanOf != nil {
+						v = FirstVID + vlanOf(s)
+					}
+					for _, port := range hostPorts(&top.Switches[d]) {
+						seen[h.Switch][[2]int{v, top.Switches[d].Port(port).Host}] = true
+					}
+				}
+			}
+		}
+	}
+	for i := range a.Switches {
+		a.Switches[i].MACEntries = len(seen[i])
+	}
+}
+
+// HostLimit is seed 002's Eq. 1, H = T/V: the hosts a fabric can hold
+// when every switch's MAC table has T entries and V VLANs are in use.
+func HostLimit(t, v int) int {
+	if v <= 0 {
+		return 0
+	}
+	return t / v
+}
+
+// String summarises an assignment for people.
+func (a *Assignment) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s VLAN assignment: %d VLANs", a.Method, a.VLANs)
+	return b.String()
+}
+
+// Table3 is seed 002 Table 3's VLAN count for the topology and method,
+// where it gives one (DOR; tori with two links between switches): the
+// formula, its value, and false where the table has no row.
+func Table3(sp topology.Spec, m Method) (formula string, value int, ok bool) {
+	cube := func() (k, n int, ok bool) {
+		if len(sp.Dims) == 0 {
+			return 0, 0, false
+		}
+		for _, d := range sp.Dims {
+			if d != sp.Dims[0] {
+				return 0, 0, false
+			}
+		}
+		return sp.Dims[0], len(sp.Dims), true
+	}
+	pow := func(b, e int) int {
+		v := 1
+		for range e {
+			v *= b
+		}
+		return v
+	}
+	switch {
+	case sp.Kind == topology.Mesh:
+		if k, n, ok := cube(); ok {
+			if m == Fixed {
+				return "k^(n-1)", pow(k, n-1), true
+			}
+			return "n", n, true
+		}
+	case sp.Kind == topology.Torus && sp.Links == 2:
+		if k, n, ok := cube(); ok {
+			if m == Fixed {
+				return "2k^(n-1)", 2 * pow(k, n-1), true
+			}
+			return "3n", 3 * n, true
+		}
+	case sp.Kind == topology.FatTree:
+		if m == Fixed {
+			return "u^r", pow(sp.U, sp.R), true
+		}
+		return "u", sp.U, true
+	}
+	return "", 0, false
+}

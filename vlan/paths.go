@@ -1,0 +1,147 @@
+// Package vlan is seed 002's switch-tagged VLAN routing, as pure data: the
+// path sets it routes (N×N↦P: a switch path for every ordered pair of
+// switches) and the two ways it turns them into VLANs every commodity
+// switch can hold, the fixed assignment (one VLAN per distinct tree of
+// paths, chosen by the source switch's host ports' PVID) and the renamed
+// one (per switch, one VLAN per distinct set of ports the frames arriving
+// on an input port may leave by; frames untagged on every wire). Nothing
+// here touches the kernel.
+package vlan
+
+import (
+	"fmt"
+
+	"github.com/ethfab/ethfab/topology"
+)
+
+// Hop is one switch on a path: the port the frame enters by and the port
+// it leaves by. At the path's first switch In is the source host's port;
+// at its last Out is 0, any of the switch's host ports.
+type Hop struct {
+	Switch, In, Out int
+}
+
+// Path is the switch path from switch s to switch d on seed 002's path
+// set for the topology (§C.2):
+//
+//   - mesh: dimension order, the first dimension first;
+//   - torus and ring: dimension order, each dimension the shorter way
+//     round, ties forward; with two links between neighbours the frame
+//     keeps lane 0 until it crosses its ring's wrap link and lane 1 from
+//     it on (the classic dateline, which breaks the ring's cycle);
+//   - M-tree: the tree's path;
+//   - Myrinet-Clos: straight across, or through the other column's
+//     switch in the destination's row;
+//   - fat tree: up to the lowest level whose group holds d, then down;
+//     the switch taken at every level, up and down, is picked by the
+//     source leaf's digit (leaf / U^(level-1)) mod U, so that all paths
+//     from a leaf form one tree (Table 3's u^r trees for the fixed
+//     assignment) and stay in the plane of their digits: a (2,4,2) tree's
+//     switches then need 2 renamed VLANs each (seed 002 Fig. 3b, Table 3's
+//     u). Deeper trees need more (TestTable3 says how many): a switch below
+//     the top passes frames coming down from every up port.
+//
+// These are source-dependent (the torus's lane, the fat tree's choices),
+// unlike the destination-based tables of ethfab's minimal routing on the
+// same topologies (controller/paths.go); VLANs carry the state. port is
+// the source host's port on s.
+func Path(top *topology.Topology, s, port, d int) ([]Hop, error) {
+	var hops []Hop
+	in := port
+	step := func(at, out int) int {
+		hops = append(hops, Hop{Switch: at, In: in, Out: out})
+		p := top.Switches[at].Port(out)
+		in = p.Peer.Port
+		return p.Peer.Switch
+	}
+	sp := top.Spec
+	at := s
+	switch sp.Kind {
+	case topology.Mesh, topology.Torus, topology.Ring:
+		dims := sp.Dims
+		if sp.Kind == topology.Ring {
+			dims = []int{sp.N}
+		}
+		for dim, k := range dims {
+			lane := 0
+			for top.Switches[at].Coords[dim] != top.Switches[d].Coords[dim] {
+				c := top.Switches[at].Coords[dim]
+				dir := topology.GridDir(sp.Kind, c, top.Switches[d].Coords[dim], k)
+				if sp.Links == 2 && k > 2 && ((dir == 1 && c == k-1) || (dir == -1 && c == 0)) {
+					lane = 1 // the wrap link and everything after it
+				}
+				out := top.Switches[at].GridPort(dim, dir, lane)
+				if out == 0 {
+					return nil, fmt.Errorf("vlan: %s has no port along dimension %d, direction %+d, lane %d", top.Switches[at].Name, dim, dir, lane)
+				}
+				at = step(at, out)
+			}
+		}
+	case topology.MTree:
+		up := ancestors(top, s)
+		down := ancestors(top, d)
+		// Climb to the lowest common ancestor, then descend.
+		common := map[int]bool{}
+		for _, x := range down {
+			common[x] = true
+		}
+		for !common[at] {
+			at = step(at, top.PortTo(at, up[1]))
+			up = up[1:]
+		}
+		for i := indexOf(down, at) - 1; i >= 0; i-- {
+			at = step(at, top.PortTo(at, down[i]))
+		}
+	case topology.MyriClos:
+		sw, dw := top.Switches[s].Coords, top.Switches[d].Coords
+		if sw[1] == dw[1] && s != d {
+			at = step(at, top.PortTo(at, dw[0]+(1-sw[1])*sp.N))
+		}
+		if at != d {
+			at = step(at, top.PortTo(at, d))
+		}
+	case topology.FatTree:
+		first := top.LevelFirsts()
+		src, dst := top.Switches[s].Index, top.Switches[d].Index
+		top0 := 0 // the lowest level whose group holds both leaves
+		for j := 1; j <= sp.R && s != d; j++ {
+			if src/sp.FatTreeSpan(j) == dst/sp.FatTreeSpan(j) {
+				top0 = j
+				break
+			}
+		}
+		for j := 1; j <= top0; j++ {
+			at = step(at, top.PortTo(at, first[j]+(src/sp.FatTreeSpan(j))*sp.U+sp.FatTreeDigit(src, j)))
+		}
+		for j := top0 - 1; j >= 1; j-- {
+			at = step(at, top.PortTo(at, first[j]+(dst/sp.FatTreeSpan(j))*sp.U+sp.FatTreeDigit(src, j)))
+		}
+		if at != d {
+			at = step(at, top.PortTo(at, d))
+		}
+	default:
+		return nil, fmt.Errorf("vlan: %s has no seed 002 path set (want mesh, torus, ring, mtree, myriclos or fattree)", sp.Kind)
+	}
+	if at != d {
+		return nil, fmt.Errorf("vlan: the path from %s ended at %s, not %s", top.Switches[s].Name, top.Switches[at].Name, top.Switches[d].Name)
+	}
+	return append(hops, Hop{Switch: d, In: in}), nil
+}
+
+// ancestors lists an M-tree switch and its ancestors up to the root.
+func ancestors(top *topology.Topology, s int) []int {
+	out := []int{s}
+	for s = top.TreeParent(s); s >= 0; s = top.TreeParent(s) {
+		out = append(out, s)
+	}
+	return out
+}
+
+func indexOf(xs []int, v int) int {
+	for i, x := range xs {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,192 @@
+package vlan
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/ethfab/ethfab/topology"
+)
+
+func build(t testing.TB, spec string) *topology.Topology {
+	t.Helper()
+	sp, err := topology.ParseSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Build(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+func assign(t testing.TB, top *topology.Topology, m Method) *Assignment {
+	t.Helper()
+	a, err := Assign(top, m)
+	if err != nil {
+		t.Fatalf("%s %s: %v", top.Spec, m, err)
+	}
+	return a
+}
+
+func pow(b, e int) int { return int(math.Pow(float64(b), float64(e))) }
+
+// Seed 002 Table 3 (DOR): a k-ary n-cube mesh needs k^(n-1) fixed and n
+// renamed VLANs; a fat tree (u,d,r) u^r fixed, and (2,4,2) u renamed.
+func TestTable3(t *testing.T) {
+	for n := 2; n <= 3; n++ {
+		for k := 2; k <= 8; k++ {
+			if n == 3 && k > 6 {
+				continue // 343+ switches: all pairs' paths take seconds
+			}
+			dims := fmt.Sprint(k)
+			for i := 1; i < n; i++ {
+				dims += fmt.Sprintf("x%d", k)
+			}
+			top := build(t, "mesh:dims="+dims)
+			if f, r := assign(t, top, Fixed).VLANs, assign(t, top, Renamed).VLANs; f != pow(k, n-1) || r != n {
+				t.Errorf("mesh %s: fixed %d, renamed %d; Table 3: k^(n-1) = %d, n = %d", dims, f, r, pow(k, n-1), n)
+			}
+		}
+	}
+	for _, c := range []struct {
+		u, d, r, renamed int
+	}{{2, 4, 2, 2}, {3, 6, 2, 3}, {2, 4, 3, 6}, {3, 9, 3, 12}} {
+		top := build(t, fmt.Sprintf("fattree:u=%d,d=%d,r=%d", c.u, c.d, c.r))
+		if f := assign(t, top, Fixed).VLANs; f != pow(c.u, c.r) {
+			t.Errorf("fat tree (%d,%d,%d): fixed %d, Table 3: u^r = %d", c.u, c.d, c.r, f, pow(c.u, c.r))
+		}
+		// Table 3's u holds for two levels; deeper trees need more with
+		// these paths (switches below the top pass frames coming down from
+		// every up port).
+		if r := assign(t, top, Renamed).VLANs; r != c.renamed {
+			t.Errorf("fat tree (%d,%d,%d): renamed %d, want %d", c.u, c.d, c.r, r, c.renamed)
+		}
+	}
+}
+
+// Fig. 1: the DOR fixed assignment of a 4x4 mesh uses four VLANs, #10 to
+// #13, one per row; every host port is an untagged member of all four.
+// Fig. 3b: the renamed (2,4,2) tree's leaf ports to the two middle
+// switches are in different VLANs, its host ports in both.
+func TestFigures(t *testing.T) {
+	top := build(t, "mesh:dims=4x4")
+	a := assign(t, top, Fixed)
+	for i, sw := range a.Switches {
+		if got, want := sw.PVID[0], FirstVID+top.Switches[i].Coords[1]; got != want {
+			t.Errorf("%s: PVID %d, want %d (its row)", sw.Name, got, want)
+		}
+		if len(sw.Members) != 4 {
+			t.Errorf("%s: in %d VLANs, want 4", sw.Name, len(sw.Members))
+		}
+		for _, m := range sw.Members {
+			if len(m.Untagged) != 1 || m.Untagged[0] != 1 {
+				t.Errorf("%s VLAN %d: untagged %v, want the host port", sw.Name, m.VID, m.Untagged)
+			}
+		}
+	}
+	ft := build(t, "fattree:u=2,d=4,r=2")
+	r := assign(t, ft, Renamed)
+	leaf := r.Switches[0] // hosts 1, 2; up ports 3, 4
+	if len(leaf.Members) != 2 || leaf.PVID[2] == leaf.PVID[3] {
+		t.Errorf("leaf %s: %+v, PVIDs %v: want its two up ports in two VLANs", leaf.Name, leaf.Members, leaf.PVID)
+	}
+	for _, m := range leaf.Members {
+		if len(m.Untagged) != 3 {
+			t.Errorf("leaf %s VLAN %d: %v, want both hosts and one up port", leaf.Name, m.VID, m.Untagged)
+		}
+	}
+}
+
+var shapes = []string{
+	"mesh:dims=4x4", "mesh:dims=4x2,t=2", "mesh:dims=3x3x2",
+	"torus:dims=4x4", "torus:dims=4x4,links=2", "torus:dims=5x3,links=2", "torus:dims=4x2,t=2", "torus:dims=3x3x3,links=2",
+	"ring:n=4", "ring:n=5,links=2",
+	"mtree:dims=4x4", "myriclos:n=4,t=2",
+	"fattree:u=2,d=4,r=2", "fattree:u=2,d=4,r=3", "fattree:u=3,d=6,r=2",
+}
+
+// Every pair is carried on its path and every broadcast reaches every
+// host, exactly once under the fixed assignment, and dies out under the
+// renamed one (seed 002 Theorem 1); Theorem 2 bounds the VLANs: fixed at
+// most the switches, renamed at most the switch degree.
+func TestVerifyAndBounds(t *testing.T) {
+	for _, spec := range shapes {
+		top := build(t, spec)
+		degree := 0
+		for _, sw := range top.Switches {
+			degree = max(degree, len(sw.Ports))
+		}
+		for _, m := range []Method{Fixed, Renamed} {
+			a := assign(t, top, m)
+			if m == Renamed && (top.Spec.Kind == topology.Torus || top.Spec.Kind == topology.Ring) && top.Spec.Links == 1 {
+				continue // storms (TestTorusDateline)
+			}
+			r, err := Verify(top, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failures != 0 || r.BroadcastFailures != 0 || r.Pairs != len(top.Hosts)*(len(top.Hosts)-1) {
+				t.Errorf("%s %s: %d of %d pairs failed, %d of %d broadcasts: %v", spec, m, r.Failures, r.Pairs, r.BroadcastFailures, r.Broadcasts, r.Examples)
+			}
+			if bound := map[Method]int{Fixed: len(top.Switches), Renamed: degree}[m]; a.VLANs > bound {
+				t.Errorf("%s %s: %d VLANs > Theorem 2's %d", spec, m, a.VLANs, bound)
+			}
+		}
+	}
+}
+
+// The walk must be able to fail.
+func TestVerifyCatchesMissingMembers(t *testing.T) {
+	top := build(t, "mesh:dims=3x3")
+	for _, m := range []Method{Fixed, Renamed} {
+		a := assign(t, top, m)
+		a.Switches[4].Members = a.Switches[4].Members[:1]
+		r, err := Verify(top, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failures == 0 || r.BroadcastFailures == 0 {
+			t.Errorf("%s: a centre switch without its VLANs passed: %+v", m, r)
+		}
+	}
+}
+
+// Theorem 1: a renamed assignment over a deadlock-free routing causes no
+// broadcast storm. A torus's dimension-order routing over one link per
+// neighbour is not deadlock-free (each ring is a cycle), and its renamed
+// flood never dies out; with the second link as the dateline lane it
+// does. With that lane a 4-ary torus needs Table 3's 3n renamed VLANs.
+func TestTorusDateline(t *testing.T) {
+	for _, c := range []struct {
+		spec  string
+		storm bool
+		vlans int
+	}{
+		{"torus:dims=4x4", true, 0},
+		{"ring:n=4", true, 0},
+		{"torus:dims=4x4,links=2", false, 6},
+		{"torus:dims=4x4x4,links=2", false, 9},
+		{"ring:n=5,links=2", false, 0},
+	} {
+		top := build(t, c.spec)
+		a := assign(t, top, Renamed)
+		_, terminated := a.flood(top, top.Hosts[0])
+		if terminated == c.storm {
+			t.Errorf("%s: renamed broadcast terminated %v", c.spec, terminated)
+		}
+		if c.vlans != 0 && a.VLANs != c.vlans {
+			t.Errorf("%s: %d renamed VLANs, Table 3's 3n = %d", c.spec, a.VLANs, c.vlans)
+		}
+	}
+}
+
+// Eq. 1: H = T/V. A 4x4 mesh with T = 8,000 entries holds 2,000 hosts
+// with the fixed assignment (4 VLANs) and 4,000 with the renamed one (2).
+func TestHostLimit(t *testing.T) {
+	top := build(t, "mesh:dims=4x4")
+	if f, r := HostLimit(8000, assign(t, top, Fixed).VLANs), HostLimit(8000, assign(t, top, Renamed).VLANs); f != 2000 || r != 4000 {
+		t.Errorf("H = %d fixed, %d renamed; want 2000, 4000", f, r)
+	}
+}
