@@ -8,6 +8,7 @@ import (
 	"github.com/ethfab/ethfab/compaction"
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // Mode is a routing mode.
@@ -29,6 +30,9 @@ const (
 	Valiant     Mode = "valiant"
 	Conditional Mode = "conditional"
 	QCNSwitch   Mode = "qcn-switch"
+	// VLAN: seed 002's switch-tagged VLAN routing on its testbed
+	// topologies, an 802.1Q bridge per switch in OpenFlow (vlan.go).
+	VLAN Mode = "vlan"
 )
 
 // Conditions says the mode's tables carry conditional rules and a
@@ -38,16 +42,19 @@ func (m Mode) Conditions() bool { return m == Conditional || m == QCNSwitch }
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case Minimal, Valiant, Conditional, QCNSwitch:
+	case Minimal, Valiant, Conditional, QCNSwitch, VLAN:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant, conditional or qcn-switch)", s)
+	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant, conditional, qcn-switch or vlan)", s)
 }
 
 // Options select what the controller compiles.
 type Options struct {
-	Mode    Mode
-	Compact bool // merge routing rules into an optimal prefix table (ORTC)
+	Mode Mode
+	// VLANAssign is the VLAN mode's assignment method (default renamed,
+	// the switch-tagged one).
+	VLANAssign vlan.Method
+	Compact    bool // merge routing rules into an optimal prefix table (ORTC)
 	// Originals, when set (one per host), selects assign rewrite
 	// (PortLand/MOOSE style, seed 000 §IV): hosts keep these original
 	// MACs and their access switch rewrites the source to the pseudo-MAC
@@ -67,6 +74,8 @@ type Controller struct {
 	tree [][]int32 // per switch: ports on the broadcast tree
 	// levelFirst is a fat tree's first switch ID per level (paths.go).
 	levelFirst []int
+	// vlan is the VLAN mode's assignment.
+	vlan *vlan.Assignment
 }
 
 // New prepares a controller; tables are compiled on demand per switch.
@@ -86,9 +95,22 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("%s routing does not combine with assign rewrite (use assign static or dmp)", opts.Mode)
 	}
 	c := &Controller{top: plan.Topology(), plan: plan, opts: opts}
+	if opts.Mode == VLAN {
+		if !c.top.Spec.Kind.Testbed() {
+			return nil, fmt.Errorf("vlan routing needs one of seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not a %s", c.top.Spec.Kind)
+		}
+		if opts.VLANAssign == "" {
+			c.opts.VLANAssign = vlan.Renamed
+		}
+		var err error
+		if c.vlan, err = vlan.Assign(c.top, c.opts.VLANAssign); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	if k := c.top.Spec.Kind; k.Testbed() {
 		if opts.Mode != Minimal {
-			return nil, fmt.Errorf("%s routing needs a Dragonfly, a Flattened Butterfly or a Clos; a %s is routed minimally (shortest paths, controller/paths.go)", opts.Mode, k)
+			return nil, fmt.Errorf("%s routing needs a Dragonfly, a Flattened Butterfly or a Clos; a %s is routed minimally (shortest paths, controller/paths.go) or by VLANs (routing.mode vlan)", opts.Mode, k)
 		}
 		if plan.Scheme != addressing.Flat && plan.Scheme != addressing.PerSwitch {
 			return nil, fmt.Errorf("addressing %s needs groups, which a %s does not have: use flat or per-switch", plan.Scheme, k)
@@ -167,6 +189,10 @@ type entry struct {
 func (c *Controller) Table(sw int) (*Table, error) {
 	s := &c.top.Switches[sw]
 	t := &Table{Switch: sw}
+	if c.opts.Mode == VLAN {
+		c.vlanRules(sw, t)
+		return t, nil
+	}
 	// DMP: one rule per host port (seed 000 §IV, Fig. 7).
 	for _, p := range s.Ports {
 		if p.Class != topology.ClassHost {

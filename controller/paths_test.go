@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 var seed002Shapes = []string{
@@ -112,5 +113,62 @@ func TestSeed002Refusals(t *testing.T) {
 		if _, err := New(plan, Options{Mode: c.mode}); err == nil {
 			t.Errorf("mesh with %s addressing, %s routing: accepted", c.sc, c.mode)
 		}
+	}
+}
+
+// VLAN mode compiles each switch as an 802.1Q bridge: table 0 tags an
+// untagged frame with its port's PVID (and, fixed, passes a trunk's tagged
+// VLANs), table 1 holds a flood per VLAN and the static filtering
+// database, each table ending in a counted miss.
+func TestVLANTables(t *testing.T) {
+	for _, m := range []vlan.Method{vlan.Renamed, vlan.Fixed} {
+		c := compile(t, "mesh:dims=3x3", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: m})
+		a := c.VLANAssignment()
+		for sw := range c.top.Switches {
+			tab, err := c.Table(sw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			as := &a.Switches[sw]
+			var classify, trunk, flood, fdb, miss int
+			for _, r := range tab.Rules {
+				switch {
+				case r.Kind == KindMiss:
+					miss++
+				case r.Table == 0 && r.Match.VLAN == VLANUntagged && r.PushVLAN == uint16(as.PVID[r.Match.InPort-1]):
+					classify++
+				case r.Table == 0 && r.Match.VLAN != 0 && r.Goto == 1:
+					trunk++
+				case r.Table == 1 && r.Match.Dst == Broadcast:
+					flood++
+				case r.Table == 1 && len(r.Out)+len(r.Untagged) == 1:
+					fdb++
+				default:
+					t.Errorf("%s %s: unexpected rule %s", m, as.Name, r.OpenFlow())
+				}
+			}
+			pvids := 0
+			for _, v := range as.PVID {
+				if v != 0 {
+					pvids++
+				}
+			}
+			tagged := 0
+			for _, mb := range as.Members {
+				tagged += len(mb.Tagged)
+			}
+			if classify != pvids || trunk != tagged || flood != len(as.Members) || fdb != as.MACEntries || miss != 2 {
+				t.Errorf("%s %s: %d classify (%d PVIDs), %d trunk (%d tagged), %d flood (%d VLANs), %d FDB (%d), %d miss",
+					m, as.Name, classify, pvids, trunk, tagged, flood, len(as.Members), fdb, as.MACEntries, miss)
+			}
+			if m == vlan.Renamed && trunk != 0 {
+				t.Errorf("renamed %s: tagged trunks", as.Name)
+			}
+		}
+	}
+	top, _ := topology.Build(topology.Spec{Kind: topology.Dragonfly, P: 1, A: 2, H: 1, G: 3})
+	plan, _ := addressing.New(top, addressing.PerGroup, false)
+	if _, err := New(plan, Options{Mode: VLAN}); err == nil {
+		t.Error("vlan routing on a Dragonfly: accepted")
 	}
 }

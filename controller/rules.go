@@ -31,10 +31,11 @@ const (
 	KindGuard                   // source guard: drops a host port's frames from a source not its own
 	KindAdmit                   // source guard: passes the port's own source, DMP and transit frames on
 	KindCNM                     // QCN-Switch: table 0 hands CNMs for the switch's hosts to its own logic (PACKET_IN)
+	KindVLAN                    // switch-tagged VLAN routing (seed 002): classification and filtering database
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm", "vlan"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -79,7 +80,10 @@ const TableRouting = 1
 // Match is an OpenFlow 1.3 match on the fields ethfab uses. Zero fields
 // are wildcards.
 type Match struct {
-	InPort  int            `json:"in_port,omitempty"`
+	InPort int `json:"in_port,omitempty"`
+	// VLAN matches a frame's 802.1Q tag: 0 any, VLANUntagged none, else
+	// that VLAN ID.
+	VLAN    uint16         `json:"vlan,omitempty"`
 	Src     addressing.MAC `json:"dl_src,omitempty"` // exact when set
 	DlType  uint16         `json:"dl_type,omitempty"`
 	Dst     addressing.MAC `json:"dl_dst,omitempty"`
@@ -95,6 +99,9 @@ func (m *Match) Matches(inPort int, dst addressing.MAC, dlType uint16) bool {
 
 // PortInPort in an output list means OpenFlow's IN_PORT.
 const PortInPort = -1
+
+// VLANUntagged in Match.VLAN matches frames without an 802.1Q tag.
+const VLANUntagged = 0xffff
 
 // Rule is one flow entry.
 type Rule struct {
@@ -122,6 +129,12 @@ type Rule struct {
 	// bytes to the switch's own logic (OpenFlow's output:CONTROLLER with
 	// max_len): a PACKET_IN on its management connection.
 	Controller uint16 `json:"controller_max_len,omitempty"`
+	// PushVLAN, when not 0, tags the frame with this VLAN ID first (an
+	// untagged frame's PVID).
+	PushVLAN uint16 `json:"push_vlan,omitempty"`
+	// Untagged lists output ports the frame leaves untagged: after Out, its
+	// tag popped (a VLAN's untagged members).
+	Untagged []int32 `json:"out_untagged,omitempty"`
 }
 
 // Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
@@ -156,6 +169,13 @@ func (r *Rule) OpenFlow() string {
 	if r.Match.DlType != 0 {
 		fmt.Fprintf(&b, ",dl_type=0x%04x", r.Match.DlType)
 	}
+	switch r.Match.VLAN {
+	case 0:
+	case VLANUntagged:
+		b.WriteString(",vlan_tci=0x0000/0x1fff")
+	default:
+		fmt.Fprintf(&b, ",dl_vlan=%d", r.Match.VLAN)
+	}
 	if r.Cond != 0 {
 		fmt.Fprintf(&b, ",metadata=0/%#x", uint64(1)<<r.CondBit)
 	}
@@ -168,6 +188,10 @@ func (r *Rule) OpenFlow() string {
 	}
 	b.WriteString(",actions=")
 	var acts []string
+	if r.PushVLAN != 0 {
+		// OpenFlow 1.3 wants OFPVID_PRESENT (0x1000) in the VLAN ID set.
+		acts = append(acts, "push_vlan:0x8100", fmt.Sprintf("set_field:%d->vlan_vid", 0x1000|int(r.PushVLAN)))
+	}
 	if r.SetSrc != 0 {
 		acts = append(acts, "set_field:"+r.SetSrc.String()+"->eth_src")
 	}
@@ -181,6 +205,12 @@ func (r *Rule) OpenFlow() string {
 		if p == PortInPort {
 			acts = append(acts, "IN_PORT")
 		} else {
+			acts = append(acts, "output:"+strconv.Itoa(int(p)))
+		}
+	}
+	if len(r.Untagged) > 0 {
+		acts = append(acts, "pop_vlan")
+		for _, p := range r.Untagged {
 			acts = append(acts, "output:"+strconv.Itoa(int(p)))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // Tables compiles every switch's table lazily and keeps it; safe for
@@ -453,6 +454,12 @@ func guard(ts *Tables, h int) (string, error) {
 // hops.
 func SwitchesCrossed(ts *Tables, src, dst int) (int, error) {
 	top := ts.c.top
+	if ts.c.opts.Mode == VLAN {
+		// The walker knows no VLAN tags: the VLANs carry the paths.
+		h := top.Hosts[src]
+		p, err := vlan.Path(top, h.Switch, h.Port, top.Hosts[dst].Switch)
+		return len(p), err
+	}
 	w := &walker{ts: ts, dst: dst, mac: ts.c.plan.HostMAC(dst), bound: ts.c.HopBound()}
 	if err := w.step(top.Hosts[src].Switch, top.Hosts[src].Port, 0, 0, -1); err != nil {
 		return 0, err

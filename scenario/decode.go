@@ -14,6 +14,7 @@ import (
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/traffic"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // decoder turns the tree into a Scenario, collecting every error it can
@@ -390,13 +391,35 @@ func (d *decoder) routing(e *entry) Routing {
 	if e == nil {
 		return r
 	}
-	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause", "qcn")
+	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause", "qcn", "vlan")
 	modeOverridden := false
 	if e := f["mode"]; e != nil {
-		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional", "qcn-switch"); ok {
+		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional", "qcn-switch", "vlan"); ok {
 			r.Mode = controller.Mode(v)
 		}
 		modeOverridden = e.val.pos.override != ""
+	}
+	if r.Mode == controller.VLAN {
+		v := VLANRouting{Assign: vlan.Renamed, MACs: "static"}
+		if e := f["vlan"]; e != nil {
+			vf := d.fields(e.val, "routing.vlan", "assign", "macs")
+			if e := vf["assign"]; e != nil {
+				if s, ok := d.enum(e.val, "routing.vlan.assign", "fixed", "renamed"); ok {
+					v.Assign = vlan.Method(s)
+				}
+			}
+			if e := vf["macs"]; e != nil {
+				if s, ok := d.enum(e.val, "routing.vlan.macs", "static", "learn"); ok {
+					if s == "learn" {
+						d.errf(e.val, "routing.vlan.macs", "learn (the paper's learning procedure) is not built yet; use static")
+					}
+					v.MACs = s
+				}
+			}
+		}
+		r.VLAN = &v
+	} else if e := f["vlan"]; e != nil && (!modeOverridden || e.val.pos.override != "") {
+		d.errf(e.val, "routing.vlan", "only applies to mode: vlan (mode is %s)", r.Mode)
 	}
 	if r.Mode == controller.QCNSwitch {
 		var qn *node
@@ -988,10 +1011,10 @@ func beforeDMPNode(f map[string]*entry, i int) *node {
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 	if k := s.Topology.Kind; k.Testbed() {
 		// Seed 002's topologies are routed on shortest paths
-		// (controller/paths.go), addressed by host or switch.
-		if re := f["routing"]; re != nil && s.Routing.Mode != controller.Minimal {
+		// (controller/paths.go) or by VLANs, addressed by host or switch.
+		if re := f["routing"]; re != nil && s.Routing.Mode != controller.Minimal && s.Routing.Mode != controller.VLAN {
 			if me := re.val.get("mode"); me != nil {
-				d.errf(me.val, "routing.mode", "%s routing needs a dragonfly, flatfly or clos topology; a %s is routed minimally (shortest paths)", s.Routing.Mode, k)
+				d.errf(me.val, "routing.mode", "%s routing needs a dragonfly, flatfly or clos topology; a %s is routed minimally (shortest paths) or by VLANs (vlan)", s.Routing.Mode, k)
 			}
 		}
 		if ae := f["addressing"]; ae != nil && s.Addressing.Scheme == addressing.PerGroup {
@@ -1008,6 +1031,17 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 			if me := re.val.get("mode"); me != nil {
 				d.errf(me.val, "routing.mode", "qcn-switch needs a dragonfly or flatfly topology (got %s)", s.Topology.Kind)
 			}
+		}
+	}
+	if s.Routing.Mode == controller.VLAN {
+		me := f["routing"].val.get("mode")
+		switch {
+		case s.Topology.Kind != "" && !s.Topology.Kind.Testbed():
+			d.errf(me.val, "routing.mode", "vlan needs one of seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", s.Topology.Kind)
+		case s.OVS.Datapath == DatapathEBPF:
+			d.errf(me.val, "routing.mode", "vlan runs on Open vSwitch: the eBPF datapath has no VLAN actions (ovs.datapath: netdev or auto)")
+		case s.Addressing.Assign != addressing.AssignStatic:
+			d.errf(me.val, "routing.mode", "vlan needs addressing.assign: static (hosts keep their addresses; the switches register them)")
 		}
 	}
 	if s.Addressing.Assign == addressing.AssignDMP {

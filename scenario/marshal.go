@@ -111,6 +111,9 @@ func (s *Scenario) effectiveTree() *node {
 	if s.Routing.Pause != "" {
 		routing.add("pause", mkStr(string(s.Routing.Pause)))
 	}
+	if v := s.Routing.VLAN; v != nil {
+		routing.add("vlan", mkMap(true, "assign", mkStr(string(v.Assign)), "macs", mkStr(v.MACs)))
+	}
 	if q := s.Routing.QCN; q != nil {
 		routing.add("qcn", mkMap(false,
 			"variant", mkStr(q.Variant),
@@ -247,23 +250,8 @@ func keyText(k string) string {
 
 func topoParam(s *Scenario, p string) int {
 	sp := s.Topology
-	switch p {
-	case "p":
-		return sp.P
-	case "a":
-		return sp.A
-	case "h":
-		return sp.H
-	case "g":
-		return sp.G
-	case "t":
-		return sp.T
-	case "k":
-		return sp.K
-	case "levels":
-		return sp.Levels
-	case "pods":
-		return sp.Pods
+	if v := sp.Param(p); v != nil {
+		return *v
 	}
 	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/traffic"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // Scenario is a validated scenario with every default applied.
@@ -58,6 +59,17 @@ type Routing struct {
 	Pause PauseScope
 	// QCN: routing.qcn, with mode qcn-switch only (then never nil).
 	QCN *QCN
+	// VLAN: routing.vlan, with mode vlan only (then never nil).
+	VLAN *VLANRouting
+}
+
+// VLANRouting is routing.vlan: seed 002's switch-tagged VLAN routing.
+type VLANRouting struct {
+	Assign vlan.Method // fixed | renamed (default)
+	// MACs: static, the filtering databases registered from the paths
+	// (the paper's static registration). The learning procedure (learn)
+	// is not built.
+	MACs string
 }
 
 // QCN is routing.qcn: QCN-Switch's congestion points and per-port

@@ -201,6 +201,10 @@ func TestErrors(t *testing.T) {
 		{"topology bad kind", "name: x\ntopology: {kind: hypercube}\n", 2, 18, "topology.kind", `unknown value "hypercube"`},
 		{"mesh without dims", "name: x\ntopology: {kind: torus}\n", 2, 11, "topology.dims", "needs at least one dimension"},
 		{"mesh routed valiant", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a mesh is routed minimally"},
+		{"vlan on a dragonfly", "name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "vlan needs one of seed 002's topologies"},
+		{"vlan learning", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "not built yet"},
+		{"vlan on ebpf", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\n", 3, 17, "routing.mode", "the eBPF datapath has no VLAN actions"},
+		{"vlan section off vlan", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: minimal, vlan: {assign: fixed}}\n", 3, 32, "routing.vlan", "only applies to mode: vlan"},
 		{"mesh per group", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\naddressing: {scheme: per-group}\n", 3, 22, "addressing.scheme", "per-group needs groups"},
 		{"topology clos odd k", "name: x\ntopology: {kind: clos, k: 5}\n", 2, 27, "topology.k", "even and at least 4"},
 		{"topology flatfly dim", "name: x\ntopology:\n  kind: flatfly\n  dims: [4, 1]\n  t: 2\n", 4, 9, "topology.dims", "dimension 2 has size 1"},
@@ -319,7 +323,7 @@ func TestAllErrorsReported(t *testing.T) {
 	if es[0].Path != "routing.mode" || es[1].Path != "phases[0].wait" || es[1].Line != 6 {
 		t.Errorf("errors %v", err)
 	}
-	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch)"
+	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch, vlan)"
 	if es[0].Error() != want {
 		t.Errorf("error text\n%q\nwant\n%q", es[0].Error(), want)
 	}
@@ -382,7 +386,7 @@ func TestSetErrors(t *testing.T) {
 	}
 	before, _ := s.MarshalYAML()
 	cases := []struct{ path, value, want string }{
-		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon, pause, qcn)`},
+		{"routing.mod", "valiant", `--set routing.mod=valiant: routing.mod: unknown field "mod" (want mode, xoff, xon, pause, qcn, vlan)`},
 		{"routing.mode", "fast", `--set routing.mode=fast: routing.mode: unknown value "fast"`},
 		{"routing.xoff", "5kb", "full.yaml:6:47: routing.xon: 10kb must be below xoff (5kb)"},
 		{"description", "a: b", "description: must be a single value, got a mapping"},

@@ -53,10 +53,16 @@ type Switch struct {
 	PVID []int `json:"pvid"`
 	// Members of each VLAN the switch holds: its ports, tagged or not.
 	Members []Membership `json:"members"`
-	// MACEntries is the static registration's filtering database: one
-	// entry per (VLAN, destination host) whose frames cross the switch.
+	// MACEntries is the size of FDB.
 	MACEntries int `json:"mac_entries"`
+	// FDB is the static registration's filtering database: per (VLAN,
+	// destination host) whose frames cross the switch, the port they
+	// leave by.
+	FDB map[FDBKey]int `json:"-"`
 }
+
+// FDBKey is a filtering-database key: a VLAN and a destination host.
+type FDBKey struct{ VID, Host int }
 
 // Membership is one VLAN on one switch.
 type Membership struct {
@@ -77,7 +83,7 @@ func Assign(top *topology.Topology, m Method) (*Assignment, error) {
 	case Fixed:
 		return fixed(top, paths)
 	case Renamed:
-		return renamed(top, paths), nil
+		return renamed(top, paths)
 	}
 	return nil, fmt.Errorf("vlan: unknown assignment %q", m)
 }
@@ -188,7 +194,9 @@ func fixed(top *topology.Topology, paths [][][][]Hop) (*Assignment, error) {
 		}
 		a.Switches = append(a.Switches, out)
 	}
-	macEntries(top, paths, a, func(s int) int { return vOf[s] })
+	if err := fdb(top, paths, a, func(s int) int { return FirstVID + vOf[s] }); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -214,7 +222,7 @@ func includes(big, small map[link]bool) bool {
 // can be routed in v_i as an 'untagged' member … Step 4: Combine two or
 // more VLANs whose member ports are the same into a single VLAN." A host
 // port's frames may leave by any other host port of its switch.
-func renamed(top *topology.Topology, paths [][][][]Hop) *Assignment {
+func renamed(top *topology.Topology, paths [][][][]Hop) (*Assignment, error) {
 	outs := make([]map[int]map[int]bool, len(top.Switches)) // switch -> in port -> out ports
 	add := func(sw, in, out int) {
 		if outs[sw] == nil {
@@ -272,8 +280,7 @@ func renamed(top *topology.Topology, paths [][][][]Hop) *Assignment {
 		a.VLANs = max(a.VLANs, len(out.Members))
 		a.Switches = append(a.Switches, out)
 	}
-	macEntries(top, paths, a, nil)
-	return a
+	return a, fdb(top, paths, a, nil)
 }
 
 func hostPorts(sw *topology.Switch) []int {
@@ -286,33 +293,46 @@ func hostPorts(sw *topology.Switch) []int {
 	return out
 }
 
-// macEntries counts each switch's static filtering database: an entry per
-// (VLAN, destination host) whose frames cross it in that VLAN. vlanOf
-// gives a fixed assignment's VLAN by source switch; renamed VLANs are the
-// PVIDs of the ports the frames come in by.
-func macEntries(top *topology.Topology, paths [][][][]Hop, a *Assignment, vlanOf func(s int) int) {
-	seen := make([]map[[2]int]bool, len(top.Switches))
-	for i := range seen {
-		seen[i] = map[[2]int]bool{}
+// fdb fills each switch's static filtering database from the paths: an
+// entry per (VLAN, destination host) whose frames cross it in that VLAN,
+// with the port they leave by. vlanOf gives a fixed assignment's VLAN by
+// source switch; renamed VLANs are the PVIDs of the ports the frames come
+// in by. A switch sending one VLAN's frames for one host out of two ports
+// cannot be configured (the method's merge of equal member sets does not
+// promise it cannot happen): an error.
+func fdb(top *topology.Topology, paths [][][][]Hop, a *Assignment, vlanOf func(s int) int) error {
+	for i := range a.Switches {
+		a.Switches[i].FDB = map[FDBKey]int{}
 	}
 	for s := range paths {
 		for d, ps := range paths[s] {
 			for _, p := range ps {
 				for _, h := range p {
-					v := a.Switches[h.Switch].PVID[h.In-1]
+					sw := &a.Switches[h.Switch]
+					v := sw.PVID[h.In-1]
 					if vlanOf != nil {
-						v = FirstVID + vlanOf(s)
+						v = vlanOf(s)
 					}
 					for _, port := range hostPorts(&top.Switches[d]) {
-						seen[h.Switch][[2]int{v, top.Switches[d].Port(port).Host}] = true
+						out := h.Out
+						if out == 0 {
+							out = port
+						}
+						k := FDBKey{v, top.Switches[d].Port(port).Host}
+						if was, ok := sw.FDB[k]; ok && was != out {
+							return fmt.Errorf("vlan: %s would send VLAN %d's frames for %s out of ports %d and %d",
+								sw.Name, v, top.Hosts[k.Host].Name, was, out)
+						}
+						sw.FDB[k] = out
 					}
 				}
 			}
 		}
 	}
 	for i := range a.Switches {
-		a.Switches[i].MACEntries = len(seen[i])
+		a.Switches[i].MACEntries = len(a.Switches[i].FDB)
 	}
+	return nil
 }
 
 // HostLimit is seed 002's Eq. 1, H = T/V: the hosts a fabric can hold

@@ -24,10 +24,12 @@ type VerifyReport struct {
 	Examples   []string `json:"examples,omitempty"`
 }
 
-// Verify walks every ordered host pair on its path through the
-// assignment's memberships (ingress: the frame's VLAN must be the in
-// port's PVID, or a VLAN it is a tagged member of; egress: the out port a
-// member, untagged towards a host), and floods a broadcast from every host.
+// Verify forwards a frame between every ordered host pair as the switches
+// would, by their PVIDs, memberships and filtering databases (ingress: an
+// untagged frame takes the port's PVID, a tagged one must be of a VLAN the
+// port is a tagged member of; egress: the database's port must be a member,
+// untagged towards a host), checks it reaches its host on its path, and
+// floods a broadcast from every host.
 func Verify(top *topology.Topology, a *Assignment) (*VerifyReport, error) {
 	r := &VerifyReport{}
 	fail := func(format string, args ...any) {
@@ -36,40 +38,14 @@ func Verify(top *topology.Topology, a *Assignment) (*VerifyReport, error) {
 		}
 	}
 	for _, src := range top.Hosts {
-		s := src.Switch
 		for _, dst := range top.Hosts {
 			if dst.ID == src.ID {
 				continue
 			}
 			r.Pairs++
-			p, err := Path(top, s, src.Port, dst.Switch)
-			if err != nil {
-				return nil, err
-			}
-			vid := a.Switches[s].PVID[src.Port-1]
-			ok := true
-			for k, h := range p {
-				sw := &a.Switches[h.Switch]
-				if k > 0 && !a.accepts(h.Switch, h.In, vid) {
-					ok = false
-					fail("%s -> %s: %s does not take VLAN %d on port %d", src.Name, dst.Name, sw.Name, vid, h.In)
-					break
-				}
-				if a.Method == Renamed {
-					vid = sw.PVID[h.In-1] // untagged on every wire
-				}
-				out := h.Out
-				if out == 0 {
-					out = dst.Port
-				}
-				if m := sw.member(vid, out); m == notMember || (h.Out == 0 && m != untagged) {
-					ok = false
-					fail("%s -> %s: %s port %d is not a member of VLAN %d", src.Name, dst.Name, sw.Name, out, vid)
-					break
-				}
-			}
-			if !ok {
+			if why := a.forward(top, src, dst); why != "" {
 				r.Failures++
+				fail("%s -> %s: %s", src.Name, dst.Name, why)
 			}
 		}
 	}
@@ -180,4 +156,48 @@ func (a *Assignment) flood(top *topology.Topology, src topology.Host) (map[int]i
 		}
 	}
 	return got, true
+}
+
+// forward sends one frame from src to dst; "" if it arrives on its path.
+func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) string {
+	p, err := Path(top, src.Switch, src.Port, dst.Switch)
+	if err != nil {
+		return err.Error()
+	}
+	at, in, vid := src.Switch, src.Port, a.Switches[src.Switch].PVID[src.Port-1]
+	for hop := 0; ; hop++ {
+		if hop >= len(p) || p[hop].Switch != at {
+			return fmt.Sprintf("off its path at %s", top.Switches[at].Name)
+		}
+		sw := &a.Switches[at]
+		if a.Method == Renamed || hop == 0 {
+			vid = sw.PVID[in-1] // untagged on the wire
+			if vid == 0 {
+				return fmt.Sprintf("%s has no PVID on port %d", sw.Name, in)
+			}
+		} else if sw.member(vid, in) != tagged {
+			return fmt.Sprintf("%s does not take VLAN %d on port %d", sw.Name, vid, in)
+		}
+		out, ok := sw.FDB[FDBKey{vid, dst.ID}]
+		if !ok {
+			return fmt.Sprintf("%s has no entry for VLAN %d", sw.Name, vid)
+		}
+		m := sw.member(vid, out)
+		port := top.Switches[at].Port(out)
+		if port.Class == topology.ClassHost {
+			switch {
+			case port.Host != dst.ID:
+				return fmt.Sprintf("delivered to %s", top.Hosts[port.Host].Name)
+			case m != untagged:
+				return fmt.Sprintf("%s port %d is not an untagged member of VLAN %d", sw.Name, out, vid)
+			case hop != len(p)-1:
+				return "arrived off its path"
+			}
+			return ""
+		}
+		if m == notMember || (a.Method == Renamed && m != untagged) {
+			return fmt.Sprintf("%s port %d is not a member of VLAN %d", sw.Name, out, vid)
+		}
+		at, in = port.Peer.Switch, port.Peer.Port
+	}
 }

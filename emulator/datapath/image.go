@@ -388,6 +388,9 @@ func ruleMask(r *controller.Rule) maskOf {
 
 func actionOf(sw int, r *controller.Rule, ifindex map[[2]int]uint32) (Action, error) {
 	a := Action{SetSrc: uint64(r.SetSrc), SetDst: uint64(r.SetDst), Kind: uint8(r.Kind), GoTo: r.Goto, WriteCond: b2u(r.WriteCond)}
+	if r.PushVLAN != 0 || len(r.Untagged) > 0 || r.Match.VLAN != 0 {
+		return a, fmt.Errorf("VLAN match or actions: the eBPF datapath has none (routing.mode vlan runs on Open vSwitch)")
+	}
 	if int(r.Kind) >= SlotTapLost {
 		return a, fmt.Errorf("kind %d has no counter slot", r.Kind)
 	}

@@ -126,7 +126,7 @@ func TestLabStateFormats(t *testing.T) {
 		"routing":  {`{"format":1,"lab":"routing","topology":"clos:k=4","addressing":"flat","assign":"static","routing":"adaptive"}`, "routing: unknown routing mode \"adaptive\""},
 		"assign":   {`{"format":1,"lab":"assign","topology":"clos:k=4","addressing":"flat","assign":"dhcp","routing":"minimal"}`, "assign: unknown assign mode \"dhcp\""},
 		"scheme":   {`{"format":1,"lab":"scheme","topology":"clos:k=4","addressing":"per-pod","assign":"static","routing":"minimal"}`, "addressing: unknown addressing scheme \"per-pod\""},
-		"topology": {`{"format":1,"lab":"topology","topology":"torus:k=4","addressing":"flat","assign":"static","routing":"minimal"}`, "unknown kind \"torus\""},
+		"topology": {`{"format":1,"lab":"topology","topology":"hypercube:k=4","addressing":"flat","assign":"static","routing":"minimal"}`, "unknown kind \"hypercube\""},
 	} {
 		write(name, c.js)
 		_, err := Load(name)

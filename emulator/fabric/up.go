@@ -115,7 +115,11 @@ func compile(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, erro
 	if sc.Addressing.Assign == addressing.AssignRewrite {
 		rewrite = initial
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: sc.Routing.Mode, Compact: sc.Addressing.Compact, Originals: rewrite, SourceGuard: sc.Addressing.SourceGuard})
+	o := controller.Options{Mode: sc.Routing.Mode, Compact: sc.Addressing.Compact, Originals: rewrite, SourceGuard: sc.Addressing.SourceGuard}
+	if v := sc.Routing.VLAN; v != nil {
+		o.VLANAssign = v.Assign
+	}
+	ctl, err := controller.New(ap, o)
 	if err != nil {
 		return nil, err
 	}

@@ -155,7 +155,10 @@ func Run(o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("addressing %s: %w", o.Topology, err)
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard})
+	if o.Mode == controller.VLAN && o.VLAN == "" {
+		o.VLAN = vlan.Renamed
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard, VLANAssign: o.VLAN})
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +207,7 @@ func describe(ctl *controller.Controller, stats func([]int) (*controller.RuleSta
 	r.Rules = st.ByKind
 	r.Rules["total"] = st.Total
 	r.Ports = st.Ports
-	if o.Verify {
+	if o.Verify && opts.Mode != controller.VLAN { // VLAN tables: vlan.Verify (vlanReport)
 		t2 := time.Now()
 		v, err := controller.Verify(ts, controller.VerifyOptions{MaxPairs: o.MaxPairs, Seed: o.Seed})
 		if err != nil {
