@@ -91,6 +91,8 @@ func New(spec Spec, topo *topology.Topology, seed int64, opt Options) (Pattern, 
 		return newBitReversal(b), nil
 	case Transpose:
 		return newTranspose(b), nil
+	case TransposeKH:
+		return newTransposeKH(b), nil
 	case Permutation:
 		return newPermutation(b, seed), nil
 	case AllToAll:
@@ -243,6 +245,40 @@ func newBitReversal(b base) Pattern {
 			if r != i {
 				to[i] = r
 			}
+		}
+	}
+	return &fixed{b, to}
+}
+
+// newTransposeKH is seed 002's matrix transpose: "a host (x, y) sends a
+// packet to the host (k − y − 1, k − x − 1) … or (k − x − 1, k − y − 1)
+// when x + y = k − 1", host (x, y) being (id mod k, id div k) over the
+// first k*k hosts, k = floor(sqrt(N)) (4 for its 16 hosts). It reflects
+// through the anti-diagonal, whose own hosts are reflected through the
+// centre; the centre of an odd k would send to itself and is silent, as
+// are hosts beyond k*k. ethfab's transpose is (r, c) -> (c, r) with a
+// silent diagonal, not the same.
+func newTransposeKH(b base) Pattern {
+	k := int(math.Sqrt(float64(b.n)))
+	for (k+1)*(k+1) <= b.n {
+		k++
+	}
+	for k*k > b.n {
+		k--
+	}
+	to := make([]int, b.n)
+	for i := range to {
+		to[i] = Silent
+		if i >= k*k {
+			continue
+		}
+		x, y := i%k, i/k
+		dx, dy := k-y-1, k-x-1
+		if x+y == k-1 {
+			dx, dy = k-x-1, k-y-1
+		}
+		if d := dy*k + dx; d != i {
+			to[i] = d
 		}
 	}
 	return &fixed{b, to}

@@ -287,3 +287,27 @@ func TestNPBLike(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Seed 002's transpose: on its 16 hosts, k = 4, host (x, y) = (id mod 4,
+// id div 4) sends to (3-y, 3-x), the anti-diagonal's to (3-x, 3-y); a
+// permutation, every host sending.
+func TestTransposeKH(t *testing.T) {
+	topo, err := topology.Build(topology.Spec{Kind: topology.Mesh, Dims: []int{4, 4}, T: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := Map(mustNew(t, "transpose-kh", topo, 1))
+	want := map[int]int{0: 15, 1: 11, 5: 10, 3: 12, 6: 9, 12: 3, 15: 0, 10: 5}
+	for s, d := range want {
+		if to[s] != d {
+			t.Errorf("host %d -> %d, want %d", s, to[s], d)
+		}
+	}
+	seen := map[int]bool{}
+	for s, d := range to {
+		if d == Silent || d == s || seen[d] {
+			t.Fatalf("host %d -> %d: not a permutation without fixed points (%v)", s, d, to)
+		}
+		seen[d] = true
+	}
+}

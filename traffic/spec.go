@@ -25,13 +25,16 @@ const (
 	Adversarial Kind = "adv"
 	BitReversal Kind = "bit-reversal"
 	Transpose   Kind = "transpose"
+	// TransposeKH is seed 002's matrix transpose (Fig. 10): host (x, y)
+	// sends to (k-y-1, k-x-1), the anti-diagonal's hosts to (k-x-1, k-y-1).
+	TransposeKH Kind = "transpose-kh"
 	Permutation Kind = "permutation"
 	AllToAll    Kind = "all-to-all"
 	NPBLike     Kind = "npb-like"
 )
 
 // Kinds lists the families in the order error messages name them.
-var Kinds = []string{"uniform", "adv+N", "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like"}
+var Kinds = []string{"uniform", "adv+N", "bit-reversal", "transpose", "transpose-kh", "permutation", "all-to-all", "npb-like"}
 
 // Spec is a parsed pattern name.
 type Spec struct {
@@ -50,7 +53,7 @@ var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
 // "npb-like:CG" to pick the application (case-insensitive).
 func ParsePattern(s string) (Spec, error) {
 	switch Kind(s) {
-	case Uniform, BitReversal, Transpose, Permutation, AllToAll, NPBLike:
+	case Uniform, BitReversal, Transpose, TransposeKH, Permutation, AllToAll, NPBLike:
 		return Spec{Kind: Kind(s)}, nil
 	}
 	if app, ok := strings.CutPrefix(s, string(NPBLike)+":"); ok {

@@ -1,7 +1,7 @@
 // Package depgraph holds the rules of ethfab's package graph as a test.
 //
 // Data flows from scenario files (scenario) through the pure core
-// (topology, addressing, compaction, controller, the traffic model: the
+// (topology, addressing, compaction, vlan, controller, the traffic model: the
 // papers' concepts, top-level packages) to the machinery
 // that builds and measures a fabric (kernel, ovs, emulator/fabric,
 // emulator/measure, emulator/run) and to results; the host agent runs in
@@ -24,7 +24,7 @@ const mod = "github.com/ethfab/ethfab/"
 // data out, so `ethfab plan` runs without root and the core is testable
 // with -race.
 var pureCore = []string{
-	"topology", "addressing", "compaction",
+	"topology", "addressing", "compaction", "vlan",
 	"controller", "traffic", "scenario",
 	"emulator/resources", "internal/quantile", "internal/steps", "internal/rate", "internal/ethertype", "internal/fanout",
 }
