@@ -67,7 +67,9 @@ func (s *Scenario) applyCase(c Case) (*Scenario, error) {
 		if err != nil {
 			return nil, fmt.Errorf("case %s: %s: %w", c.Name, o.Path, err)
 		}
-		if err := setPath(tree, o.Path, steps, o.val.clone(), ""); err != nil {
+		val := o.val.clone()
+		val.markSet()
+		if err := setPath(tree, o.Path, steps, val, ""); err != nil {
 			return nil, fmt.Errorf("case %s: %w", c.Name, err)
 		}
 	}

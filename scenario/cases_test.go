@@ -125,3 +125,22 @@ func TestCasesVersus(t *testing.T) {
 		}
 	}
 }
+
+// A case that changes the routing mode leaves the base mode's section
+// behind, as --set does; a case that sets such a section itself for
+// another mode is an error.
+func TestCaseChangesModeOverItsSection(t *testing.T) {
+	const doc = "name: v\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {assign: fixed}}\ncases:\n  - name: m\n    set: {routing.mode: minimal}\n"
+	s, err := Parse("v.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Case("m")
+	if err != nil || m.Routing.Mode != "minimal" || m.Routing.VLAN != nil {
+		t.Fatalf("case m: %+v, %v", m.Routing, err)
+	}
+	bad := doc + "  - name: bad\n    set: {routing.mode: minimal, routing.vlan.assign: renamed}\n"
+	if _, err := Parse("v.yaml", []byte(bad)); err == nil || !strings.Contains(err.Error(), "in case bad: only applies to mode: vlan") {
+		t.Errorf("case bad: %v", err)
+	}
+}

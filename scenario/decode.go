@@ -397,7 +397,7 @@ func (d *decoder) routing(e *entry) Routing {
 		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional", "qcn-switch", "vlan"); ok {
 			r.Mode = controller.Mode(v)
 		}
-		modeOverridden = e.val.pos.override != ""
+		modeOverridden = e.val.pos.replaced()
 	}
 	if r.Mode == controller.VLAN {
 		v := VLANRouting{Assign: vlan.Renamed, MACs: "static"}
@@ -418,7 +418,7 @@ func (d *decoder) routing(e *entry) Routing {
 			}
 		}
 		r.VLAN = &v
-	} else if e := f["vlan"]; e != nil && (!modeOverridden || e.val.pos.override != "") {
+	} else if e := f["vlan"]; e != nil && (!modeOverridden || e.val.anyReplaced()) {
 		d.errf(e.val, "routing.vlan", "only applies to mode: vlan (mode is %s)", r.Mode)
 	}
 	if r.Mode == controller.QCNSwitch {
@@ -428,7 +428,7 @@ func (d *decoder) routing(e *entry) Routing {
 		}
 		q := d.qcn(qn)
 		r.QCN = &q
-	} else if e := f["qcn"]; e != nil && (!modeOverridden || e.val.pos.override != "") {
+	} else if e := f["qcn"]; e != nil && (!modeOverridden || e.val.anyReplaced()) {
 		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch (mode is %s)", r.Mode)
 	}
 	for _, key := range []string{"xoff", "xon", "pause"} {
@@ -440,7 +440,7 @@ func (d *decoder) routing(e *entry) Routing {
 		if r.Mode != controller.Conditional {
 			// --set routing.mode=valiant on a conditional scenario is how
 			// modes are compared; its thresholds then simply do not apply.
-			if !modeOverridden || e.val.pos.override != "" {
+			if !modeOverridden || e.val.pos.replaced() {
 				d.errf(e.val, p, "only applies to mode: conditional (mode is %s)", r.Mode)
 			}
 			continue
@@ -862,7 +862,7 @@ func (d *decoder) announce(n *node, path string) *Announce {
 
 var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
 
-var patternList = "uniform, adv+N, bit-reversal, transpose, permutation, all-to-all, npb-like"
+var patternList = strings.Join(traffic.Kinds, ", ")
 
 var npbApps = []string{"CG", "BT", "FT", "IS", "LU", "MG", "SP"}
 
@@ -878,7 +878,7 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 	} else if v, ok := d.str(e.val, join(path, "pattern")); ok {
 		p := join(path, "pattern")
 		switch traffic.Kind(v) {
-		case traffic.Uniform, traffic.BitReversal, traffic.Transpose, traffic.Permutation, traffic.AllToAll, traffic.NPBLike:
+		case traffic.Uniform, traffic.BitReversal, traffic.Transpose, traffic.TransposeKH, traffic.Permutation, traffic.AllToAll, traffic.NPBLike:
 			t.Pattern = traffic.Kind(v)
 		default:
 			m := advRe.FindStringSubmatch(v)

@@ -37,7 +37,13 @@ const (
 type pos struct {
 	line, col int
 	override  string // "PATH=VALUE" when the node came from a --set
+	// set: the node replaced the document's, by a --set or a case's set
+	// (which keeps its own line in the file).
+	set bool
 }
+
+// replaced says whether the node came from a --set or a case's set.
+func (p pos) replaced() bool { return p.set || p.override != "" }
 
 type entry struct {
 	key    string
@@ -90,13 +96,45 @@ func (n *node) clone() *node {
 
 // setOverride marks a whole subtree as coming from one --set.
 func (n *node) setOverride(o string) {
-	n.pos = pos{override: o}
+	n.pos = pos{override: o, set: true}
 	for _, e := range n.entries {
-		e.keyPos = pos{override: o}
+		e.keyPos = pos{override: o, set: true}
 		e.val.setOverride(o)
 	}
 	for _, it := range n.items {
 		it.setOverride(o)
+	}
+}
+
+// anyReplaced says whether the node or anything in it came from a --set
+// or a case's set.
+func (n *node) anyReplaced() bool {
+	if n.pos.replaced() {
+		return true
+	}
+	for _, e := range n.entries {
+		if e.val.anyReplaced() {
+			return true
+		}
+	}
+	for _, it := range n.items {
+		if it.anyReplaced() {
+			return true
+		}
+	}
+	return false
+}
+
+// markSet flags a case's value as replacing the document's, keeping its
+// position in the file.
+func (n *node) markSet() {
+	n.pos.set = true
+	for _, e := range n.entries {
+		e.keyPos.set = true
+		e.val.markSet()
+	}
+	for _, it := range n.items {
+		it.markSet()
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 var seed002Shapes = []string{
-	"mesh:dims=4x4,t=1", "mesh:dims=4x2,t=2", "mesh:dims=3x2x2", "mesh:dims=5",
+	"mesh:dims=4x4,t=1", "mesh:dims=4x2,t=2", "mesh:dims=3x2x2", "mesh:dims=5", "mesh:dims=1,t=16", "mesh:dims=4x1",
 	"torus:dims=4x4,t=1", "torus:dims=4x2,t=2", "torus:dims=3x3,links=2", "torus:dims=2x2", "torus:dims=5x3x2,t=2",
 	"ring:n=4", "ring:n=2", "ring:n=5,links=2", "ring:n=3,t=2",
 	"mtree:dims=4x4", "mtree:dims=3x2x4", "mtree:dims=2",
@@ -129,7 +129,8 @@ func TestFatTreeUpPaths(t *testing.T) {
 
 func TestSeed002SpecErrors(t *testing.T) {
 	for s, param := range map[string]string{
-		"mesh:dims=4x1":          "dims",
+		"mesh:dims=4x0":          "dims",
+		"torus:dims=4x1":         "dims",
 		"torus:dims=4x4,links=3": "links",
 		"ring:n=1":               "n",
 		"mtree:dims=4x4,t=-1":    "t",

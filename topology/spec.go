@@ -316,7 +316,9 @@ func (s Spec) Validate() error {
 		}
 		n := int64(1)
 		for i, k := range s.Dims {
-			if k < 2 {
+			// A mesh of one switch is seed 002's ideal flat topology
+			// (mesh:dims=1,t=16): one crossbar, no links.
+			if k < 2 && !(s.Kind == Mesh && k == 1) {
 				return paramErr(s.Kind, "dims", "dimension %d has size %d; each needs at least 2 switches", i+1, k)
 			}
 			n *= int64(k)

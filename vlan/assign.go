@@ -108,7 +108,7 @@ func allPaths(top *topology.Topology, m Method) ([][][][]Hop, error) {
 				continue
 			}
 			for _, port := range ports {
-				p, err := Path(top, s, port, d)
+				p, err := Path(top, m, s, port, d)
 				if err != nil {
 					return nil, err
 				}

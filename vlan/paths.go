@@ -36,16 +36,19 @@ type Hop struct {
 //     the switch taken at every level, up and down, is picked by the
 //     source leaf's digit (leaf / U^(level-1)) mod U, so that all paths
 //     from a leaf form one tree (Table 3's u^r trees for the fixed
-//     assignment) and stay in the plane of their digits: a (2,4,2) tree's
-//     switches then need 2 renamed VLANs each (seed 002 Fig. 3b, Table 3's
-//     u). Deeper trees need more (TestTable3 says how many): a switch below
-//     the top passes frames coming down from every up port.
+//     assignment) and stay in the plane of their digits. The renamed
+//     assignment routes by input port (C×N↦C): there the first level's
+//     switch is picked by the source host's port (its index mod U), as
+//     seed 002 Fig. 2 sends half a leaf's hosts through each middle
+//     switch, so every up link of a leaf carries traffic. A (2,4,2)
+//     tree's switches then need 2 renamed VLANs each (Fig. 3b, Table 3's
+//     u); deeper trees cannot be configured (Assign says why).
 //
 // These are source-dependent (the torus's lane, the fat tree's choices),
 // unlike the destination-based tables of ethfab's minimal routing on the
 // same topologies (controller/paths.go); VLANs carry the state. port is
-// the source host's port on s.
-func Path(top *topology.Topology, s, port, d int) ([]Hop, error) {
+// the source host's port on s; m the assignment the paths are for.
+func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 	var hops []Hop
 	in := port
 	step := func(at, out int) int {
@@ -110,11 +113,17 @@ func Path(top *topology.Topology, s, port, d int) ([]Hop, error) {
 				break
 			}
 		}
+		digit := func(j int) int {
+			if j == 1 && m == Renamed {
+				return (port - 1) % sp.U // host ports come first
+			}
+			return sp.FatTreeDigit(src, j)
+		}
 		for j := 1; j <= top0; j++ {
-			at = step(at, top.PortTo(at, first[j]+(src/sp.FatTreeSpan(j))*sp.U+sp.FatTreeDigit(src, j)))
+			at = step(at, top.PortTo(at, first[j]+(src/sp.FatTreeSpan(j))*sp.U+digit(j)))
 		}
 		for j := top0 - 1; j >= 1; j-- {
-			at = step(at, top.PortTo(at, first[j]+(dst/sp.FatTreeSpan(j))*sp.U+sp.FatTreeDigit(src, j)))
+			at = step(at, top.PortTo(at, first[j]+(dst/sp.FatTreeSpan(j))*sp.U+digit(j)))
 		}
 		if at != d {
 			at = step(at, top.PortTo(at, d))
