@@ -322,3 +322,12 @@ func TxChecksumOn(ns, ifname string) (bool, error) {
 	})
 	return on, err
 }
+
+// SetLinkUp brings an interface up or down (a veth's peer then sees its
+// carrier come and go).
+func SetLinkUp(ns, ifname string, up bool) error {
+	if up {
+		return withLink(ns, ifname, "set up", func(h *netlink.Handle, l netlink.Link) error { return h.LinkSetUp(l) })
+	}
+	return withLink(ns, ifname, "set down", func(h *netlink.Handle, l netlink.Link) error { return h.LinkSetDown(l) })
+}

@@ -259,13 +259,7 @@ func newBitReversal(b base) Pattern {
 // are hosts beyond k*k. ethfab's transpose is (r, c) -> (c, r) with a
 // silent diagonal, not the same.
 func newTransposeKH(b base) Pattern {
-	k := int(math.Sqrt(float64(b.n)))
-	for (k+1)*(k+1) <= b.n {
-		k++
-	}
-	for k*k > b.n {
-		k--
-	}
+	k := isqrt(b.n)
 	to := make([]int, b.n)
 	for i := range to {
 		to[i] = Silent
@@ -284,18 +278,24 @@ func newTransposeKH(b base) Pattern {
 	return &fixed{b, to}
 }
 
+// isqrt is floor(sqrt(n)), exact past float rounding.
+func isqrt(n int) int {
+	s := int(math.Sqrt(float64(n)))
+	for (s+1)*(s+1) <= n {
+		s++
+	}
+	for s*s > n {
+		s--
+	}
+	return s
+}
+
 // newTranspose lays the first s*s hosts out as an s x s matrix, s =
 // floor(sqrt(N)), row-major by host index, and sends (r, c) to (c, r). For
 // N = 4^k this is the usual bit definition (swap the halves of the index
 // bits). Hosts beyond s*s and on the diagonal are silent.
 func newTranspose(b base) Pattern {
-	s := int(math.Sqrt(float64(b.n)))
-	for (s+1)*(s+1) <= b.n {
-		s++
-	}
-	for s*s > b.n {
-		s--
-	}
+	s := isqrt(b.n)
 	to := make([]int, b.n)
 	for i := range to {
 		to[i] = Silent

@@ -39,6 +39,7 @@ func newApp() *cli.App {
 			statusCommand(),
 			execCommand(),
 			pingCommand(),
+			linkCommand(),
 			agentCommand(),
 			runCommand(),
 			reportCommand(),

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
@@ -211,4 +213,50 @@ func hostPort(lab *Lab, sw, match string) bool {
 		}
 	}
 	return false
+}
+
+// A link turned off cuts exactly the pairs whose paths cross it; turned
+// on after its hold, every pair is reached again. On ring:n=4 the link
+// s0-s1 carries s0->s1, s1->s0, s0->s2 (ties go forward) and s3->s1.
+func TestLinkOffOn(t *testing.T) {
+	roottest.NeedOVS(t, "ping")
+	const name = "eft-lk"
+	sc := scenarioFor(t, name, "{kind: ring, n: 4}")
+	t.Cleanup(func() { Down(name) })
+	lab, err := Up(context.Background(), sc, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.SwitchLinks("s0", "s2"); !errors.Is(err, ErrNoSuchLink) {
+		t.Errorf("s0-s2: %v, want ErrNoSuchLink", err)
+	}
+	links, err := lab.SwitchLinks("s1", "s0")
+	if err != nil || len(links) != 1 {
+		t.Fatalf("s1-s0: %v, %v", links, err)
+	}
+	if err := SetLinks(context.Background(), links, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Ping(context.Background(), lab, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut []string
+	for _, u := range r.Unreachable {
+		cut = append(cut, u.Src+">"+u.Dst)
+	}
+	slices.Sort(cut)
+	if want := []string{"s0h0>s1h0", "s0h0>s2h0", "s1h0>s0h0", "s3h0>s1h0"}; !slices.Equal(cut, want) {
+		t.Errorf("link off: unreachable %v, want %v", cut, want)
+	}
+	t0 := time.Now()
+	if err := SetLinks(context.Background(), links, true, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if held := time.Since(t0); held < 300*time.Millisecond {
+		t.Errorf("on after %v, hold 300ms", held)
+	}
+	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+		t.Fatalf("link on: %d of %d pairs, %v", r.Reached, r.Pairs, err)
+	}
 }
