@@ -52,8 +52,10 @@ func ParseMode(s string) (Mode, error) {
 type Options struct {
 	Mode Mode
 	// VLANAssign is the VLAN mode's assignment method (default renamed,
-	// the switch-tagged one).
+	// the switch-tagged one); VLANOff the links off its paths avoid (the
+	// safe order of seed 002's link regulation).
 	VLANAssign vlan.Method
+	VLANOff    vlan.Off
 	Compact    bool // merge routing rules into an optimal prefix table (ORTC)
 	// Originals, when set (one per host), selects assign rewrite
 	// (PortLand/MOOSE style, seed 000 §IV): hosts keep these original
@@ -103,7 +105,7 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 			c.opts.VLANAssign = vlan.Renamed
 		}
 		var err error
-		if c.vlan, err = vlan.Assign(c.top, c.opts.VLANAssign); err != nil {
+		if c.vlan, err = vlan.AssignOff(c.top, c.opts.VLANAssign, opts.VLANOff); err != nil {
 			return nil, err
 		}
 		return c, nil

@@ -44,6 +44,8 @@ type Assignment struct {
 	// means something only on its switch).
 	VLANs    int      `json:"vlans"`
 	Switches []Switch `json:"switches"`
+	// Off: the links turned off the paths avoid.
+	Off Off `json:"-"`
 }
 
 // Switch is one switch's VLAN configuration.
@@ -75,7 +77,20 @@ type Membership struct {
 // (Path). The fixed method fails where the paths from a switch do not form
 // a tree, its precondition.
 func Assign(top *topology.Topology, m Method) (*Assignment, error) {
-	paths, err := allPaths(top, m)
+	return AssignOff(top, m, nil)
+}
+
+// AssignOff is Assign over the paths around links turned off (PathOff).
+func AssignOff(top *topology.Topology, m Method, off Off) (*Assignment, error) {
+	a, err := assignPaths(top, m, off)
+	if a != nil {
+		a.Off = off
+	}
+	return a, err
+}
+
+func assignPaths(top *topology.Topology, m Method, off Off) (*Assignment, error) {
+	paths, err := allPaths(top, m, off)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +107,7 @@ func Assign(top *topology.Topology, m Method) (*Assignment, error) {
 // source's own included (s == d: one hop): from every host port for the
 // renamed method, each of which is an input port, from the first for fixed.
 // paths[s][d] lists them.
-func allPaths(top *topology.Topology, m Method) ([][][][]Hop, error) {
+func allPaths(top *topology.Topology, m Method, off Off) ([][][][]Hop, error) {
 	paths := make([][][][]Hop, len(top.Switches))
 	for s := range top.Switches {
 		ports := hostPorts(&top.Switches[s])
@@ -108,7 +123,7 @@ func allPaths(top *topology.Topology, m Method) ([][][][]Hop, error) {
 				continue
 			}
 			for _, port := range ports {
-				p, err := Path(top, m, s, port, d)
+				p, err := PathOff(top, m, off, s, port, d)
 				if err != nil {
 					return nil, err
 				}

@@ -49,6 +49,31 @@ type Hop struct {
 // same topologies (controller/paths.go); VLANs carry the state. port is
 // the source host's port on s; m the assignment the paths are for.
 func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
+	return PathOff(top, m, nil, s, port, d)
+}
+
+// Off is a set of links turned off, as the switch pairs they join (lower
+// ID first).
+type Off map[[2]int]bool
+
+// Has says whether the link between switches a and b is off.
+func (o Off) Has(a, b int) bool { return o[[2]int{min(a, b), max(a, b)}] }
+
+// PathOff is Path around links turned off. Seed 002 routes a mesh around
+// one horizontal link off with the north-last turn model ("a single
+// horizontal (x-directional) link is deactivated and the north-last turn
+// model is employed to avoid it"): a frame makes all of its north moves
+// last, so it crosses the first dimension in the row it starts in, as
+// dimension order does, unless the link off lies on that stretch; then it
+// goes south one row first, crosses there, and then on to its
+// destination's row (north last).
+// North points away from the link's row's side of the mesh, so a row
+// below it exists. Other topologies, and links off in other dimensions or
+// several rows, are refused: the paper gives no path set for them.
+func PathOff(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, error) {
+	if len(off) > 0 {
+		return northLast(top, off, s, port, d)
+	}
 	var hops []Hop
 	in := port
 	step := func(at, out int) int {
@@ -153,4 +178,65 @@ func indexOf(xs []int, v int) int {
 		}
 	}
 	return -1
+}
+
+// northLast routes a two-dimensional mesh around links off in one row of
+// its first dimension (PathOff).
+func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
+	sp := top.Spec
+	if sp.Kind != topology.Mesh || len(sp.Dims) != 2 || sp.Dims[1] < 2 {
+		return nil, fmt.Errorf("vlan: links off are routed around on two-dimensional meshes only (north-last), not %s", sp)
+	}
+	row := -1
+	for l := range off {
+		a, b := &top.Switches[l[0]], &top.Switches[l[1]]
+		if a.Coords[1] != b.Coords[1] || (row >= 0 && a.Coords[1] != row) {
+			return nil, fmt.Errorf("vlan: north-last routes around links off in one row of the first dimension; %s-%s is not", a.Name, b.Name)
+		}
+		row = a.Coords[1]
+	}
+	north := 1 // north points away from the mesh's edge the row is on
+	if row == 0 {
+		north = -1
+	}
+	sx, sy := top.Switches[s].Coords[0], top.Switches[s].Coords[1]
+	dx, dy := top.Switches[d].Coords[0], top.Switches[d].Coords[1]
+	at := func(x, y int) int { return y*sp.Dims[0] + x }
+	crosses := func(y int) bool { // the first-dimension stretch at row y uses a link off
+		for x := min(sx, dx); x < max(sx, dx); x++ {
+			if off.Has(at(x, y), at(x+1, y)) {
+				return true
+			}
+		}
+		return false
+	}
+	r := sy // the row the frame crosses the first dimension in
+	if crosses(sy) {
+		// One row south of the link's, whatever the destination's row:
+		// there every frame for a destination leaves a switch by the same
+		// port as that row's own frames do, so the filtering databases
+		// hold (going south to the destination's row first would not).
+		r = row - north
+	}
+	var hops []Hop
+	in, cur := port, s
+	move := func(dim, dir int) {
+		out := top.Switches[cur].GridPort(dim, dir, 0)
+		hops = append(hops, Hop{Switch: cur, In: in, Out: out})
+		p := top.Switches[cur].Port(out)
+		in, cur = p.Peer.Port, p.Peer.Switch
+	}
+	walk := func(dim, to int) {
+		for c := top.Switches[cur].Coords[dim]; c != to; c = top.Switches[cur].Coords[dim] {
+			dir := 1
+			if to < c {
+				dir = -1
+			}
+			move(dim, dir)
+		}
+	}
+	walk(1, r)
+	walk(0, dx)
+	walk(1, dy)
+	return append(hops, Hop{Switch: d, In: in}), nil
 }

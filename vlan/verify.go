@@ -160,7 +160,7 @@ func (a *Assignment) flood(top *topology.Topology, src topology.Host) (map[int]i
 
 // forward sends one frame from src to dst; "" if it arrives on its path.
 func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) string {
-	p, err := Path(top, a.Method, src.Switch, src.Port, dst.Switch)
+	p, err := PathOff(top, a.Method, a.Off, src.Switch, src.Port, dst.Switch)
 	if err != nil {
 		return err.Error()
 	}

@@ -196,3 +196,52 @@ func TestHostLimit(t *testing.T) {
 		t.Errorf("H = %d fixed, %d renamed; want 2000, 4000", f, r)
 	}
 }
+
+// One horizontal link off a mesh: north-last paths around it, every pair
+// carried, broadcasts dying out (north-last is deadlock-free: Theorem 1),
+// no path through the link; a link in the mesh's edge row turns north
+// around. These paths need 3 renamed VLANs on the two switches below the
+// link's ends where Table 3 says n = 2: frames that came down to cross
+// there may leave by one of the first dimension's ports but not the
+// other, a set of ports of its own.
+func TestMeshLinkOff(t *testing.T) {
+	for _, c := range []struct {
+		dims string
+		a, b [2]int // the link off, as (x, y) of its ends
+	}{
+		{"4x4", [2]int{1, 2}, [2]int{2, 2}},
+		{"4x4", [2]int{0, 0}, [2]int{1, 0}},
+		{"3x5", [2]int{1, 4}, [2]int{2, 4}},
+	} {
+		top := build(t, "mesh:dims="+c.dims)
+		at := func(p [2]int) int { return p[1]*top.Spec.Dims[0] + p[0] }
+		off := Off{{min(at(c.a), at(c.b)), max(at(c.a), at(c.b))}: true}
+		a, err := AssignOff(top, Renamed, off)
+		if err != nil {
+			t.Fatalf("%s: %v", c.dims, err)
+		}
+		if a.VLANs != 3 {
+			t.Errorf("%s, %v-%v off: %d renamed VLANs, want 3", c.dims, c.a, c.b, a.VLANs)
+		}
+		r, err := Verify(top, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failures+r.BroadcastFailures != 0 {
+			t.Errorf("%s: %+v", c.dims, r)
+		}
+		for _, h := range top.Hosts {
+			for _, g := range top.Hosts {
+				p, _ := PathOff(top, Renamed, off, h.Switch, h.Port, g.Switch)
+				for i := 0; i+1 < len(p); i++ {
+					if off.Has(p[i].Switch, p[i+1].Switch) {
+						t.Fatalf("%s: %s -> %s crosses the link off", c.dims, h.Name, g.Name)
+					}
+				}
+			}
+		}
+	}
+	if _, err := AssignOff(build(t, "torus:dims=4x4,links=2"), Renamed, Off{{0, 1}: true}); err == nil {
+		t.Error("a torus around a link off: accepted")
+	}
+}

@@ -4,9 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // Links between two switches at run time (seed 002 §3.6: "Link Status: On
@@ -18,10 +26,9 @@ import (
 // 6: 1.2 to 3.2 s on the switches it measured; power.SwitchProfile.OnOff),
 // then comes up at both ends at once.
 //
-// Routing is not changed: with the tables as they are, the pairs whose
-// paths cross the link lose their frames while it is off (the paper's
-// "unsafe" order). Seed 002's safe order, paths moved off the link before
-// it goes down and back after it comes up, is not built.
+// SetLinks leaves routing as it is: the pairs whose paths cross the link
+// lose their frames while it is off (the paper's "unsafe" order).
+// SetLinkSafe moves a VLAN-routed lab's paths off the link first.
 
 // ErrNoSuchLink: the two switches are not neighbours.
 var ErrNoSuchLink = errors.New("no link between the switches")
@@ -71,4 +78,144 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetLinkSafe turns the links between switches a and b off or on in seed
+// 002's safe order, on a lab routed by VLANs: "On to Off: Step 1: Use an
+// existing routing algorithm to calculate the path set so that it avoids
+// the target link. Step 2: Implement the path set … Step 3: Deactivate the
+// target link"; "Off to On: Step 1: Activate the target link. Step 2: …
+// calculate the path set so that it uses the target link. Step 3:
+// Implement the path set". The path set around links off is north-last
+// on a two-dimensional mesh (vlan.PathOff); each switch's new tables go in
+// as one OpenFlow bundle. The lab's state records the links off.
+func SetLinkSafe(ctx context.Context, l *Lab, a, b string, on bool, hold time.Duration) error {
+	if l.Routing != controller.VLAN {
+		return fmt.Errorf("lab %s: the safe order moves VLAN paths; it is routed %s (use the unsafe order)", l.Lab, l.Routing)
+	}
+	links, err := l.SwitchLinks(a, b)
+	if err != nil {
+		return err
+	}
+	pair := [2]string{min(a, b), max(a, b)}
+	off := slices.DeleteFunc(slices.Clone(l.VLANOff), func(p [2]string) bool { return p == pair })
+	if !on {
+		off = append(off, pair)
+		if err := l.Reroute(ctx, off); err != nil {
+			return err
+		}
+		return SetLinks(ctx, links, false, 0)
+	}
+	if err := SetLinks(ctx, links, true, hold); err != nil {
+		return err
+	}
+	return l.Reroute(ctx, off)
+}
+
+// Reroute recompiles a VLAN-routed lab's tables with its paths around the
+// links off, installs them (one bundle per switch) and records the links
+// off in the lab's state.
+//
+// The order matters. A switch whose new paths turn some frames another
+// way (a detour's first switch) sends them to switches whose old tables
+// may have no VLAN for them: the switch below a link turned off gets
+// frames from above that must turn east, which dimension order never
+// sent it. So switches that only gain paths go first and the turning ones
+// last when links go off, and the other way round when they come on. In
+// one bundle each, all at once, a ping across the link every 100 ms lost
+// one probe per operation (TestLinkSafeOrder).
+func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
+	top, err := topology.Build(l.Topology)
+	if err != nil {
+		return err
+	}
+	id := map[string]int{}
+	for i := range top.Switches {
+		id[top.Switches[i].Name] = i
+	}
+	offOf := func(pairs [][2]string) vlan.Off {
+		off := vlan.Off{}
+		for _, p := range pairs {
+			x, y := id[p[0]], id[p[1]]
+			off[[2]int{min(x, y), max(x, y)}] = true
+		}
+		return off
+	}
+	plan, err := addressing.New(top, l.Addressing, l.Compact)
+	if err != nil {
+		return err
+	}
+	compile := func(off vlan.Off) (*controller.Controller, error) {
+		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off})
+		if err != nil {
+			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
+		}
+		return ctl, nil
+	}
+	was, err := compile(offOf(l.VLANOff))
+	if err != nil {
+		return err
+	}
+	ctl, err := compile(offOf(offPairs))
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(l.Dir, "flows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var first, last []ovs.FlowJob
+	turning := len(offPairs) > len(l.VLANOff) // links going off: turning switches last
+	for _, s := range l.Switches {
+		i := id[s.Name]
+		t, err := ctl.Table(i)
+		if err != nil {
+			return err
+		}
+		f := filepath.Join(dir, s.Name+".flows")
+		if err := os.WriteFile(f, []byte(t.OpenFlow()), 0o644); err != nil {
+			return err
+		}
+		job := ovs.FlowJob{Mgmt: s.Mgmt, FlowsFile: f}
+		if turns(&was.VLANAssignment().Switches[i], &ctl.VLANAssignment().Switches[i]) == turning {
+			last = append(last, job)
+		} else {
+			first = append(first, job)
+		}
+	}
+	for _, jobs := range [][]ovs.FlowJob{first, last} {
+		if err := ovs.InstallAll(ctx, jobs, 4); err != nil {
+			return fmt.Errorf("lab %s: installing the new paths: %w", l.Lab, err)
+		}
+		// The datapath forwards by the flows it cached from the old
+		// tables until its revalidators have run.
+		for _, in := range l.OVS.Instances {
+			if _, err := ovs.Appctl(ctx, in.RunDir, "revalidator/wait"); err != nil {
+				return fmt.Errorf("lab %s: waiting for the new paths to reach the datapath: %w", l.Lab, err)
+			}
+		}
+	}
+	l.VLANOff = offPairs
+	return l.save()
+}
+
+// turns says whether a switch sends some frame another way in b than in
+// a: a port that takes frames in both sends one destination's out of a
+// different port.
+func turns(a, b *vlan.Switch) bool {
+	for in := range a.PVID {
+		va, vb := a.PVID[in], b.PVID[in]
+		if va == 0 || vb == 0 {
+			continue
+		}
+		for k, out := range a.FDB {
+			if k.VID != va {
+				continue
+			}
+			if o, ok := b.FDB[vlan.FDBKey{VID: vb, Host: k.Host}]; ok && o != out {
+				return true
+			}
+		}
+	}
+	return false
 }

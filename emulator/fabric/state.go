@@ -20,6 +20,7 @@ import (
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // StateRoot holds one directory per lab. It lives on /run (tmpfs), like
@@ -111,6 +112,11 @@ type Lab struct {
 	Compact     bool              `json:"compact"`
 	Assign      addressing.Assign `json:"assign"`
 	Routing     controller.Mode   `json:"routing"`
+	// VLANAssign is routing.vlan.assign (routing vlan); VLANOff the links
+	// the switches' VLAN paths avoid now, as switch-name pairs (ethfab link
+	// --order safe).
+	VLANAssign vlan.Method `json:"vlan_assign,omitempty"`
+	VLANOff    [][2]string `json:"vlan_off,omitempty"`
 	SourceGuard bool              `json:"source_guard"`
 	Namespaces  []string          `json:"namespaces"`
 	Hosts       []Host            `json:"hosts"`
