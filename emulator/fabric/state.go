@@ -102,27 +102,27 @@ const LabFormat = 1
 // topology as its string); the compiled tables themselves are not
 // persisted, but travel in memory (Compiled).
 type Lab struct {
-	Format      int               `json:"format"`
-	Lab         string            `json:"lab"`
-	Dir         string            `json:"dir"`
-	State       string            `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
-	Scenario    string            `json:"scenario"`
-	Topology    topology.Spec     `json:"topology"`
-	Addressing  addressing.Scheme `json:"addressing"`
-	Compact     bool              `json:"compact"`
-	Assign      addressing.Assign `json:"assign"`
-	Routing     controller.Mode   `json:"routing"`
+	Format     int               `json:"format"`
+	Lab        string            `json:"lab"`
+	Dir        string            `json:"dir"`
+	State      string            `json:"state"` // building, up, tearing-down; broken when Load finds namespaces gone
+	Scenario   string            `json:"scenario"`
+	Topology   topology.Spec     `json:"topology"`
+	Addressing addressing.Scheme `json:"addressing"`
+	Compact    bool              `json:"compact"`
+	Assign     addressing.Assign `json:"assign"`
+	Routing    controller.Mode   `json:"routing"`
 	// VLANAssign is routing.vlan.assign (routing vlan); VLANOff the links
 	// the switches' VLAN paths avoid now, as switch-name pairs (ethfab link
 	// --order safe).
-	VLANAssign vlan.Method `json:"vlan_assign,omitempty"`
-	VLANOff    [][2]string `json:"vlan_off,omitempty"`
-	SourceGuard bool              `json:"source_guard"`
-	Namespaces  []string          `json:"namespaces"`
-	Hosts       []Host            `json:"hosts"`
-	Switches    []Switch          `json:"switches"`
-	Links       []Link            `json:"links"`
-	OVS         OVSState          `json:"ovs"`
+	VLANAssign  vlan.Method `json:"vlan_assign,omitempty"`
+	VLANOff     [][2]string `json:"vlan_off,omitempty"`
+	SourceGuard bool        `json:"source_guard"`
+	Namespaces  []string    `json:"namespaces"`
+	Hosts       []Host      `json:"hosts"`
+	Switches    []Switch    `json:"switches"`
+	Links       []Link      `json:"links"`
+	OVS         OVSState    `json:"ovs"`
 	// BPF names the eBPF datapath's program and maps (ovs.datapath ebpf).
 	BPF      *datapath.IDs `json:"bpf,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`

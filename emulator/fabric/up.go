@@ -515,7 +515,7 @@ func (u *upper) record(context.Context) (string, error) {
 	lab := &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
 		VLANAssign: comp.Ctl.Options().VLANAssign,
-		compiled: comp, Warnings: u.warnings,
+		compiled:   comp, Warnings: u.warnings,
 		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}
 	if u.ebpf() {
 		lab.OVS = OVSState{Datapath: u.datapath, FlowCache: onOff(u.cached)}
