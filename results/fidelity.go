@@ -71,8 +71,12 @@ type FidelityInput struct {
 	// Offered and Unsent: frames the hosts' arrival processes made, and
 	// those the traffic engine fell too far behind to send at all.
 	Offered, Unsent uint64
-	Drops           Drops
-	Links           []LinkRate
+	// Duplicates: frames a sink received twice. Traffic frames are
+	// unicast and no rule of a fabric copies them, so every duplicate is
+	// the machine's (or the traffic engine's) doing.
+	Duplicates uint64
+	Drops      Drops
+	Links      []LinkRate
 	// Unshaped lists link ends configured with a rate that carry no
 	// shaping queue: the fabric there is not the one the scenario models.
 	Unshaped []string
@@ -129,6 +133,16 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 			OK: frac <= MaxOutsideDrops, What: "frames lost outside the modelled queues / frames sent"},
 			fmt.Sprintf("%d frames (%.2g%% of %d sent) were lost outside the modelled queues (datapath %d, kernel %d, socket %d)",
 				out, 100*frac, p.Sent, p.Drops.Datapath, p.Drops.Kernel, p.Drops.Socket))
+		if p.Duplicates > 0 {
+			frac := 1.0
+			if p.Sent > 0 {
+				frac = float64(p.Duplicates) / float64(p.Sent)
+			}
+			add(FidelityCheck{Check: "duplicates", Phase: p.Phase, Load: p.Load, Value: frac, Limit: 0,
+				What: "frames received twice / frames sent"},
+				fmt.Sprintf("%d frames (%.2g%% of %d sent) arrived twice: no rule copies a unicast frame, so the machine or the traffic engine did",
+					p.Duplicates, 100*frac, p.Sent))
+		}
 		if len(p.Missing) > 0 {
 			add(FidelityCheck{Check: "links", Phase: p.Phase, Load: p.Load, Value: float64(len(p.Missing)), Limit: 0,
 				What: "links of the fabric that disappeared during the point"},

@@ -160,6 +160,9 @@ func TestFidelity(t *testing.T) {
 		// sent, none lost — the engine, not the fabric, fell behind.
 		"unsent":       {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
 		"deleted link": {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
+		// A batch that numbered two frames of a host alike made its sink
+		// count 22% duplicates, and nothing else failed.
+		"duplicates": {CPUBusy: 0.5, Sent: 303156, Duplicates: 67457},
 	} {
 		in.Phase, in.Load = "p", 0.9
 		f := EvaluateFidelity([]FidelityInput{in})
