@@ -83,12 +83,7 @@ Example:
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			t0 := time.Now()
-			if order == "safe" {
-				err = fabric.SetLinkSafe(ctx, lab, a, b, on, hold)
-			} else {
-				err = fabric.SetLinks(ctx, links, on, hold)
-			}
-			if err != nil {
+			if err := fabric.SwitchLink(ctx, lab, a, b, on, hold, order == "safe"); err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "%s-%s: %d link(s) %s in the %s order after %.2fs\n", a, b, len(links), c.Args().Get(3), order, time.Since(t0).Seconds())

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/power"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/topology"
@@ -27,7 +28,11 @@ Examples:
   ethfab power --paper --json
   ethfab power --topology dragonfly:p=4,a=8,h=4
   ethfab power --topology flatfly:dims=8x8,t=8 --compact --json
-  ethfab power --paper --constants mine.yaml --tcam-model tcam32nm.csv`,
+  ethfab power --paper --constants mine.yaml --tcam-model tcam32nm.csv
+--lab LAB --profile NAME: seed 002's model instead (Table 2): a running lab's switches as
+PC5324, PC6224, PC6248 or SF-420, base plus active ports, with the links ethfab link
+turned off, against every port on.
+  ethfab power --lab mylab --profile PC5324`,
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "paper", Usage: "Fig. 11: the paper's networks and counts"},
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N]"},
@@ -36,12 +41,17 @@ Examples:
 			&cli.StringFlag{Name: "constants", Usage: "YAML or JSON file overriding constants by name (see the constants printed)"},
 			&cli.StringFlag{Name: "tcam-model", Usage: "CSV of entries,watts: a measured TCAM curve replacing tcam_w_per_entry"},
 			&cli.IntFlag{Name: "sample-switches", Usage: "compile only this many switches per organization, evenly spread (0: all; flat tables of large fabrics are sampled)"},
+			&cli.StringFlag{Name: "lab", Usage: "a running lab, priced by seed 002's switch profiles (with --profile)"},
+			&cli.StringFlag{Name: "profile", Usage: "with --lab: PC5324, PC6224, PC6248 or SF-420"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			&cli.StringFlag{Name: "out", Usage: "also write power.json, summary.md and fig11.{png,svg,pdf} here"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.IsSet("lab") || c.IsSet("profile") {
+				return powerLab(c)
+			}
 			if c.Bool("paper") == (c.String("topology") != "") {
-				return fmt.Errorf("give --paper or --topology SPEC")
+				return fmt.Errorf("give --paper, --topology SPEC or --lab LAB --profile NAME")
 			}
 			if c.Bool("paper") && (c.String("addressing") != "" || c.Bool("compact")) {
 				// Fig. 11 is every organization; a silently ignored flag would mislead
@@ -128,5 +138,42 @@ func writePower(c *cli.Context, r *power.Report) error {
 	for _, f := range files {
 		fmt.Fprintln(c.App.Writer, f)
 	}
+	return nil
+}
+
+// powerLab prices a running lab's switches by a seed 002 profile.
+func powerLab(c *cli.Context) error {
+	if !c.IsSet("lab") || !c.IsSet("profile") || c.Bool("paper") || c.IsSet("topology") {
+		return fmt.Errorf("--lab LAB --profile NAME go together, without --paper or --topology")
+	}
+	if err := checkLab("--lab", c.String("lab")); err != nil {
+		return err
+	}
+	p, err := power.Profile(c.String("profile"))
+	if err != nil {
+		return fmt.Errorf("--profile: %w", err)
+	}
+	lab, err := fabric.Load(c.String("lab"))
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(lab.Switches))
+	ports := map[string]int{}
+	for i, s := range lab.Switches {
+		names[i], ports[s.Name] = s.Name, s.Ports
+	}
+	r, err := power.PriceSwitches(p, names, ports, lab.ActivePorts())
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, r)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "lab %s as %s switches (seed 002 Table 2: base + active ports at 1 Gb/s), links off: %v\n", lab.Lab, p.Name, lab.LinksOff)
+	for _, s := range r.Switches {
+		fmt.Fprintf(w, "  %-10s %2d of %2d ports  %6.1f W\n", s.Switch, s.Active, s.Ports, s.Watts)
+	}
+	fmt.Fprintf(w, "  total %.1f W, with every port on %.1f W: %.1f%% saved\n", r.Watts, r.AllOnW, 100*r.Saving)
 	return nil
 }

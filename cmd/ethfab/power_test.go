@@ -70,8 +70,11 @@ func TestPowerCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "give --paper or --topology"},
-		{[]string{"--paper", "--topology", "clos:k=4"}, "give --paper or --topology"},
+		{nil, "give --paper, --topology SPEC or --lab"},
+		{[]string{"--paper", "--topology", "clos:k=4"}, "give --paper, --topology SPEC or --lab"},
+		{[]string{"--lab", "x"}, "--lab LAB --profile NAME go together"},
+		{[]string{"--lab", "x", "--profile", "PC5324", "--paper"}, "--lab LAB --profile NAME go together"},
+		{[]string{"--lab", "x", "--profile", "PC9999"}, "unknown switch profile"},
 		{[]string{"--paper", "--compact"}, "go with --topology"},
 		{[]string{"--topology", "clos:k=4", "--addressing", "bogus"}, "unknown organization"},
 		{[]string{"--topology", "clos:k=4", "--compact", "--addressing", "flat"}, "--compact compacts per-group"},

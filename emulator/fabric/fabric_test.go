@@ -234,8 +234,14 @@ func TestLinkOffOn(t *testing.T) {
 	if err != nil || len(links) != 1 {
 		t.Fatalf("s1-s0: %v, %v", links, err)
 	}
-	if err := SetLinks(context.Background(), links, false, 0); err != nil {
+	if err := SwitchLink(context.Background(), lab, "s1", "s0", false, 0, false); err != nil {
 		t.Fatal(err)
+	}
+	// The state records the link off: its two switches lose a port each.
+	if l, err := Load(name); err != nil || len(l.LinksOff) != 1 {
+		t.Errorf("lab state: %v, %v", l.LinksOff, err)
+	} else if act := l.ActivePorts(); act["s0"] != 2 || act["s1"] != 2 || act["s2"] != 3 {
+		t.Errorf("active ports %v, want s0 and s1 at 2 of 3", act)
 	}
 	r, err := Ping(context.Background(), lab, 0, 1)
 	if err != nil {
@@ -250,8 +256,11 @@ func TestLinkOffOn(t *testing.T) {
 		t.Errorf("link off: unreachable %v, want %v", cut, want)
 	}
 	t0 := time.Now()
-	if err := SetLinks(context.Background(), links, true, 300*time.Millisecond); err != nil {
+	if err := SwitchLink(context.Background(), lab, "s0", "s1", true, 300*time.Millisecond, false); err != nil {
 		t.Fatal(err)
+	}
+	if l, _ := Load(name); len(l.LinksOff) != 0 {
+		t.Errorf("lab state after on: %v", l.LinksOff)
 	}
 	if held := time.Since(t0); held < 300*time.Millisecond {
 		t.Errorf("on after %v, hold 300ms", held)

@@ -219,3 +219,45 @@ func turns(a, b *vlan.Switch) bool {
 	}
 	return false
 }
+
+// SwitchLink turns the links between switches a and b off or on, in the
+// safe order (SetLinkSafe) or not (SetLinks), and records them in the
+// lab's state (LinksOff), which ethfab power reads.
+func SwitchLink(ctx context.Context, l *Lab, a, b string, on bool, hold time.Duration, safe bool) error {
+	links, err := l.SwitchLinks(a, b)
+	if err != nil {
+		return err
+	}
+	if safe {
+		err = SetLinkSafe(ctx, l, a, b, on, hold)
+	} else {
+		err = SetLinks(ctx, links, on, hold)
+	}
+	if err != nil {
+		return err
+	}
+	pair := [2]string{min(a, b), max(a, b)}
+	l.LinksOff = slices.DeleteFunc(l.LinksOff, func(p [2]string) bool { return p == pair })
+	if !on {
+		l.LinksOff = append(l.LinksOff, pair)
+	}
+	return l.save()
+}
+
+// ActivePorts is each switch's ports in use, by name: all of them but
+// the ends of the links off.
+func (l *Lab) ActivePorts() map[string]int {
+	n := map[string]int{}
+	for _, s := range l.Switches {
+		n[s.Name] = s.Ports
+	}
+	for _, p := range l.LinksOff {
+		if links, err := l.SwitchLinks(p[0], p[1]); err == nil {
+			for _, k := range links {
+				n[k.A.Node]--
+				n[k.B.Node]--
+			}
+		}
+	}
+	return n
+}

@@ -115,8 +115,11 @@ type Lab struct {
 	// VLANAssign is routing.vlan.assign (routing vlan); VLANOff the links
 	// the switches' VLAN paths avoid now, as switch-name pairs (ethfab link
 	// --order safe).
-	VLANAssign  vlan.Method `json:"vlan_assign,omitempty"`
-	VLANOff     [][2]string `json:"vlan_off,omitempty"`
+	VLANAssign vlan.Method `json:"vlan_assign,omitempty"`
+	VLANOff    [][2]string `json:"vlan_off,omitempty"`
+	// LinksOff are the links ethfab link turned off, as switch-name pairs
+	// (every link between the two), in either order.
+	LinksOff    [][2]string `json:"links_off,omitempty"`
 	SourceGuard bool        `json:"source_guard"`
 	Namespaces  []string    `json:"namespaces"`
 	Hosts       []Host      `json:"hosts"`

@@ -125,3 +125,56 @@ func Profile(name string) (SwitchProfile, error) {
 	}
 	return SwitchProfile{}, fmt.Errorf("unknown switch profile %q (want PC5324, PC6224, PC6248 or SF-420)", name)
 }
+
+// LabPower is seed 002's power of a fabric's switches as one profile:
+// each switch the profile's base plus its active ports (Table 2's model,
+// "the port-shutdown operation completely reduces the power of the
+// port"), every port at 1 Gb/s (the lab's link rates stand for GbE; speed
+// changes are not built), against every port on.
+type LabPower struct {
+	Profile  string        `json:"profile"`
+	Switches []SwitchWatts `json:"switches"`
+	Watts    float64       `json:"watts"`
+	AllOnW   float64       `json:"all_on_watts"`
+	// Saving is 1 - Watts/AllOnW.
+	Saving float64 `json:"saving"`
+}
+
+// SwitchWatts is one switch of a LabPower.
+type SwitchWatts struct {
+	Switch string  `json:"switch"`
+	Active int     `json:"active_ports"`
+	Ports  int     `json:"ports"`
+	Watts  float64 `json:"watts"`
+}
+
+// PriceSwitches prices switches (names in order, their ports and active
+// ports) as profile p.
+func PriceSwitches(p SwitchProfile, names []string, ports, active map[string]int) (*LabPower, error) {
+	r := &LabPower{Profile: p.Name}
+	for _, n := range names {
+		on := make([]Speed, active[n])
+		for i := range on {
+			on[i] = Speed1G
+		}
+		w, err := p.Watts(on...)
+		if err != nil {
+			return nil, fmt.Errorf("switch %s: %w", n, err)
+		}
+		all := make([]Speed, ports[n])
+		for i := range all {
+			all[i] = Speed1G
+		}
+		full, err := p.Watts(all...)
+		if err != nil {
+			return nil, fmt.Errorf("switch %s: %w", n, err)
+		}
+		r.Switches = append(r.Switches, SwitchWatts{Switch: n, Active: active[n], Ports: ports[n], Watts: w})
+		r.Watts += w
+		r.AllOnW += full
+	}
+	if r.AllOnW > 0 {
+		r.Saving = 1 - r.Watts/r.AllOnW
+	}
+	return r, nil
+}

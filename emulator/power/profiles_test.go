@@ -55,3 +55,20 @@ func TestProfiles(t *testing.T) {
 		t.Error("unknown profile found")
 	}
 }
+
+// A link off takes one port from each of its two switches: on PC5324s
+// (1.2 W a GbE port), 2.4 W less.
+func TestPriceSwitches(t *testing.T) {
+	p, _ := Profile("PC5324")
+	names := []string{"s0", "s1"}
+	r, err := PriceSwitches(p, names, map[string]int{"s0": 5, "s1": 5}, map[string]int{"s0": 4, "s1": 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(r.AllOnW-r.Watts-2.4) > 1e-9 || math.Abs(r.Watts-2*(15+4*1.2)) > 1e-9 {
+		t.Errorf("%+v", r)
+	}
+	if _, err := PriceSwitches(p, names, map[string]int{"s0": 30}, map[string]int{"s0": 30}); err == nil {
+		t.Error("a 30-port switch priced as a 24-port PC5324")
+	}
+}
