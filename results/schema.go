@@ -123,6 +123,9 @@ type Point struct {
 	// QCN is what QCN-Switch's congestion points and switches did during
 	// the point (routing qcn-switch only).
 	QCN *QCN `json:"qcn,omitempty"`
+	// LinkEvents are the links the phase turned off and on during the
+	// point (seed 002's on/off link regulation), as they happened.
+	LinkEvents []LinkEvent `json:"link_events,omitempty"`
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	// DeliveredBySourceSwitch is, by switch name, the load the sinks
@@ -373,4 +376,14 @@ func NewDistribution(samples []float64) Distribution {
 	}
 	s := quantile.Sorted(samples)
 	return Distribution{N: len(s), P50: quantile.NearestRank(s, 0.5), P90: quantile.NearestRank(s, 0.9), Max: s[len(s)-1]}
+}
+
+// LinkEvent is one link turned off or on during a point: when it was due
+// and when it was done, in seconds since the traffic started, and how.
+type LinkEvent struct {
+	Link  string  `json:"link"` // "A-B", the two switches
+	Op    string  `json:"op"`   // off | on
+	Order string  `json:"order"`
+	AtS   float64 `json:"at_s"`
+	DoneS float64 `json:"done_s"` // after the on's hold and the paths' installation
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/switchprofile"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/traffic"
 	"github.com/ethfab/ethfab/vlan"
@@ -747,7 +748,7 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 			d.errf(pn, pp, "a phase must be a mapping with a name and one of dmp, announce, wait, traffic; got %s", describe(pn))
 			continue
 		}
-		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect")
+		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect", "link_events")
 		ph := Phase{}
 		if e := f["name"]; e == nil {
 			d.errf(pn, join(pp, "name"), "required")
@@ -802,6 +803,13 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 				d.errAt(e.keyPos, join(pp, "expect"), "only traffic phases have expectations")
 			} else {
 				ph.Expect = d.expect(e.val, join(pp, "expect"))
+			}
+		}
+		if e := f["link_events"]; e != nil {
+			if ph.Kind != PhaseTraffic {
+				d.errAt(e.keyPos, join(pp, "link_events"), "only traffic phases have link events")
+			} else {
+				ph.LinkEvents = d.linkEvents(e.val, join(pp, "link_events"), s, topoOK, ph.Traffic)
 			}
 		}
 		out = append(out, ph)
@@ -1069,4 +1077,113 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 			d.errf(beforeDMPNode(f, i), index("phases", i)+".announce.before_dmp", "needs addressing.source_guard: false (the source guard drops what a host sends before DMP gives it its address)")
 		}
 	}
+}
+
+// linkEvents reads a traffic phase's link_events: a list of {at, link: [A,
+// B], op: off|on, order: safe|unsafe, profile | hold}. The links must join
+// two switches of the topology, the events fall inside the load's
+// duration, and each link's events alternate off, on, ..., ending on, so
+// every load starts on the fabric as built.
+func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *Traffic) []LinkEvent {
+	if n.kind != seqNode {
+		d.errf(n, path, "must be a list of {at, link: [A, B], op: off|on}, got %s", describe(n))
+		return nil
+	}
+	var switches map[string]map[string]bool // switch -> neighbours
+	// Names are checked against the topology built, up to a size that
+	// builds in milliseconds; a larger one's run checks them (SwitchLinks).
+	if _, n, _ := s.Topology.Size(); topoOK && n <= 1<<14 {
+		if top, err := topology.Build(s.Topology); err == nil {
+			switches = map[string]map[string]bool{}
+			for _, sw := range top.Switches {
+				nb := map[string]bool{}
+				for _, p := range sw.Ports {
+					if p.Class != topology.ClassHost {
+						nb[top.Switches[p.Peer.Switch].Name] = true
+					}
+				}
+				switches[sw.Name] = nb
+			}
+		}
+	}
+	var out []LinkEvent
+	state := map[[2]string]bool{} // true: off
+	var last time.Duration
+	for i, en := range n.items {
+		ep := index(path, i)
+		f := d.fields(en, ep, "at", "link", "op", "order", "profile", "hold")
+		ev := LinkEvent{Safe: s.Routing.Mode == controller.VLAN}
+		if e := f["at"]; e == nil {
+			d.errf(en, join(ep, "at"), "required, e.g. at: 5s")
+		} else if v, ok := d.duration(e.val, join(ep, "at")); ok {
+			switch {
+			case v < 0 || (t != nil && v >= t.Duration):
+				d.errf(e.val, join(ep, "at"), "must be within the load's %s of traffic, got %s", t.Duration, e.val.text)
+			case v < last:
+				d.errf(e.val, join(ep, "at"), "events go in time order (%s is before %s)", e.val.text, last)
+			}
+			ev.At, last = v, max(last, v)
+		}
+		if e := f["link"]; e == nil {
+			d.errf(en, join(ep, "link"), "required: the two switches, e.g. link: [s0, s1]")
+		} else if e.val.kind != seqNode || len(e.val.items) != 2 {
+			d.errf(e.val, join(ep, "link"), "must be two switch names, e.g. [s0, s1], got %s", describe(e.val))
+		} else {
+			a, _ := d.str(e.val.items[0], join(ep, "link[0]"))
+			b, _ := d.str(e.val.items[1], join(ep, "link[1]"))
+			switch {
+			case switches != nil && switches[a] == nil:
+				d.errf(e.val.items[0], join(ep, "link[0]"), "%s has no switch %q", s.Topology, a)
+			case switches != nil && switches[b] == nil:
+				d.errf(e.val.items[1], join(ep, "link[1]"), "%s has no switch %q", s.Topology, b)
+			case switches != nil && !switches[a][b]:
+				d.errf(e.val, join(ep, "link"), "%s has no link between %s and %s", s.Topology, a, b)
+			}
+			ev.A, ev.B = a, b
+		}
+		if e := f["op"]; e == nil {
+			d.errf(en, join(ep, "op"), "required: off or on")
+		} else if v, ok := d.enum(e.val, join(ep, "op"), "off", "on"); ok {
+			ev.Off = v == "off"
+			pair := [2]string{min(ev.A, ev.B), max(ev.A, ev.B)}
+			if state[pair] == ev.Off {
+				d.errf(e.val, join(ep, "op"), "the link %s-%s is already %s", ev.A, ev.B, v)
+			}
+			state[pair] = ev.Off
+		}
+		if e := f["order"]; e != nil {
+			if v, ok := d.enum(e.val, join(ep, "order"), "safe", "unsafe"); ok {
+				ev.Safe = v == "safe"
+				if ev.Safe && s.Routing.Mode != controller.VLAN {
+					d.errf(e.val, join(ep, "order"), "the safe order moves VLAN paths; routing is %s", s.Routing.Mode)
+				}
+			}
+		}
+		if e := f["profile"]; e != nil {
+			if v, ok := d.str(e.val, join(ep, "profile")); ok {
+				if p, err := switchprofile.Profile(v); err == nil {
+					ev.Hold = p.OnOff
+				} else {
+					d.errf(e.val, join(ep, "profile"), "%v", err)
+				}
+			}
+		}
+		if e := f["hold"]; e != nil {
+			if f["profile"] != nil {
+				d.errf(e.val, join(ep, "hold"), "give profile or hold, not both")
+			} else if v, ok := d.duration(e.val, join(ep, "hold")); ok {
+				ev.Hold = v
+			}
+		}
+		if ev.Off && ev.Hold > 0 {
+			d.errf(en, ep, "profile and hold apply to op: on (a link goes off at once)")
+		}
+		out = append(out, ev)
+	}
+	for pair, off := range state {
+		if off {
+			d.errf(n, path, "the link %s-%s is left off: end each link's events with op: on, so every load starts on the fabric as built", pair[0], pair[1])
+		}
+	}
+	return out
 }

@@ -219,6 +219,25 @@ func (s *Scenario) effectiveTree() *node {
 				}
 				m.add("expect", ex)
 			}
+			if len(ph.LinkEvents) > 0 {
+				evs := &node{kind: seqNode}
+				for _, ev := range ph.LinkEvents {
+					op, order := "on", "unsafe"
+					if ev.Off {
+						op = "off"
+					}
+					if ev.Safe {
+						order = "safe"
+					}
+					link := &node{kind: seqNode, flow: true, items: []*node{mkUser(ev.A), mkUser(ev.B)}}
+					e := mkMap(true, "at", mkStr(FormatDuration(ev.At)), "link", link, "op", mkStr(op), "order", mkStr(order))
+					if ev.Hold > 0 {
+						e.add("hold", mkStr(FormatDuration(ev.Hold)))
+					}
+					evs.items = append(evs.items, e)
+				}
+				m.add("link_events", evs)
+			}
 		}
 		phases.items = append(phases.items, m)
 	}

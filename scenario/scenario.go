@@ -270,6 +270,21 @@ type Phase struct {
 	Wait     time.Duration
 	Traffic  *Traffic
 	Expect   []Expectation // traffic phases only
+	// LinkEvents turn links off and on while each load of a traffic phase
+	// runs (seed 002's on/off link regulation), in time order.
+	LinkEvents []LinkEvent
+}
+
+// LinkEvent is one entry of a traffic phase's link_events: at At after a
+// load's traffic starts, turn the links between switches A and B Off (or
+// on), in the safe order or not, holding a link turned on down for Hold
+// first (a switch profile's Table 6 time, or given).
+type LinkEvent struct {
+	At   time.Duration
+	A, B string
+	Off  bool
+	Safe bool
+	Hold time.Duration
 }
 
 // Announce is an Open-MX-style announcement phase (omxoed): every host

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/ethfab/ethfab/switchprofile"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/emulator/power"
 )
 
 func linkCommand() *cli.Command {
@@ -52,7 +52,7 @@ Example:
 			case c.IsSet("profile") && c.IsSet("hold"):
 				return fmt.Errorf("--profile and --hold: give one")
 			case c.IsSet("profile"):
-				p, err := power.Profile(c.String("profile"))
+				p, err := switchprofile.Profile(c.String("profile"))
 				if err != nil {
 					return fmt.Errorf("--profile: %w", err)
 				}

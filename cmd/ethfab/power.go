@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/ethfab/ethfab/switchprofile"
 
 	"github.com/urfave/cli/v2"
 
@@ -149,7 +150,7 @@ func powerLab(c *cli.Context) error {
 	if err := checkLab("--lab", c.String("lab")); err != nil {
 		return err
 	}
-	p, err := power.Profile(c.String("profile"))
+	p, err := switchprofile.Profile(c.String("profile"))
 	if err != nil {
 		return fmt.Errorf("--profile: %w", err)
 	}
@@ -162,7 +163,7 @@ func powerLab(c *cli.Context) error {
 	for i, s := range lab.Switches {
 		names[i], ports[s.Name] = s.Name, s.Ports
 	}
-	r, err := power.PriceSwitches(p, names, ports, lab.ActivePorts())
+	r, err := switchprofile.PriceSwitches(p, names, ports, lab.ActivePorts())
 	if err != nil {
 		return err
 	}

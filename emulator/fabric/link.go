@@ -23,7 +23,7 @@ import (
 // sees its port lose carrier, as a port shut down on a real switch does;
 // frames routed to it are dropped by the switch and counted there. A link
 // turned on stays down for the switch's wake-up time first (seed 002 Table
-// 6: 1.2 to 3.2 s on the switches it measured; power.SwitchProfile.OnOff),
+// 6: 1.2 to 3.2 s on the switches it measured; switchprofile.SwitchProfile.OnOff),
 // then comes up at both ends at once.
 //
 // SetLinks leaves routing as it is: the pairs whose paths cross the link

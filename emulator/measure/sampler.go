@@ -160,8 +160,10 @@ type Sampler struct {
 	samples  int
 	slow     int
 	sampErr  error
-	bin      bin
-	timeline results.Timeline
+	// defaultBin is Options.Bin as New was given it (SetBin changes opt).
+	defaultBin time.Duration
+	bin        bin
+	timeline   results.Timeline
 }
 
 // bin is the timeline bin being filled: where it started, the bytes the
@@ -179,7 +181,7 @@ type bin struct {
 // namespace and resolves every switch-side link end.
 func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 	o.defaults()
-	s := &Sampler{lab: lab, opt: o, readers: map[string]*kernel.StatsReader{}, byNS: map[string]map[int]int{}}
+	s := &Sampler{lab: lab, opt: o, defaultBin: o.Bin, readers: map[string]*kernel.StatsReader{}, byNS: map[string]map[int]int{}}
 	if lab.BPF != nil {
 		h, err := datapath.Open(*lab.BPF)
 		if err != nil {
@@ -319,6 +321,17 @@ func handleIn(ns string) (*netlink.Handle, error) {
 		return nil, fmt.Errorf("measure: netlink in netns %s: %w", ns, err)
 	}
 	return h, nil
+}
+
+// SetBin sets the timeline's bin width for the points started after it
+// (0: the Options' default).
+func (s *Sampler) SetBin(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d <= 0 {
+		d = s.defaultBin
+	}
+	s.opt.Bin = d
 }
 
 // Close releases the netlink sockets.

@@ -396,6 +396,13 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
 	}
 	rate := r.sc.Links[scenario.HostLinks].Rate
+	// Links turned off and on show in 100 ms bins (seed 002 measured
+	// "at every 100 mseconds").
+	var bin time.Duration
+	if len(ph.LinkEvents) > 0 {
+		bin = linkEventBin
+	}
+	r.sampler.SetBin(bin)
 	for _, load := range t.Loads {
 		r.next(fmt.Sprintf("%s: %s at load %.2f for %s", ph.Name, t.PatternString(), load, t.Duration))
 		if err := r.sampler.Start(ctx); err != nil {
@@ -405,8 +412,14 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if err != nil {
 			return err
 		}
+		events := make(chan linkEventsDone, 1)
+		go func(t0 time.Time) { events <- r.linkEvents(ctx, ph.LinkEvents, t0) }(time.Now())
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
 			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
+		done := <-events
+		if done.err != nil && err == nil {
+			err = fmt.Errorf("link events: %w", done.err)
+		}
 		var conds *results.Conditions
 		if cond != nil {
 			var cerr error
@@ -445,6 +458,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			pt.Conditions = conds // QCN-Switch pauses nothing: its point has qcn instead
 		}
 		pt.QCN = qp
+		pt.LinkEvents = done.events
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
 		r.fidelity = append(r.fidelity, rep.FidelityInput(pt))
@@ -610,4 +624,45 @@ func (r *runner) writePartial(cause error) {
 	r.m.Fidelity = results.EvaluateFidelity(r.fidelity)
 	r.m.Expectations = results.EvaluateScenario(r.sc, r.m.Phases)
 	_, _ = results.Write(r.dir, r.m, r.artifacts)
+}
+
+// linkEventBin is a link-event phase's timeline bin.
+const linkEventBin = 100 * time.Millisecond
+
+type linkEventsDone struct {
+	events []results.LinkEvent
+	err    error
+}
+
+// linkEvents turns the phase's links off and on at their times after t0,
+// the start of a load's traffic, in order; a failure ends them.
+func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 time.Time) linkEventsDone {
+	var out linkEventsDone
+	for _, ev := range evs {
+		if wait := time.Until(t0.Add(ev.At)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				out.err = ctx.Err()
+				return out
+			case <-t.C:
+			}
+		}
+		op, order := "on", "unsafe"
+		if ev.Off {
+			op = "off"
+		}
+		if ev.Safe {
+			order = "safe"
+		}
+		if err := fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe); err != nil {
+			out.err = fmt.Errorf("%s-%s %s at %s: %w", ev.A, ev.B, op, ev.At, err)
+			return out
+		}
+		out.events = append(out.events, results.LinkEvent{Link: ev.A + "-" + ev.B, Op: op, Order: order,
+			AtS: ev.At.Seconds(), DoneS: time.Since(t0).Seconds()})
+		r.say("link %s-%s %s (%s order) at %.2fs", ev.A, ev.B, op, order, time.Since(t0).Seconds())
+	}
+	return out
 }

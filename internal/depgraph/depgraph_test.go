@@ -24,7 +24,7 @@ const mod = "github.com/ethfab/ethfab/"
 // data out, so `ethfab plan` runs without root and the core is testable
 // with -race.
 var pureCore = []string{
-	"topology", "addressing", "compaction", "vlan",
+	"topology", "addressing", "compaction", "vlan", "switchprofile",
 	"controller", "traffic", "scenario",
 	"emulator/resources", "internal/quantile", "internal/steps", "internal/rate", "internal/ethertype", "internal/fanout",
 }

@@ -1,4 +1,4 @@
-package power
+package switchprofile
 
 import (
 	"math"
@@ -72,3 +72,5 @@ func TestPriceSwitches(t *testing.T) {
 		t.Error("a 30-port switch priced as a 24-port PC5324")
 	}
 }
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
