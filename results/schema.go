@@ -184,6 +184,10 @@ type Drops struct {
 	Datapath uint64 `json:"datapath"` // OVS: frames its port sockets had no room for, failed upcalls, port drops not explained by a full queue
 	Kernel   uint64 `json:"kernel"`   // veth drops (receive backlog full) outside the qdisc
 	Socket   uint64 `json:"socket"`   // traffic engine: send errors, receive-socket drops
+	// LinkOff: frames dropped at the ends of links the scenario turned
+	// off during the point (link_events): the modelled fabric's loss, as
+	// Queue's, not the machine's.
+	LinkOff uint64 `json:"link_off,omitempty"`
 	// What Socket is made of: sends refused for a full socket buffer
 	// (EAGAIN) or another error, and frames the receive rings had no room
 	// for (PACKET_STATISTICS).

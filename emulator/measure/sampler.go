@@ -162,8 +162,10 @@ type Sampler struct {
 	sampErr  error
 	// defaultBin is Options.Bin as New was given it (SetBin changes opt).
 	defaultBin time.Duration
-	bin        bin
-	timeline   results.Timeline
+	// off: link ends turned off during the point (LinkOff).
+	off      map[[2]string]bool
+	bin      bin
+	timeline results.Timeline
 }
 
 // bin is the timeline bin being filled: where it started, the bytes the
@@ -323,6 +325,18 @@ func handleIn(ns string) (*netlink.Handle, error) {
 	return h, nil
 }
 
+// LinkOff marks a link end (namespace, interface) the point turned off:
+// what it drops from then on is the modelled fabric's loss (Drops.LinkOff),
+// not the machine's. Start clears the marks.
+func (s *Sampler) LinkOff(ns, iface string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off == nil {
+		s.off = map[[2]string]bool{}
+	}
+	s.off[[2]string{ns, iface}] = true
+}
+
 // SetBin sets the timeline's bin width for the points started after it
 // (0: the Options' default).
 func (s *Sampler) SetBin(d time.Duration) {
@@ -368,6 +382,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return fmt.Errorf("measure: already started")
 	}
+	s.off = nil
 	var err error
 	if s.sw0, err = s.switches(ctx); err != nil {
 		return fmt.Errorf("measure: %w", err)
@@ -746,7 +761,11 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		if e.hostFacing {
 			rx = sub(b.RxDropped, a.RxDropped)
 		}
-		r.Drops.Kernel += tx + rx
+		if s.off[[2]string{e.ns, e.iface}] {
+			r.Drops.LinkOff += tx + rx
+		} else {
+			r.Drops.Kernel += tx + rx
+		}
 		kdrops[[2]int{e.sw, e.port}] = [2]uint64{sub(b.RxDropped, a.RxDropped), tx}
 		ls := LinkStats{Port: e.label, Link: e.link, RateBps: e.rateBps, QueueDrops: d,
 			Bytes: sub(q1[i].Bytes, s.q0[i].Bytes), Packets: sub(q1[i].Packets, s.q0[i].Packets)}

@@ -656,6 +656,15 @@ func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 ti
 		if ev.Safe {
 			order = "safe"
 		}
+		if ev.Off {
+			// The frames its ends drop from now on are the fabric's loss.
+			if links, err := r.lab.SwitchLinks(ev.A, ev.B); err == nil {
+				for _, k := range links {
+					r.sampler.LinkOff(k.A.NetNS, k.A.Iface)
+					r.sampler.LinkOff(k.B.NetNS, k.B.Iface)
+				}
+			}
+		}
 		if err := fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe); err != nil {
 			out.err = fmt.Errorf("%s-%s %s at %s: %w", ev.A, ev.B, op, ev.At, err)
 			return out
