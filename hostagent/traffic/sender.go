@@ -120,6 +120,7 @@ type batch struct {
 	srcs   []*source   // each frame's source (a host may have several)
 	hosts  []*source   // the distinct sources, out of the heap meanwhile
 	at     []int64     // each frame's scheduled time
+	dst    []int       // and destination (pat.Silent: none)
 	frames [][]byte
 	fds    []int
 	bufs   [][]byte
@@ -173,7 +174,7 @@ func (w *senders) loop(ctx context.Context) {
 			sleep(wait)
 			continue
 		}
-		b.srcs, b.at, b.hosts = b.srcs[:0], b.at[:0], b.hosts[:0]
+		b.srcs, b.at, b.dst, b.hosts = b.srcs[:0], b.at[:0], b.dst[:0], b.hosts[:0]
 		for len(b.srcs) < len(b.frames) && len(w.heap) > 0 && w.heap[0].next*slot <= now {
 			s := w.heap[0]
 			w.pop()
@@ -181,8 +182,13 @@ func (w *senders) loop(ctx context.Context) {
 			// in order: one frame per host per batch held a host that had
 			// fallen behind to one frame per batch time.
 			for k := 0; k < maxPerHost && len(b.srcs) < len(b.frames) && s.next*slot <= now && s.next*slot < end; k++ {
+				// The destination, then the next arrival: a source's
+				// draws come in this order however its frames are
+				// batched, so a seed gives the same arrivals every run.
+				at := s.next * slot
 				b.srcs = append(b.srcs, s)
-				b.at = append(b.at, s.next*slot)
+				b.at = append(b.at, at)
+				b.dst = append(b.dst, w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng))
 				s.next += s.gap()
 			}
 			b.hosts = append(b.hosts, s)
@@ -235,8 +241,7 @@ const unsentDrawBudget = 1 << 20
 func (w *senders) send(b *batch, now int64, h *pat.Header) {
 	b.fds, b.bufs, b.meas, b.sent = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0]
 	for i, s := range b.srcs {
-		at := b.at[i]
-		d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
+		at, d := b.at[i], b.dst[i]
 		if d == pat.Silent {
 			continue
 		}
