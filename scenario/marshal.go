@@ -222,15 +222,8 @@ func (s *Scenario) effectiveTree() *node {
 			if len(ph.LinkEvents) > 0 {
 				evs := &node{kind: seqNode}
 				for _, ev := range ph.LinkEvents {
-					op, order := "on", "unsafe"
-					if ev.Off {
-						op = "off"
-					}
-					if ev.Safe {
-						order = "safe"
-					}
 					link := &node{kind: seqNode, flow: true, items: []*node{mkUser(ev.A), mkUser(ev.B)}}
-					e := mkMap(true, "at", mkStr(FormatDuration(ev.At)), "link", link, "op", mkStr(op), "order", mkStr(order))
+					e := mkMap(true, "at", mkStr(FormatDuration(ev.At)), "link", link, "op", mkStr(ev.Op()), "order", mkStr(ev.Order()))
 					if ev.Hold > 0 {
 						e.add("hold", mkStr(FormatDuration(ev.Hold)))
 					}

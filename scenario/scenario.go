@@ -287,6 +287,22 @@ type LinkEvent struct {
 	Hold time.Duration
 }
 
+// Op is the event's op as written: off or on.
+func (e LinkEvent) Op() string {
+	if e.Off {
+		return "off"
+	}
+	return "on"
+}
+
+// Order is the event's order as written: safe or unsafe.
+func (e LinkEvent) Order() string {
+	if e.Safe {
+		return "safe"
+	}
+	return "unsafe"
+}
+
 // Announce is an Open-MX-style announcement phase (omxoed): every host
 // broadcasts Count announcements Interval apart, then one every Repeat;
 // the phase lasts until every peer table is full (and, with Connect, every

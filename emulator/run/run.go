@@ -649,13 +649,7 @@ func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 ti
 			case <-t.C:
 			}
 		}
-		op, order := "on", "unsafe"
-		if ev.Off {
-			op = "off"
-		}
-		if ev.Safe {
-			order = "safe"
-		}
+		op, order := ev.Op(), ev.Order()
 		if ev.Off {
 			// The frames its ends drop from now on are the fabric's loss.
 			if links, err := r.lab.SwitchLinks(ev.A, ev.B); err == nil {
