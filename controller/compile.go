@@ -134,6 +134,9 @@ func (c *Controller) Options() Options { return c.opts }
 // HopBound is the most inter-switch hops a unicast frame may take.
 func (c *Controller) HopBound() int {
 	s := c.top.Spec
+	if s.Kind.Testbed() {
+		return c.top.Diameter() // shortest paths (paths.go), VLANs' too
+	}
 	switch s.Kind {
 	case topology.Dragonfly:
 		if c.opts.Mode != Minimal {
@@ -145,8 +148,6 @@ func (c *Controller) HopBound() int {
 			return len(s.Dims) + 1
 		}
 		return len(s.Dims)
-	case topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos, topology.FatTree:
-		return c.top.Diameter()
 	default:
 		return 2 * (s.Levels - 1)
 	}

@@ -280,10 +280,10 @@ func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
 	}
 	ke := n.get("kind")
 	if ke == nil || ke.val.kind == nullNode {
-		d.errf(n, join(path, "kind"), "required: dragonfly, flatfly, clos, mesh, torus, ring, mtree, myriclos or fattree")
+		d.errf(n, join(path, "kind"), "required: %s", strings.Join(topology.Kinds, ", "))
 		return sp, false
 	}
-	k, ok := d.enum(ke.val, join(path, "kind"), "dragonfly", "flatfly", "clos", "mesh", "torus", "ring", "mtree", "myriclos", "fattree")
+	k, ok := d.enum(ke.val, join(path, "kind"), topology.Kinds...)
 	if !ok {
 		return sp, false
 	}

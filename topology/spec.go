@@ -1,11 +1,13 @@
 // Package topology builds the fabrics of the papers as pure data: Dragonflies,
-// Flattened Butterflies and folded-Clos networks of switches, hosts, ports and
-// links, with deterministic names and port numbers. Nothing here touches the
+// Flattened Butterflies and folded-Clos networks (seed 000), and seed 002's
+// meshes, tori, rings, M-trees, Myrinet-Clos and fat trees, of switches,
+// hosts, ports and links, with deterministic names and port numbers. Nothing here touches the
 // kernel, so a 300,000-host network can be built and inspected in memory.
 package topology
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -31,8 +33,11 @@ const (
 	FatTree  Kind = "fattree"
 )
 
+// Kinds are every topology family's name, in the order errors list them.
+var Kinds = []string{string(Dragonfly), string(FlatFly), string(Clos), string(Mesh), string(Torus), string(Ring), string(MTree), string(MyriClos), string(FatTree)}
+
 // kinds lists every Kind, for errors.
-const kinds = "dragonfly, flatfly, clos, mesh, torus, ring, mtree, myriclos or fattree"
+var kinds = strings.Join(Kinds[:len(Kinds)-1], ", ") + " or " + Kinds[len(Kinds)-1]
 
 // Grid reports the kinds whose switches sit at the points of a k1 x k2 x
 // ... array (Dims, Coords): Flattened Butterflies, meshes, tori and
@@ -114,9 +119,7 @@ func paramErr(k Kind, p, format string, args ...any) error {
 func ParseSpec(s string) (Spec, error) {
 	kind, params, _ := strings.Cut(strings.TrimSpace(s), ":")
 	sp := Spec{Kind: Kind(strings.ToLower(strings.TrimSpace(kind)))}
-	switch sp.Kind {
-	case Dragonfly, FlatFly, Clos, Mesh, Torus, Ring, MTree, MyriClos, FatTree:
-	default:
+	if !slices.Contains(Kinds, string(sp.Kind)) {
 		return Spec{}, fmt.Errorf("topology %q: unknown kind %q (want %s)", s, kind, kinds)
 	}
 	seen := map[string]bool{}

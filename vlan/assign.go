@@ -3,7 +3,6 @@ package vlan
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/ethfab/ethfab/topology"
 )
@@ -361,9 +360,7 @@ func HostLimit(t, v int) int {
 
 // String summarises an assignment for people.
 func (a *Assignment) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s VLAN assignment: %d VLANs", a.Method, a.VLANs)
-	return b.String()
+	return fmt.Sprintf("%s VLAN assignment: %d VLANs", a.Method, a.VLANs)
 }
 
 // Table3 is seed 002 Table 3's VLAN count for the topology and method,

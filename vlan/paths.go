@@ -59,6 +59,9 @@ type Off map[[2]int]bool
 // Has says whether the link between switches a and b is off.
 func (o Off) Has(a, b int) bool { return o[[2]int{min(a, b), max(a, b)}] }
 
+// Add turns the link between switches a and b off.
+func (o Off) Add(a, b int) { o[[2]int{min(a, b), max(a, b)}] = true }
+
 // PathOff is Path around links turned off. Seed 002 routes a mesh around
 // one horizontal link off with the north-last turn model ("a single
 // horizontal (x-directional) link is deactivated and the north-last turn

@@ -215,7 +215,8 @@ func TestMeshLinkOff(t *testing.T) {
 	} {
 		top := build(t, "mesh:dims="+c.dims)
 		at := func(p [2]int) int { return p[1]*top.Spec.Dims[0] + p[0] }
-		off := Off{{min(at(c.a), at(c.b)), max(at(c.a), at(c.b))}: true}
+		off := Off{}
+		off.Add(at(c.a), at(c.b))
 		a, err := AssignOff(top, Renamed, off)
 		if err != nil {
 			t.Fatalf("%s: %v", c.dims, err)

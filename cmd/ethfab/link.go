@@ -67,10 +67,6 @@ Example:
 			if err != nil {
 				return err
 			}
-			links, err := lab.SwitchLinks(a, b)
-			if err != nil {
-				return err
-			}
 			order := c.String("order")
 			switch {
 			case order == "" && lab.Routing == controller.VLAN:
@@ -83,7 +79,8 @@ Example:
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			t0 := time.Now()
-			if err := fabric.SwitchLink(ctx, lab, a, b, on, hold, order == "safe"); err != nil {
+			links, err := fabric.SwitchLink(ctx, lab, a, b, on, hold, order == "safe")
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "%s-%s: %d link(s) %s in the %s order after %.2fs\n", a, b, len(links), c.Args().Get(3), order, time.Since(t0).Seconds())

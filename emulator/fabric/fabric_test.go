@@ -234,7 +234,7 @@ func TestLinkOffOn(t *testing.T) {
 	if err != nil || len(links) != 1 {
 		t.Fatalf("s1-s0: %v, %v", links, err)
 	}
-	if err := SwitchLink(context.Background(), lab, "s1", "s0", false, 0, false); err != nil {
+	if _, err := SwitchLink(context.Background(), lab, "s1", "s0", false, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	// The state records the link off: its two switches lose a port each.
@@ -256,7 +256,7 @@ func TestLinkOffOn(t *testing.T) {
 		t.Errorf("link off: unreachable %v, want %v", cut, want)
 	}
 	t0 := time.Now()
-	if err := SwitchLink(context.Background(), lab, "s0", "s1", true, 300*time.Millisecond, false); err != nil {
+	if _, err := SwitchLink(context.Background(), lab, "s0", "s1", true, 300*time.Millisecond, false); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := Load(name); len(l.LinksOff) != 0 {
@@ -304,7 +304,7 @@ func TestLinkSafeOrder(t *testing.T) {
 	if err := ping.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetLinkSafe(context.Background(), lab, "s1-1", "s2-1", false, 0); err != nil {
+	if _, err := SwitchLink(context.Background(), lab, "s1-1", "s2-1", false, 0, true); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := Load(name); err != nil || len(l.VLANOff) != 1 {
@@ -314,7 +314,7 @@ func TestLinkSafeOrder(t *testing.T) {
 	if err != nil || r.Reached != r.Pairs {
 		t.Errorf("safe order, link off: %d of %d pairs reached (%v), %v", r.Reached, r.Pairs, r.Unreachable, err)
 	}
-	if err := SetLinkSafe(context.Background(), lab, "s1-1", "s2-1", true, 500*time.Millisecond); err != nil {
+	if _, err := SwitchLink(context.Background(), lab, "s1-1", "s2-1", true, 500*time.Millisecond, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := ping.Wait(); err != nil {

@@ -28,7 +28,8 @@ import (
 //
 // SetLinks leaves routing as it is: the pairs whose paths cross the link
 // lose their frames while it is off (the paper's "unsafe" order).
-// SetLinkSafe moves a VLAN-routed lab's paths off the link first.
+// SwitchLink's safe order moves a VLAN-routed lab's paths off the link
+// first.
 
 // ErrNoSuchLink: the two switches are not neighbours.
 var ErrNoSuchLink = errors.New("no link between the switches")
@@ -80,8 +81,8 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 	return errors.Join(errs...)
 }
 
-// SetLinkSafe turns the links between switches a and b off or on in seed
-// 002's safe order, on a lab routed by VLANs: "On to Off: Step 1: Use an
+// setLinkSafe turns links off or on in seed 002's safe order, on a lab
+// routed by VLANs: "On to Off: Step 1: Use an
 // existing routing algorithm to calculate the path set so that it avoids
 // the target link. Step 2: Implement the path set … Step 3: Deactivate the
 // target link"; "Off to On: Step 1: Activate the target link. Step 2: …
@@ -89,15 +90,10 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 // Implement the path set". The path set around links off is north-last
 // on a two-dimensional mesh (vlan.PathOff); each switch's new tables go in
 // as one OpenFlow bundle. The lab's state records the links off.
-func SetLinkSafe(ctx context.Context, l *Lab, a, b string, on bool, hold time.Duration) error {
+func setLinkSafe(ctx context.Context, l *Lab, links []Link, pair [2]string, on bool, hold time.Duration) error {
 	if l.Routing != controller.VLAN {
 		return fmt.Errorf("lab %s: the safe order moves VLAN paths; it is routed %s (use the unsafe order)", l.Lab, l.Routing)
 	}
-	links, err := l.SwitchLinks(a, b)
-	if err != nil {
-		return err
-	}
-	pair := [2]string{min(a, b), max(a, b)}
 	off := slices.DeleteFunc(slices.Clone(l.VLANOff), func(p [2]string) bool { return p == pair })
 	if !on {
 		off = append(off, pair)
@@ -136,8 +132,7 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	offOf := func(pairs [][2]string) vlan.Off {
 		off := vlan.Off{}
 		for _, p := range pairs {
-			x, y := id[p[0]], id[p[1]]
-			off[[2]int{min(x, y), max(x, y)}] = true
+			off.Add(id[p[0]], id[p[1]])
 		}
 		return off
 	}
@@ -221,27 +216,27 @@ func turns(a, b *vlan.Switch) bool {
 }
 
 // SwitchLink turns the links between switches a and b off or on, in the
-// safe order (SetLinkSafe) or not (SetLinks), and records them in the
-// lab's state (LinksOff), which ethfab power reads.
-func SwitchLink(ctx context.Context, l *Lab, a, b string, on bool, hold time.Duration, safe bool) error {
+// safe order (setLinkSafe) or not (SetLinks), records them in the lab's
+// state (LinksOff, which ethfab power reads) and returns them.
+func SwitchLink(ctx context.Context, l *Lab, a, b string, on bool, hold time.Duration, safe bool) ([]Link, error) {
 	links, err := l.SwitchLinks(a, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	pair := [2]string{min(a, b), max(a, b)}
 	if safe {
-		err = SetLinkSafe(ctx, l, a, b, on, hold)
+		err = setLinkSafe(ctx, l, links, pair, on, hold)
 	} else {
 		err = SetLinks(ctx, links, on, hold)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	pair := [2]string{min(a, b), max(a, b)}
 	l.LinksOff = slices.DeleteFunc(l.LinksOff, func(p [2]string) bool { return p == pair })
 	if !on {
 		l.LinksOff = append(l.LinksOff, pair)
 	}
-	return l.save()
+	return links, l.save()
 }
 
 // ActivePorts is each switch's ports in use, by name: all of them but

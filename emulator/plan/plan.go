@@ -96,14 +96,17 @@ type Table3Row struct {
 	Matches bool   `json:"matches"`
 }
 
-// vlanReport assigns and, with verify, walks the VLANs.
-func vlanReport(top *topology.Topology, m vlan.Method, verify bool) (*VLANReport, error) {
+// vlanReport assigns (unless the controller routing by VLANs already
+// did: a) and, with verify, walks the VLANs.
+func vlanReport(top *topology.Topology, m vlan.Method, a *vlan.Assignment, verify bool) (*VLANReport, error) {
 	if !top.Spec.Kind.Testbed() {
 		return nil, fmt.Errorf("VLAN assignment runs on seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", top.Spec.Kind)
 	}
-	a, err := vlan.Assign(top, m)
-	if err != nil {
-		return nil, err
+	var err error
+	if a == nil {
+		if a, err = vlan.Assign(top, m); err != nil {
+			return nil, err
+		}
 	}
 	r := &VLANReport{Method: m, VLANs: a.VLANs, Switches: a.Switches, HostLimit: map[string]int{}}
 	if f, v, ok := vlan.Table3(top.Spec, m); ok {
@@ -168,7 +171,7 @@ func Run(o Options) (*Report, error) {
 	if err != nil || o.VLAN == "" {
 		return r, err
 	}
-	r.VLAN, err = vlanReport(top, o.VLAN, o.Verify)
+	r.VLAN, err = vlanReport(top, o.VLAN, ctl.VLANAssignment(), o.Verify)
 	return r, err
 }
 

@@ -650,18 +650,18 @@ func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 ti
 			}
 		}
 		op, order := ev.Op(), ev.Order()
-		if ev.Off {
-			// The frames its ends drop from now on are the fabric's loss.
-			if links, err := r.lab.SwitchLinks(ev.A, ev.B); err == nil {
-				for _, k := range links {
-					r.sampler.LinkOff(k.A.NetNS, k.A.Iface)
-					r.sampler.LinkOff(k.B.NetNS, k.B.Iface)
-				}
-			}
-		}
-		if err := fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe); err != nil {
+		links, err := fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe)
+		if err != nil {
 			out.err = fmt.Errorf("%s-%s %s at %s: %w", ev.A, ev.B, op, ev.At, err)
 			return out
+		}
+		if ev.Off {
+			// What its ends drop during the point is the fabric's loss
+			// (the sampler sorts the point's drops when it stops).
+			for _, k := range links {
+				r.sampler.LinkOff(k.A.NetNS, k.A.Iface)
+				r.sampler.LinkOff(k.B.NetNS, k.B.Iface)
+			}
 		}
 		out.events = append(out.events, results.LinkEvent{Link: ev.A + "-" + ev.B, Op: op, Order: order,
 			AtS: ev.At.Seconds(), DoneS: time.Since(t0).Seconds()})
