@@ -116,10 +116,17 @@ func TestSeed002Refusals(t *testing.T) {
 	}
 }
 
+// hostPort says whether port p of switch sw leads to a host.
+func hostPort(c *Controller, sw int, p int32) bool {
+	return c.top.Switches[sw].Ports[p-1].Class == topology.ClassHost
+}
+
 // VLAN mode compiles each switch as an 802.1Q bridge: table 0 tags an
 // untagged frame with its port's PVID (and, fixed, passes a trunk's tagged
 // VLANs), table 1 holds a flood per VLAN and the static filtering
-// database, each table ending in a counted miss.
+// database, table 2 takes the frames an inter-switch port gets outside
+// every path (while paths change) to every destination the switch knows,
+// each table ending in a counted miss.
 func TestVLANTables(t *testing.T) {
 	for _, m := range []vlan.Method{vlan.Renamed, vlan.Fixed} {
 		c := compile(t, "mesh:dims=3x3", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: m})
@@ -130,11 +137,15 @@ func TestVLANTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			as := &a.Switches[sw]
-			var classify, trunk, flood, fdb, miss int
+			var classify, trunk, flood, fdb, miss, transitIn, transit int
 			for _, r := range tab.Rules {
 				switch {
 				case r.Kind == KindMiss:
 					miss++
+				case r.Kind == KindVLANTransit && r.Table == 0 && r.Goto == 2 && r.Priority < PrioRouting:
+					transitIn++
+				case r.Kind == KindVLANTransit && r.Table == 2 && len(r.Out) == 1 && (r.PushVLAN != 0) == (m == vlan.Fixed && !hostPort(c, sw, r.Out[0])):
+					transit++
 				case r.Table == 0 && r.Match.VLAN == VLANUntagged && r.PushVLAN == uint16(as.PVID[r.Match.InPort-1]):
 					classify++
 				case r.Table == 0 && r.Match.VLAN != 0 && r.Goto == 1:
@@ -157,9 +168,21 @@ func TestVLANTables(t *testing.T) {
 			for _, mb := range as.Members {
 				tagged += len(mb.Tagged)
 			}
-			if classify != pvids || trunk != tagged || flood != len(as.Members) || fdb != as.MACEntries || miss != 2 {
-				t.Errorf("%s %s: %d classify (%d PVIDs), %d trunk (%d tagged), %d flood (%d VLANs), %d FDB (%d), %d miss",
-					m, as.Name, classify, pvids, trunk, tagged, flood, len(as.Members), fdb, as.MACEntries, miss)
+			// Every inter-switch port sends tagged frames outside its
+			// VLANs to table 2, and untagged ones too where no path enters.
+			inter, unused := 0, 0
+			for _, p := range c.top.Switches[sw].Ports {
+				if p.Class != topology.ClassHost {
+					inter++
+					if as.PVID[p.Num-1] == 0 {
+						unused++
+					}
+				}
+			}
+			if classify != pvids || trunk != tagged || flood != len(as.Members) || fdb != as.MACEntries || miss != 3 ||
+				transitIn != inter+unused || transit != len(c.top.Hosts) {
+				t.Errorf("%s %s: %d classify (%d PVIDs), %d trunk (%d tagged), %d flood (%d VLANs), %d FDB (%d), %d miss, %d to transit (%d ports), %d transit (%d hosts)",
+					m, as.Name, classify, pvids, trunk, tagged, flood, len(as.Members), fdb, as.MACEntries, miss, transitIn, inter+unused, transit, len(c.top.Hosts))
 			}
 			if m == vlan.Renamed && trunk != 0 {
 				t.Errorf("renamed %s: tagged trunks", as.Name)

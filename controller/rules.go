@@ -32,10 +32,11 @@ const (
 	KindAdmit                   // source guard: passes the port's own source, DMP and transit frames on
 	KindCNM                     // QCN-Switch: table 0 hands CNMs for the switch's hosts to its own logic (PACKET_IN)
 	KindVLAN                    // switch-tagged VLAN routing (seed 002): classification and filtering database
+	KindVLANTransit             // VLAN routing: frames on a port no path enters by, while paths change
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm", "vlan"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm", "vlan", "vlan-transit"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -100,8 +101,12 @@ func (m *Match) Matches(inPort int, dst addressing.MAC, dlType uint16) bool {
 // PortInPort in an output list means OpenFlow's IN_PORT.
 const PortInPort = -1
 
-// VLANUntagged in Match.VLAN matches frames without an 802.1Q tag.
-const VLANUntagged = 0xffff
+// VLANUntagged in Match.VLAN matches frames without an 802.1Q tag,
+// VLANTagged frames with one (any VLAN ID).
+const (
+	VLANUntagged = 0xffff
+	VLANTagged   = 0xfffe
+)
 
 // Rule is one flow entry.
 type Rule struct {
@@ -129,6 +134,8 @@ type Rule struct {
 	// bytes to the switch's own logic (OpenFlow's output:CONTROLLER with
 	// max_len): a PACKET_IN on its management connection.
 	Controller uint16 `json:"controller_max_len,omitempty"`
+	// PopVLAN removes the frame's 802.1Q tag first.
+	PopVLAN bool `json:"pop_vlan,omitempty"`
 	// PushVLAN, when not 0, tags the frame with this VLAN ID first (an
 	// untagged frame's PVID).
 	PushVLAN uint16 `json:"push_vlan,omitempty"`
@@ -173,6 +180,8 @@ func (r *Rule) OpenFlow() string {
 	case 0:
 	case VLANUntagged:
 		b.WriteString(",vlan_tci=0x0000/0x1fff")
+	case VLANTagged:
+		b.WriteString(",vlan_tci=0x1000/0x1000")
 	default:
 		fmt.Fprintf(&b, ",dl_vlan=%d", r.Match.VLAN)
 	}
@@ -188,6 +197,9 @@ func (r *Rule) OpenFlow() string {
 	}
 	b.WriteString(",actions=")
 	var acts []string
+	if r.PopVLAN {
+		acts = append(acts, "pop_vlan")
+	}
 	if r.PushVLAN != 0 {
 		// OpenFlow 1.3 wants OFPVID_PRESENT (0x1000) in the VLAN ID set.
 		acts = append(acts, "push_vlan:0x8100", fmt.Sprintf("set_field:%d->vlan_vid", 0x1000|int(r.PushVLAN)))

@@ -12,15 +12,16 @@ import (
 // Shaping is the egress behaviour of one link end. Zero values mean "not
 // set"; the zero Shaping removes shaping (back to the default qdisc).
 type Shaping struct {
-	RateBps uint64        // bits per second, shaped by tbf
-	Delay   time.Duration // netem
-	Jitter  time.Duration // netem, needs Delay
-	LossPct float64       // netem, 0..100
+	RateBps uint64        `json:"rate_bps,omitempty"`  // bits per second, shaped by tbf
+	Delay   time.Duration `json:"delay_ns,omitempty"`  // netem
+	Jitter  time.Duration `json:"jitter_ns,omitempty"` // netem, needs Delay
+	LossPct float64       `json:"loss_pct,omitempty"`  // netem, 0..100
 	// Burst and Limit override the tbf bucket and queue sizes derived from
 	// the rate (bytes). Limit is a scenario's links.<class>.limit (the
 	// switch buffer QCN's congestion points watch); leave Burst zero
 	// unless measuring its effect.
-	Burst, Limit uint32
+	Burst uint32 `json:"burst_bytes,omitempty"`
+	Limit uint32 `json:"limit_bytes,omitempty"`
 }
 
 // NeedsNetem reports whether s asks for anything only netem provides.

@@ -58,6 +58,43 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 			return spread, true
 		}
 		return least, !math.IsInf(least, 1)
+	case scenario.ProbesLost, scenario.ProbesLostMax, scenario.ProbePairsLosing, scenario.LongestOutage, scenario.ProbeP50Latency:
+		pr := p.Probes
+		if pr == nil {
+			return 0, false
+		}
+		switch m {
+		case scenario.ProbesLost:
+			return float64(pr.Lost), true
+		case scenario.ProbesLostMax:
+			return float64(pr.MaxLost), true
+		case scenario.ProbePairsLosing:
+			return float64(pr.PairsLosing), true
+		case scenario.LongestOutage:
+			return pr.LongestOutageS, true
+		}
+		return pr.P50US / 1e6, pr.Received > 0
+	case scenario.SwitchPower, scenario.PowerSaving:
+		if p.Power == nil {
+			return 0, false
+		}
+		if m == scenario.SwitchPower {
+			return p.Power.SwitchW, true
+		}
+		return p.Power.Saving, true
+	case scenario.LinkRecovery, scenario.LinkRecoveryErr:
+		v, ok := 0.0, false
+		for _, e := range p.LinkEvents {
+			if e.RecoveryS == nil {
+				continue
+			}
+			x := *e.RecoveryS
+			if m == scenario.LinkRecoveryErr {
+				x = math.Abs(x - e.HoldS)
+			}
+			v, ok = max(v, x), true
+		}
+		return v, ok
 	case scenario.MeanLatency, scenario.P50Latency, scenario.P99Latency:
 		if p.Received == 0 {
 			return 0, false
@@ -92,8 +129,9 @@ func groupDelivered(p *Point) []float64 {
 }
 
 // Evaluate checks a phase's expectations against every point of that
-// phase (points of other phases are ignored): one result per expectation
-// per load, in load order as run. A metric that could not be measured
+// phase: one result per expectation per load, in load order as run; an
+// expectation naming another phase takes its right-hand metric from that
+// phase's point at the same load. A metric that could not be measured
 // fails the expectation, so a phase that received nothing cannot pass a
 // latency bound.
 func Evaluate(phase string, exps []scenario.Expectation, points []Point) []ExpectationResult {
@@ -105,7 +143,20 @@ func Evaluate(phase string, exps []scenario.Expectation, points []Point) []Expec
 				continue
 			}
 			r := ExpectationResult{Phase: phase, Expect: e.String(), Load: p.Load}
-			check(&r, e, p, p)
+			rhs := p
+			if e.OfPhase != "" {
+				rhs = nil
+				for j := range points {
+					if points[j].Name == e.OfPhase && points[j].Load == p.Load {
+						rhs = &points[j]
+					}
+				}
+			}
+			if rhs == nil {
+				r.Note = fmt.Sprintf("phase %s has no point at load %g", e.OfPhase, p.Load)
+			} else {
+				check(&r, e, p, rhs)
+			}
 			out = append(out, r)
 		}
 	}
@@ -114,7 +165,7 @@ func Evaluate(phase string, exps []scenario.Expectation, points []Point) []Expec
 
 // check evaluates e with its left-hand metric from lhs and the right-hand
 // `<number> * <metric>` from rhs into r: values in the metric's unit
-// (latencies in µs), pass, or a note why it could not be told.
+// (latencies in µs, times in s), pass, or a note why it could not be told.
 func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
 	l, ok := MetricValue(lhs, e.Metric)
 	of := 1.0
@@ -130,7 +181,7 @@ func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
 	r.Value, r.Bound = l*scale, e.Value*of*scale
 	switch {
 	case !ok:
-		r.Note = fmt.Sprintf("%s not measured (no frames received, or no group of switches)", e.Metric)
+		r.Note = fmt.Sprintf("%s not measured (no frames received, no group of switches, no probes, no link on or no switch_profile)", e.Metric)
 	case math.IsNaN(l) || math.IsNaN(of):
 		r.Note = "not a number"
 	default:

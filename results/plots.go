@@ -346,6 +346,29 @@ func timeByLoadChart(title, ylabel string, pts []Point, series func(*Point) (t, 
 	return c, hasData(c)
 }
 
+// hostLoadChart is each host's received load over time at the phase's
+// highest load (seed 002 Fig. 6); hosts that received nothing are left
+// out.
+func hostLoadChart(phase string, pts []Point) (plot.Chart, bool) {
+	p := highest(pts, func(p *Point) bool { return p.Timeline != nil && len(p.Timeline.DeliveredByHost) > 0 })
+	if p == nil {
+		return plot.Chart{}, false
+	}
+	tl := p.Timeline
+	c := plot.Chart{Title: fmt.Sprintf("%s: load each host received at load %g", phase, p.Load), XLabel: timeLabel, YLabel: "fraction of the host link rate"}
+	hosts := make([]string, 0, len(tl.DeliveredByHost))
+	for h := range tl.DeliveredByHost {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		if y := tl.DeliveredByHost[h]; mean(y) > 0 {
+			c.Series = append(c.Series, plot.Series{Name: h, Points: xy(tl.T, y), NoMarkers: true})
+		}
+	}
+	return c, hasData(c)
+}
+
 // maxPTraces bounds the ports in a P(t) figure.
 const maxPTraces = 8
 
@@ -397,6 +420,9 @@ func timeCharts(phase string, pts []Point) []namedChart {
 	}
 	if c, ok := pChart(phase, pts); ok {
 		out = append(out, namedChart{"p-" + name, c})
+	}
+	if c, ok := hostLoadChart(phase, pts); ok {
+		out = append(out, namedChart{"host-load-" + name, c})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 func samplePoints(phase, routing string) []Point {
@@ -326,5 +328,55 @@ func TestNewDistributionNearestRank(t *testing.T) {
 	}
 	if e := NewDistribution(nil); e.N != 0 || e.Max != 0 {
 		t.Errorf("empty sample: %+v", e)
+	}
+}
+
+// The probe, link and power metrics read the point's probes, link events
+// and power; without them they are not measured.
+func TestLinkMetrics(t *testing.T) {
+	rec, rec2 := 3.25, 0.0
+	p := &Point{
+		Probes:     &traffic.ProbeResult{Lost: 30, MaxLost: 24, PairsLosing: 2, LongestOutageS: 1.2, P50US: 208, Received: 5},
+		LinkEvents: []LinkEvent{{Op: "off"}, {Op: "on", HoldS: 3.2, RecoveryS: &rec}, {Op: "rate", RecoveryS: &rec2}},
+		Power:      &Power{SwitchW: 73.9, AllOnW: 74.4, Saving: 1 - 73.9/74.4},
+	}
+	for m, want := range map[scenario.Metric]float64{
+		scenario.ProbesLost: 30, scenario.ProbesLostMax: 24, scenario.ProbePairsLosing: 2, scenario.LongestOutage: 1.2,
+		scenario.ProbeP50Latency: 208e-6, scenario.LinkRecovery: 3.25, scenario.LinkRecoveryErr: 0.05,
+		scenario.SwitchPower: 73.9, scenario.PowerSaving: 1 - 73.9/74.4,
+	} {
+		if v, ok := MetricValue(p, m); !ok || math.Abs(v-want) > 1e-9 {
+			t.Errorf("%s = %v, %v; want %v", m, v, ok, want)
+		}
+		if _, ok := MetricValue(&Point{}, m); ok {
+			t.Errorf("%s measured on a point without probes, link events or power", m)
+		}
+	}
+	e, err := scenario.ParseExpectation("link_recovery_error <= 100ms")
+	if err != nil || e.Value != 0.1 {
+		t.Fatalf("%+v, %v", e, err)
+	}
+	var r ExpectationResult
+	check(&r, e, p, p)
+	if !r.Pass || expValue(e.String(), r.Value) != "0.05 s" {
+		t.Errorf("%+v (%s)", r, expValue(e.String(), r.Value))
+	}
+}
+
+// An expectation naming another phase compares with that phase's point at
+// the same load.
+func TestExpectationOtherPhase(t *testing.T) {
+	e, err := scenario.ParseExpectation("p50_latency <= 1.01 * fixed.p50_latency")
+	if err != nil || e.OfPhase != "fixed" || e.Of != scenario.P50Latency || e.String() != "p50_latency <= 1.01 * fixed.p50_latency" {
+		t.Fatalf("%+v, %v", e, err)
+	}
+	pts := []Point{
+		{Name: "fixed", Load: 0.9, Received: 1, LatencyUS: Latency{P50: 261}},
+		{Name: "dynamic", Load: 0.9, Received: 1, LatencyUS: Latency{P50: 263}},
+		{Name: "dynamic", Load: 0.5, Received: 1, LatencyUS: Latency{P50: 200}},
+	}
+	rs := Evaluate("dynamic", []scenario.Expectation{e}, pts)
+	if len(rs) != 2 || !rs[0].Pass || rs[0].Bound != 261*1.01 || rs[1].Pass || rs[1].Note == "" {
+		t.Errorf("%+v", rs)
 	}
 }

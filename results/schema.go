@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/internal/quantile"
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // SchemaVersion is written into metrics.json; it changes only when a name
@@ -126,6 +127,13 @@ type Point struct {
 	// LinkEvents are the links the phase turned off and on during the
 	// point (seed 002's on/off link regulation), as they happened.
 	LinkEvents []LinkEvent `json:"link_events,omitempty"`
+	// Power is the switches' power over the point as the scenario's
+	// switch_profile (seed 002 Table 2), with the links it turned off or
+	// slowed.
+	Power *Power `json:"power,omitempty"`
+	// Probes is what the phase's probes found (seed 002's ping every
+	// 100 ms), with each pair's outages.
+	Probes *traffic.ProbeResult `json:"probes,omitempty"`
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	// DeliveredBySourceSwitch is, by switch name, the load the sinks
@@ -157,6 +165,10 @@ type Timeline struct {
 	// InjectedFrames are the frames the hosts injected in each bin (eBPF
 	// datapath only, with NonminimalShare, which is 0 where it is 0).
 	InjectedFrames []uint64 `json:"injected_frames,omitempty"`
+	// DeliveredByHost is each host's received load per bin, a fraction
+	// of its link rate (fabrics of 64 hosts or fewer): seed 002 Fig. 6's
+	// bandwidth every 100 ms, per flow where each host receives one.
+	DeliveredByHost map[string][]float64 `json:"delivered_by_host,omitempty"`
 }
 
 // Lateness counts the frames the traffic engine sent more than one slot
@@ -382,12 +394,43 @@ func NewDistribution(samples []float64) Distribution {
 	return Distribution{N: len(s), P50: quantile.NearestRank(s, 0.5), P90: quantile.NearestRank(s, 0.9), Max: s[len(s)-1]}
 }
 
+// Power is a point's switch power as a seed 002 switch profile: every
+// switch its profile's base plus its active ports at their speeds. A port
+// draws from the moment its link is turned on or its speed changed (it
+// is waking up) until it is off.
+type Power struct {
+	Profile string `json:"profile"`
+	// SwitchW is the mean over the load's traffic, warm-up included, of
+	// the switches' watts; AllOnW with every port on at full speed.
+	SwitchW float64 `json:"switch_w"`
+	AllOnW  float64 `json:"all_on_w"`
+	// Saving is 1 - SwitchW/AllOnW.
+	Saving float64     `json:"saving"`
+	MinW   float64     `json:"min_w"`
+	Steps  []PowerStep `json:"steps,omitempty"`
+}
+
+// PowerStep is the switches' watts from AtS (seconds since the traffic
+// started) until the next step.
+type PowerStep struct {
+	AtS   float64 `json:"at_s"`
+	Watts float64 `json:"watts"`
+}
+
 // LinkEvent is one link turned off or on during a point: when it was due
 // and when it was done, in seconds since the traffic started, and how.
 type LinkEvent struct {
-	Link  string  `json:"link"` // "A-B", the two switches
-	Op    string  `json:"op"`   // off | on
-	Order string  `json:"order"`
-	AtS   float64 `json:"at_s"`
-	DoneS float64 `json:"done_s"` // after the on's hold and the paths' installation
+	Link  string `json:"link"` // "A-B", the two switches
+	Op    string `json:"op"`   // off | on | rate
+	Order string `json:"order,omitempty"`
+	// RateBps is a rate event's new rate; HoldS how long the link was
+	// held down first (a switch profile's Table 6 time).
+	RateBps uint64  `json:"rate_bps,omitempty"`
+	HoldS   float64 `json:"hold_s,omitempty"`
+	AtS     float64 `json:"at_s"`
+	DoneS   float64 `json:"done_s"` // after the on's hold and the paths' installation
+	// RecoveryS, for an on (with probes), is the longest time from AtS
+	// to the next probe answered between a pair whose probes were
+	// lost then; 0 when none was.
+	RecoveryS *float64 `json:"recovery_s,omitempty"`
 }

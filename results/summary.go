@@ -121,6 +121,7 @@ func Summary(m *Metrics, files []string) string {
 
 	conditionsSummary(&b, m)
 	qcnSummary(&b, m)
+	linksSummary(&b, m)
 
 	b.WriteString("## Expectations\n\n")
 	if len(m.Expectations) == 0 {
@@ -166,10 +167,67 @@ func Summary(m *Metrics, files []string) string {
 
 // expValue formats an expectation's value in the metric's unit.
 func expValue(expect string, v float64) string {
-	if strings.Contains(expect, "latency") {
+	switch m, _, _ := strings.Cut(expect, " "); scenario.Metric(m).Dimension() {
+	case "latency":
 		return fmt.Sprintf("%.1f µs", v)
+	case "time":
+		return fmt.Sprintf("%.2f s", v)
+	case "power":
+		return fmt.Sprintf("%.1f W", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// linksSummary renders what the points' link events, probes and switch
+// power were (seed 002's on/off and multispeed link regulation).
+func linksSummary(b *strings.Builder, m *Metrics) {
+	var pts []*Point
+	for i := range m.Phases {
+		if p := &m.Phases[i]; len(p.LinkEvents) > 0 || p.Probes != nil || p.Power != nil {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	b.WriteString("## Links, probes and power\n\n")
+	for _, p := range pts {
+		fmt.Fprintf(b, "### %s at load %g\n\n", p.Name, p.Load)
+		if len(p.LinkEvents) > 0 {
+			b.WriteString("| link | op | at s | done s | held s | recovery s |\n|---|---|---:|---:|---:|---:|\n")
+			for _, e := range p.LinkEvents {
+				op := e.Op
+				switch {
+				case e.RateBps > 0:
+					op += " " + formatBps(float64(e.RateBps))
+				case e.Order != "":
+					op += " (" + e.Order + ")"
+				}
+				rec := "–"
+				if e.RecoveryS != nil {
+					rec = fmt.Sprintf("%.2f", *e.RecoveryS)
+				}
+				fmt.Fprintf(b, "| %s | %s | %.2f | %.2f | %.2f | %s |\n", e.Link, op, e.AtS, e.DoneS, e.HoldS, rec)
+			}
+			b.WriteString("\n")
+		}
+		if pr := p.Probes; pr != nil {
+			fmt.Fprintf(b, "Probes every %g ms between %d pairs: %d sent, %d lost (%d refused by a full host link), %d pairs lost any, at most %d one pair; longest outage %.2f s; one-way latency p50 %.0f µs, p99 %.0f µs.\n\n",
+				pr.IntervalMs, len(pr.Pairs), pr.Sent, pr.Lost, pr.Refused, pr.PairsLosing, pr.MaxLost, pr.LongestOutageS, pr.P50US, pr.P99US)
+			for _, pp := range pr.Pairs {
+				for _, o := range pp.Outages {
+					fmt.Fprintf(b, "- %s → %s: %d lost from %.1f s to %.1f s\n", pp.Src, pp.Dst, o.Lost, o.FromS, o.ToS)
+				}
+			}
+			if pr.PairsLosing > 0 {
+				b.WriteString("\n")
+			}
+		}
+		if pw := p.Power; pw != nil {
+			fmt.Fprintf(b, "Switch power as %s (seed 002 Table 2): mean %.1f W, least %.1f W, every port on %.1f W: %.1f%% saved.\n\n",
+				pw.Profile, pw.SwitchW, pw.MinW, pw.AllOnW, 100*pw.Saving)
+		}
+	}
 }
 
 func pct(f float64) string {

@@ -198,6 +198,11 @@ func (d *decoder) versus(n *node, path string) []Versus {
 			d.errf(vn, join(vp, "expect"), "required: e.g. [\"accepted >= 3 * accepted\"]")
 		} else {
 			v.Expect = d.expect(e.val, join(vp, "expect"))
+			for _, x := range v.Expect {
+				if x.OfPhase != "" {
+					d.errf(e.val, join(vp, "expect"), "%q: a versus compares the case's phase with the other case's; it names no phase", x.Text)
+				}
+			}
 		}
 		out = append(out, v)
 	}

@@ -195,7 +195,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 		d.errf(root, "", "a scenario must be a mapping (version, name, topology, ...), got %s", describe(root))
 		return s
 	}
-	f := d.fields(root, "", "version", "name", "description", "topology", "addressing", "routing", "links", "ovs", "phases", "cases")
+	f := d.fields(root, "", "version", "name", "description", "topology", "addressing", "routing", "links", "switch_profile", "ovs", "phases", "cases")
 	if e := f["version"]; e != nil {
 		if v, ok := d.integer(e.val, "version"); ok {
 			if v != 1 {
@@ -229,6 +229,15 @@ func (d *decoder) scenario(root *node) *Scenario {
 	s.Addressing = d.addressing(f["addressing"], s.Topology.Kind)
 	s.Routing = d.routing(f["routing"])
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
+	if e := f["switch_profile"]; e != nil {
+		if v, ok := d.str(e.val, "switch_profile"); ok {
+			if p, err := switchprofile.Profile(v); err != nil {
+				d.errf(e.val, "switch_profile", "%v", err)
+			} else {
+				s.SwitchProfile = p.Name
+			}
+		}
+	}
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
 		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache", "ports")
@@ -742,13 +751,40 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 	}
 	var out []Phase
 	seen := map[string]string{}
+	type phaseRef struct {
+		n          *node
+		path       string
+		i          int
+		name, from string
+	}
+	var refs []phaseRef // expectations naming another phase
+	defer func() {
+		kinds := map[string]PhaseKind{}
+		for _, ph := range out {
+			kinds[ph.Name] = ph.Kind
+		}
+		for _, r := range refs {
+			at, p := r.n, r.path
+			if r.n.kind == seqNode && r.i < len(r.n.items) {
+				at, p = r.n.items[r.i], index(r.path, r.i)
+			}
+			switch k, ok := kinds[r.name]; {
+			case !ok:
+				d.errf(at, p, "no phase %q to compare with", r.name)
+			case k != PhaseTraffic:
+				d.errf(at, p, "phase %q is not a traffic phase", r.name)
+			case r.name == r.from:
+				d.errf(at, p, "compare a phase's metrics with each other without naming it")
+			}
+		}
+	}()
 	for i, pn := range n.items {
 		pp := index(path, i)
 		if pn.kind != mapNode {
 			d.errf(pn, pp, "a phase must be a mapping with a name and one of dmp, announce, wait, traffic; got %s", describe(pn))
 			continue
 		}
-		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect", "link_events")
+		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect", "link_events", "probes")
 		ph := Phase{}
 		if e := f["name"]; e == nil {
 			d.errf(pn, join(pp, "name"), "required")
@@ -803,6 +839,11 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 				d.errAt(e.keyPos, join(pp, "expect"), "only traffic phases have expectations")
 			} else {
 				ph.Expect = d.expect(e.val, join(pp, "expect"))
+				for j, x := range ph.Expect {
+					if x.OfPhase != "" {
+						refs = append(refs, phaseRef{e.val, join(pp, "expect"), j, x.OfPhase, ph.Name})
+					}
+				}
 			}
 		}
 		if e := f["link_events"]; e != nil {
@@ -810,6 +851,13 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 				d.errAt(e.keyPos, join(pp, "link_events"), "only traffic phases have link events")
 			} else {
 				ph.LinkEvents = d.linkEvents(e.val, join(pp, "link_events"), s, topoOK, ph.Traffic)
+			}
+		}
+		if e := f["probes"]; e != nil {
+			if ph.Kind != PhaseTraffic {
+				d.errAt(e.keyPos, join(pp, "probes"), "only traffic phases have probes")
+			} else {
+				ph.Probes = d.probes(e.val, join(pp, "probes"), s, topoOK)
 			}
 		}
 		out = append(out, ph)
@@ -880,13 +928,13 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 		d.errf(n, path, "must be a mapping such as {pattern: uniform, loads: [0.1, 0.5]}, got %s", describe(n))
 		return t
 	}
-	f := d.fields(n, path, "pattern", "app", "loads", "frame", "duration", "seed")
+	f := d.fields(n, path, "pattern", "app", "loads", "frame", "duration", "seed", "flows")
 	if e := f["pattern"]; e == nil {
 		d.errf(n, join(path, "pattern"), "required (want %s)", patternList)
 	} else if v, ok := d.str(e.val, join(path, "pattern")); ok {
 		p := join(path, "pattern")
 		switch traffic.Kind(v) {
-		case traffic.Uniform, traffic.BitReversal, traffic.Transpose, traffic.TransposeKH, traffic.Permutation, traffic.AllToAll, traffic.NPBLike:
+		case traffic.Uniform, traffic.BitReversal, traffic.Transpose, traffic.TransposeKH, traffic.Permutation, traffic.AllToAll, traffic.NPBLike, traffic.Flows:
 			t.Pattern = traffic.Kind(v)
 		default:
 			m := advRe.FindStringSubmatch(v)
@@ -973,7 +1021,86 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 	if e := f["seed"]; e != nil {
 		t.Seed, _ = d.integer(e.val, join(path, "seed"))
 	}
+	switch e := f["flows"]; {
+	case e == nil && t.Pattern == traffic.Flows:
+		d.errf(n, join(path, "flows"), "required with pattern flows: a list of {src, dst, from, to}")
+	case e != nil && t.Pattern != traffic.Flows:
+		d.errAt(e.keyPos, join(path, "flows"), "only applies to pattern flows")
+	case e != nil:
+		t.Flows = d.flows(e.val, join(path, "flows"), s, topoOK, t.Duration)
+	}
 	return t
+}
+
+// flows reads a flows pattern's flows: {src, dst, from, to} with host
+// names, from (default 0) before the load's end, to (default the end)
+// after from.
+func (d *decoder) flows(n *node, path string, s *Scenario, topoOK bool, dur time.Duration) []traffic.Flow {
+	if n.kind != seqNode || len(n.items) == 0 {
+		d.errf(n, path, "must be a list of {src, dst, from, to}, got %s", describe(n))
+		return nil
+	}
+	known := d.hostNames(s, topoOK)
+	var out []traffic.Flow
+	for i, it := range n.items {
+		ip := index(path, i)
+		f := d.fields(it, ip, "src", "dst", "from", "to")
+		var fl traffic.Flow
+		for _, k := range []string{"src", "dst"} {
+			e := f[k]
+			if e == nil {
+				d.errf(it, join(ip, k), "required: a host name, e.g. %s: s0h0", k)
+				continue
+			}
+			v, ok := d.str(e.val, join(ip, k))
+			if ok && known != nil && !known[v] {
+				d.errf(e.val, join(ip, k), "%s has no host %q", s.Topology, v)
+			}
+			if k == "src" {
+				fl.Src = v
+			} else {
+				fl.Dst = v
+			}
+		}
+		if fl.Src != "" && fl.Src == fl.Dst {
+			d.errf(it, ip, "a host does not send to itself")
+		}
+		if e := f["from"]; e != nil {
+			if v, ok := d.duration(e.val, join(ip, "from")); ok {
+				if v < 0 || v >= dur {
+					d.errf(e.val, join(ip, "from"), "must be within the load's %s, got %s", dur, e.val.text)
+				}
+				fl.From = v
+			}
+		}
+		if e := f["to"]; e != nil {
+			if v, ok := d.duration(e.val, join(ip, "to")); ok {
+				if v <= fl.From {
+					d.errf(e.val, join(ip, "to"), "must be after from (%s), got %s", fl.From, e.val.text)
+				}
+				fl.To = v
+			}
+		}
+		out = append(out, fl)
+	}
+	return out
+}
+
+// hostNames are the topology's host names when it builds in milliseconds
+// (nil otherwise: the run checks them).
+func (d *decoder) hostNames(s *Scenario, topoOK bool) map[string]bool {
+	if _, sw, _ := s.Topology.Size(); !topoOK || sw > 1<<14 {
+		return nil
+	}
+	top, err := topology.Build(s.Topology)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, h := range top.Hosts {
+		known[h.Name] = true
+	}
+	return known
 }
 
 func (d *decoder) expect(n *node, path string) []Expectation {
@@ -1080,38 +1207,49 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 }
 
 // linkEvents reads a traffic phase's link_events: a list of {at, link: [A,
-// B], op: off|on, order: safe|unsafe, profile | hold}. The links must join
-// two switches of the topology, the events fall inside the load's
-// duration, and each link's events alternate off, on, ..., ending on, so
-// every load starts on the fabric as built.
+// B], op: off|on|rate|avoid|use, rate: RATE, order: safe|unsafe, profile |
+// hold}; avoid and use move a VLAN-routed lab's paths off the link and
+// back, leaving it on.
+// The links must join two switches of the topology, the events fall
+// inside the load's duration, each link's events turn it off only when on
+// and on only when off, change its rate only while on, and end with it on
+// at the rate it was built with, so every load starts on the fabric as
+// built. A hold (given, or the event's or the scenario's switch_profile:
+// Table 6's on/off time for on, its speed-change time for rate) keeps the
+// link down before it comes (back) up.
 func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *Traffic) []LinkEvent {
 	if n.kind != seqNode {
-		d.errf(n, path, "must be a list of {at, link: [A, B], op: off|on}, got %s", describe(n))
+		d.errf(n, path, "must be a list of {at, link: [A, B], op: off|on|rate}, got %s", describe(n))
 		return nil
 	}
-	var switches map[string]map[string]bool // switch -> neighbours
+	var switches map[string]map[string]uint64 // switch -> neighbour -> built rate
 	// Names are checked against the topology built, up to a size that
 	// builds in milliseconds; a larger one's run checks them (SwitchLinks).
 	if _, n, _ := s.Topology.Size(); topoOK && n <= 1<<14 {
 		if top, err := topology.Build(s.Topology); err == nil {
-			switches = map[string]map[string]bool{}
+			switches = map[string]map[string]uint64{}
 			for _, sw := range top.Switches {
-				nb := map[string]bool{}
-				for _, p := range sw.Ports {
-					if p.Class != topology.ClassHost {
-						nb[top.Switches[p.Peer.Switch].Name] = true
-					}
+				switches[sw.Name] = map[string]uint64{}
+			}
+			for _, l := range top.Links {
+				if l.Host < 0 {
+					a, b := top.Switches[l.A.Switch].Name, top.Switches[l.B.Switch].Name
+					r := s.Links[LinkClass(l.Class.String())].Rate
+					switches[a][b], switches[b][a] = r, r
 				}
-				switches[sw.Name] = nb
 			}
 		}
 	}
+	type linkState struct {
+		off, avoided bool
+		rate         uint64 // 0: as built
+	}
 	var out []LinkEvent
-	state := map[[2]string]bool{} // true: off
+	state := map[[2]string]*linkState{}
 	var last time.Duration
 	for i, en := range n.items {
 		ep := index(path, i)
-		f := d.fields(en, ep, "at", "link", "op", "order", "profile", "hold")
+		f := d.fields(en, ep, "at", "link", "op", "rate", "order", "profile", "hold")
 		ev := LinkEvent{Safe: s.Routing.Mode == controller.VLAN}
 		if e := f["at"]; e == nil {
 			d.errf(en, join(ep, "at"), "required, e.g. at: 5s")
@@ -1124,6 +1262,7 @@ func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *
 			}
 			ev.At, last = v, max(last, v)
 		}
+		built := uint64(0)
 		if e := f["link"]; e == nil {
 			d.errf(en, join(ep, "link"), "required: the two switches, e.g. link: [s0, s1]")
 		} else if e.val.kind != seqNode || len(e.val.items) != 2 {
@@ -1136,37 +1275,83 @@ func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *
 				d.errf(e.val.items[0], join(ep, "link[0]"), "%s has no switch %q", s.Topology, a)
 			case switches != nil && switches[b] == nil:
 				d.errf(e.val.items[1], join(ep, "link[1]"), "%s has no switch %q", s.Topology, b)
-			case switches != nil && !switches[a][b]:
-				d.errf(e.val, join(ep, "link"), "%s has no link between %s and %s", s.Topology, a, b)
+			case switches != nil:
+				r, ok := switches[a][b]
+				if !ok {
+					d.errf(e.val, join(ep, "link"), "%s has no link between %s and %s", s.Topology, a, b)
+				}
+				built = r
 			}
 			ev.A, ev.B = a, b
 		}
+		pair := [2]string{min(ev.A, ev.B), max(ev.A, ev.B)}
+		st := state[pair]
+		if st == nil {
+			st = &linkState{}
+			state[pair] = st
+		}
+		op := ""
 		if e := f["op"]; e == nil {
-			d.errf(en, join(ep, "op"), "required: off or on")
-		} else if v, ok := d.enum(e.val, join(ep, "op"), "off", "on"); ok {
-			ev.Off = v == "off"
-			pair := [2]string{min(ev.A, ev.B), max(ev.A, ev.B)}
-			if state[pair] == ev.Off {
+			d.errf(en, join(ep, "op"), "required: off, on or rate")
+		} else if v, ok := d.enum(e.val, join(ep, "op"), "off", "on", "rate", "avoid", "use"); ok {
+			op = v
+			switch {
+			case v == "off" && st.off, v == "on" && !st.off:
 				d.errf(e.val, join(ep, "op"), "the link %s-%s is already %s", ev.A, ev.B, v)
+			case v == "rate" && st.off:
+				d.errf(e.val, join(ep, "op"), "the link %s-%s is off: turn it on before changing its rate", ev.A, ev.B)
+			case (v == "avoid" || v == "use") && s.Routing.Mode != controller.VLAN:
+				d.errf(e.val, join(ep, "op"), "%s moves VLAN paths; routing is %s", v, s.Routing.Mode)
+			case v == "avoid" && (st.avoided || st.off), v == "use" && !st.avoided:
+				d.errf(e.val, join(ep, "op"), "the paths %s the link %s-%s already", v, ev.A, ev.B)
+			case (v == "off" || v == "on") && st.avoided:
+				d.errf(e.val, join(ep, "op"), "the paths avoid the link %s-%s: op: use first", ev.A, ev.B)
 			}
-			state[pair] = ev.Off
+			switch v {
+			case "off", "on":
+				ev.Off = v == "off"
+				st.off = ev.Off
+			case "avoid", "use":
+				ev.Paths, ev.Off = true, v == "avoid"
+				st.avoided = ev.Off
+			}
+		}
+		if e := f["rate"]; e != nil {
+			if op != "rate" {
+				d.errf(e.val, join(ep, "rate"), "only op: rate takes a rate")
+			} else if v, ok := d.str(e.val, join(ep, "rate")); ok {
+				r, err := linkRate(v)
+				if err != nil {
+					d.errf(e.val, join(ep, "rate"), "%v", err)
+				}
+				ev.Rate = r
+			}
+		} else if op == "rate" {
+			d.errf(en, join(ep, "rate"), "required with op: rate, e.g. rate: 5mbit")
+		}
+		from := st.rate
+		if from == 0 {
+			from = built
+		}
+		if op == "rate" && ev.Rate > 0 {
+			st.rate = ev.Rate
+			if ev.Rate == built {
+				st.rate = 0
+			}
 		}
 		if e := f["order"]; e != nil {
-			if v, ok := d.enum(e.val, join(ep, "order"), "safe", "unsafe"); ok {
+			if op == "rate" || ev.Paths {
+				d.errf(e.val, join(ep, "order"), "order applies to off and on (%s has none: %s)", op,
+					map[bool]string{true: "it moves the paths alone", false: "a speed change moves no paths"}[ev.Paths])
+			} else if v, ok := d.enum(e.val, join(ep, "order"), "safe", "unsafe"); ok {
 				ev.Safe = v == "safe"
 				if ev.Safe && s.Routing.Mode != controller.VLAN {
 					d.errf(e.val, join(ep, "order"), "the safe order moves VLAN paths; routing is %s", s.Routing.Mode)
 				}
 			}
 		}
-		if e := f["profile"]; e != nil {
-			if v, ok := d.str(e.val, join(ep, "profile")); ok {
-				if p, err := switchprofile.Profile(v); err == nil {
-					ev.Hold = p.OnOff
-				} else {
-					d.errf(e.val, join(ep, "profile"), "%v", err)
-				}
-			}
+		if op == "rate" || ev.Paths {
+			ev.Safe = false
 		}
 		if e := f["hold"]; e != nil {
 			if f["profile"] != nil {
@@ -1175,15 +1360,134 @@ func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *
 				ev.Hold = v
 			}
 		}
-		if ev.Off && ev.Hold > 0 {
-			d.errf(en, ep, "profile and hold apply to op: on (a link goes off at once)")
+		profile, pe, ppath := s.SwitchProfile, en, ep
+		if e := f["profile"]; e != nil {
+			profile, pe, ppath = "", e.val, join(ep, "profile")
+			if v, ok := d.str(e.val, ppath); ok {
+				profile = v
+			}
+		}
+		if profile != "" && f["hold"] == nil && (op == "on" || op == "rate") {
+			if p, err := switchprofile.Profile(profile); err != nil {
+				d.errf(pe, ppath, "%v", err)
+			} else if op == "on" {
+				ev.Hold = p.OnOff
+			} else if ev.Rate > 0 && built == 0 {
+				d.errf(pe, ppath, "the speed change's Table 6 time needs the link's built rate, which a topology this large does not tell here: give hold")
+			} else if ev.Rate > 0 {
+				h, err := p.SpeedChangeHold(from, ev.Rate, built)
+				if err != nil {
+					d.errf(pe, ppath, "%v", err)
+				}
+				ev.Hold = h
+			}
+		}
+		if (ev.Off || ev.Paths) && (f["hold"] != nil || f["profile"] != nil) {
+			d.errf(en, ep, "profile and hold apply to op: on and rate (a link goes off, and paths move, at once)")
 		}
 		out = append(out, ev)
 	}
-	for pair, off := range state {
-		if off {
+	for pair, st := range state {
+		switch {
+		case st.off:
 			d.errf(n, path, "the link %s-%s is left off: end each link's events with op: on, so every load starts on the fabric as built", pair[0], pair[1])
+		case st.rate != 0:
+			d.errf(n, path, "the link %s-%s is left at another rate: end with op: rate at the rate it was built with, so every load starts on the fabric as built", pair[0], pair[1])
+		case st.avoided:
+			d.errf(n, path, "the paths are left avoiding the link %s-%s: end with op: use, so every load starts on the fabric as built", pair[0], pair[1])
 		}
 	}
 	return out
+}
+
+// probes reads a traffic phase's probes: true (every default), or
+// {interval, size, pairs: all | N | [[A, B], ...]}. Host names are checked
+// against the topology when it builds in milliseconds, as link events'
+// switches are; the probes a second stay under MaxProbeRate.
+func (d *decoder) probes(n *node, path string, s *Scenario, topoOK bool) *Probes {
+	p := &Probes{Interval: DefaultProbeInterval, Size: DefaultProbeSize}
+	if n.kind == scalarNode && n.typ == boolScalar {
+		if !n.bval {
+			d.errf(n, path, "drop probes to have none (true takes every default)")
+		}
+	} else {
+		f := d.fields(n, path, "interval", "size", "pairs")
+		if e := f["interval"]; e != nil {
+			if v, ok := d.duration(e.val, join(path, "interval")); ok {
+				if v < MinProbeInterval {
+					d.errf(e.val, join(path, "interval"), "must be at least %s, got %s", MinProbeInterval, e.val.text)
+				}
+				p.Interval = v
+			}
+		}
+		if e := f["size"]; e != nil {
+			if v, ok := d.smallInt(e.val, join(path, "size")); ok {
+				if v < traffic.MinFrameSize || v > traffic.MaxFrameSize {
+					d.errf(e.val, join(path, "size"), "must be %d to %d bytes, got %d", traffic.MinFrameSize, traffic.MaxFrameSize, v)
+				}
+				p.Size = v
+			}
+		}
+		if e := f["pairs"]; e != nil {
+			p.Pairs, p.Sample = d.probePairs(e.val, join(path, "pairs"), s, topoOK)
+		}
+	}
+	hosts, _, _ := s.Topology.Size()
+	pairs := hosts * (hosts - 1)
+	switch {
+	case len(p.Pairs) > 0:
+		pairs = len(p.Pairs)
+	case p.Sample > 0:
+		pairs = min(pairs, p.Sample)
+	}
+	if p.Interval > 0 && topoOK {
+		if rate := float64(pairs) / p.Interval.Seconds(); rate > MaxProbeRate {
+			d.errf(n, path, "%d pairs every %s are %.0f probes a second, more than %d: probe fewer pairs (pairs: N) or less often", pairs, p.Interval, rate, MaxProbeRate)
+		}
+	}
+	return p
+}
+
+// probePairs reads probes.pairs: all, a number of random pairs, or a list
+// of [source, destination] host names.
+func (d *decoder) probePairs(n *node, path string, s *Scenario, topoOK bool) ([][2]string, int) {
+	if n.kind == scalarNode && n.text == "all" {
+		return nil, 0
+	}
+	if n.kind == scalarNode {
+		v, ok := d.smallInt(n, path)
+		if ok && v < 1 {
+			d.errf(n, path, "must be all, a positive number of random pairs or a list of [source, destination], got %s", n.text)
+		}
+		return nil, v
+	}
+	if n.kind != seqNode || len(n.items) == 0 {
+		d.errf(n, path, "must be all, a number of random pairs or a list of [source, destination] host names, got %s", describe(n))
+		return nil, 0
+	}
+	known := d.hostNames(s, topoOK)
+	var out [][2]string
+	seen := map[[2]string]bool{}
+	for i, it := range n.items {
+		ip := index(path, i)
+		if it.kind != seqNode || len(it.items) != 2 {
+			d.errf(it, ip, "must be two host names, e.g. [s0h0, s1h0], got %s", describe(it))
+			continue
+		}
+		a, _ := d.str(it.items[0], index(ip, 0))
+		b, _ := d.str(it.items[1], index(ip, 1))
+		switch {
+		case known != nil && !known[a]:
+			d.errf(it.items[0], index(ip, 0), "%s has no host %q", s.Topology, a)
+		case known != nil && !known[b]:
+			d.errf(it.items[1], index(ip, 1), "%s has no host %q", s.Topology, b)
+		case a == b:
+			d.errf(it, ip, "a host does not probe itself")
+		case seen[[2]string{a, b}]:
+			d.errf(it, ip, "%s to %s is listed twice", a, b)
+		}
+		seen[[2]string{a, b}] = true
+		out = append(out, [2]string{a, b})
+	}
+	return out, 0
 }

@@ -30,25 +30,59 @@ const (
 	// load over the mean of the group's other switches.
 	DeliveredSpread   Metric = "delivered_spread"
 	DeliveredMinRatio Metric = "delivered_min_ratio"
+	// The phase's probes (probes:): how many were lost in all, by the
+	// pair that lost most, how many pairs lost any; the longest outage
+	// (from a pair's first lost probe to its next answered one); the
+	// probes' median one-way latency; and link_recovery, the longest time
+	// from a link's on (or rate) event to the next probe answered between
+	// a pair that lost probes then (seed 002 Table 6's overhead), and
+	// link_recovery_error the largest difference between an on or rate
+	// event's recovery and its hold (Table 6 emulated: the first answered
+	// probe comes the profile time later, to a probe interval).
+	ProbesLost       Metric = "probes_lost"
+	ProbesLostMax    Metric = "probes_lost_max"
+	ProbePairsLosing Metric = "probe_pairs_losing"
+	LongestOutage    Metric = "longest_outage"
+	ProbeP50Latency  Metric = "probe_p50_latency"
+	LinkRecovery     Metric = "link_recovery"
+	LinkRecoveryErr  Metric = "link_recovery_error"
+	// SwitchPower is the point's mean switch power in watts, and
+	// PowerSaving its saving over every port on (1 - SwitchPower/all on),
+	// as the scenario's switch_profile.
+	SwitchPower Metric = "switch_power"
+	PowerSaving Metric = "power_saving"
 )
 
-var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio}
+var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
+	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving}
 
-// dimension groups metrics that can be compared with each other.
-func (m Metric) dimension() string {
+// Dimension groups metrics that can be compared with each other: load,
+// fraction, latency, time, count or power ("" for an unknown metric).
+func (m Metric) Dimension() string {
 	switch m {
 	case Accepted, Offered:
 		return "load"
-	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio:
+	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving:
 		return "fraction"
-	case MeanLatency, P50Latency, P99Latency:
+	case SwitchPower:
+		return "power"
+	case MeanLatency, P50Latency, P99Latency, ProbeP50Latency:
 		return "latency"
+	case LongestOutage, LinkRecovery, LinkRecoveryErr:
+		return "time"
+	case ProbesLost, ProbesLostMax, ProbePairsLosing:
+		return "count"
 	}
 	return ""
 }
 
-// IsLatency reports whether the metric is a duration.
-func (m Metric) IsLatency() bool { return m.dimension() == "latency" }
+// IsLatency reports whether the metric is a frame's latency (reported in
+// µs).
+func (m Metric) IsLatency() bool { return m.Dimension() == "latency" }
+
+// IsDuration reports whether the metric is a time, written as a duration
+// (latencies, and the probes' outages and recoveries, reported in s).
+func (m Metric) IsDuration() bool { return m.IsLatency() || m.Dimension() == "time" }
 
 // Op is a comparison operator.
 type Op string
@@ -71,16 +105,23 @@ type Expectation struct {
 	Op     Op
 	Value  float64
 	Of     Metric // "" unless the right-hand side is `<number> * <metric>`
-	Text   string // as written in the file
+	// OfPhase, with Of, names another traffic phase of the run whose
+	// point at the same load gives Of (`<number> * <phase>.<metric>`):
+	// two phases of one lab compared, where two labs differ by more than
+	// the effect measured.
+	OfPhase string
+	Text    string // as written in the file
 }
 
 // String renders the expectation canonically.
 func (e Expectation) String() string {
 	rhs := strconv.FormatFloat(e.Value, 'g', -1, 64)
 	switch {
+	case e.Of != "" && e.OfPhase != "":
+		rhs += " * " + e.OfPhase + "." + string(e.Of)
 	case e.Of != "":
 		rhs += " * " + string(e.Of)
-	case e.Metric.IsLatency():
+	case e.Metric.IsDuration():
 		rhs = FormatDuration(time.Duration(e.Value * float64(time.Second)))
 	}
 	return fmt.Sprintf("%s %s %s", e.Metric, e.Op, rhs)
@@ -112,7 +153,8 @@ func (e Expectation) Holds(lhs, of float64) bool {
 
 // ParseExpectation reads `<metric> <op> <expr>`, where expr is a number
 // (a fraction may be written as a percentage, "1%"), a duration for
-// latency metrics, or `<number> * <metric>` of the same dimension.
+// latency metrics, or `<number> * <metric>` of the same dimension, or
+// `<number> * <phase>.<metric>` (another phase's point at the same load).
 func ParseExpectation(s string) (Expectation, error) {
 	e := Expectation{Text: s}
 	rest := strings.TrimSpace(s)
@@ -145,17 +187,24 @@ func ParseExpectation(s string) (Expectation, error) {
 		if err != nil || !finite(v) {
 			return e, fmt.Errorf("%q: %q is not a number", s, strings.TrimSpace(num))
 		}
-		om, ok := lookupMetric(strings.TrimSpace(of))
-		if !ok {
-			return e, fmt.Errorf("%q: unknown metric %q (want %s)", s, strings.TrimSpace(of), metricList())
+		of = strings.TrimSpace(of)
+		if ph, m, ok := strings.Cut(of, "."); ok {
+			if ph == "" {
+				return e, fmt.Errorf("%q: no phase before .%s", s, m)
+			}
+			e.OfPhase, of = ph, m
 		}
-		if om.dimension() != m.dimension() {
-			return e, fmt.Errorf("%q: cannot compare %s (a %s) with %s (a %s)", s, m, m.dimension(), om, om.dimension())
+		om, ok := lookupMetric(of)
+		if !ok {
+			return e, fmt.Errorf("%q: unknown metric %q (want %s)", s, of, metricList())
+		}
+		if om.Dimension() != m.Dimension() {
+			return e, fmt.Errorf("%q: cannot compare %s (a %s) with %s (a %s)", s, m, m.Dimension(), om, om.Dimension())
 		}
 		e.Value, e.Of = v, om
 		return e, nil
 	}
-	if m.IsLatency() {
+	if m.IsDuration() {
 		d, err := time.ParseDuration(rest)
 		if err != nil {
 			return e, fmt.Errorf("%q: %s needs a duration such as 5ms, got %q", s, m, rest)

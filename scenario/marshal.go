@@ -163,6 +163,9 @@ func (s *Scenario) effectiveTree() *node {
 		links.add(string(c), m)
 	}
 	root.add("links", links)
+	if s.SwitchProfile != "" {
+		root.add("switch_profile", mkStr(s.SwitchProfile))
+	}
 	ovsMap := mkMap(true, "datapath", mkStr(string(s.OVS.Datapath)))
 	if s.OVS.Instances > 0 {
 		ovsMap.add("instances", mkInt(int64(s.OVS.Instances)))
@@ -211,6 +214,20 @@ func (s *Scenario) effectiveTree() *node {
 			tm.add("frame", mkInt(int64(t.Frame)))
 			tm.add("duration", mkStr(FormatDuration(t.Duration)))
 			tm.add("seed", mkInt(t.Seed))
+			if len(t.Flows) > 0 {
+				fl := &node{kind: seqNode}
+				for _, f := range t.Flows {
+					e := mkMap(true, "src", mkUser(f.Src), "dst", mkUser(f.Dst))
+					if f.From > 0 {
+						e.add("from", mkStr(FormatDuration(f.From)))
+					}
+					if f.To > 0 {
+						e.add("to", mkStr(FormatDuration(f.To)))
+					}
+					fl.items = append(fl.items, e)
+				}
+				tm.add("flows", fl)
+			}
 			m.add("traffic", tm)
 			if len(ph.Expect) > 0 {
 				ex := &node{kind: seqNode}
@@ -223,13 +240,35 @@ func (s *Scenario) effectiveTree() *node {
 				evs := &node{kind: seqNode}
 				for _, ev := range ph.LinkEvents {
 					link := &node{kind: seqNode, flow: true, items: []*node{mkUser(ev.A), mkUser(ev.B)}}
-					e := mkMap(true, "at", mkStr(FormatDuration(ev.At)), "link", link, "op", mkStr(ev.Op()), "order", mkStr(ev.Order()))
+					e := mkMap(true, "at", mkStr(FormatDuration(ev.At)), "link", link, "op", mkStr(ev.Op()))
+					switch {
+					case ev.Rate > 0:
+						e.add("rate", mkStr(rate.Format(ev.Rate)))
+					case !ev.Paths:
+						e.add("order", mkStr(ev.Order()))
+					}
 					if ev.Hold > 0 {
 						e.add("hold", mkStr(FormatDuration(ev.Hold)))
 					}
 					evs.items = append(evs.items, e)
 				}
 				m.add("link_events", evs)
+			}
+			if p := ph.Probes; p != nil {
+				pm := mkMap(true, "interval", mkStr(FormatDuration(p.Interval)), "size", mkInt(int64(p.Size)))
+				switch {
+				case len(p.Pairs) > 0:
+					pairs := &node{kind: seqNode}
+					for _, pr := range p.Pairs {
+						pairs.items = append(pairs.items, &node{kind: seqNode, flow: true, items: []*node{mkUser(pr[0]), mkUser(pr[1])}})
+					}
+					pm.add("pairs", pairs)
+				case p.Sample > 0:
+					pm.add("pairs", mkInt(int64(p.Sample)))
+				default:
+					pm.add("pairs", mkStr("all"))
+				}
+				m.add("probes", pm)
 			}
 		}
 		phases.items = append(phases.items, m)

@@ -25,9 +25,14 @@ type Scenario struct {
 	Addressing  Addressing
 	Routing     Routing
 	// Links has exactly the classes the topology uses (see ClassesOf).
-	Links  map[LinkClass]LinkSpec
-	OVS    OVS
-	Phases []Phase
+	Links map[LinkClass]LinkSpec
+	// SwitchProfile is a seed 002 switch (switchprofile.Profile's name):
+	// each traffic point is priced as one (power per phase), and link
+	// events hold a link down for its Table 6 times unless they say
+	// otherwise. "" for none.
+	SwitchProfile string
+	OVS           OVS
+	Phases        []Phase
 	// Cases are variants `ethfab run` runs one after another (Case).
 	Cases []Case
 
@@ -273,23 +278,62 @@ type Phase struct {
 	// LinkEvents turn links off and on while each load of a traffic phase
 	// runs (seed 002's on/off link regulation), in time order.
 	LinkEvents []LinkEvent
+	// Probes, if set, go between pairs of hosts beside each load's
+	// traffic (seed 002's ping every 100 ms).
+	Probes *Probes
 }
+
+// Probes are a traffic phase's probes: a Size-byte frame every Interval
+// from each source to its destination, through the fabric's routes.
+type Probes struct {
+	Interval time.Duration
+	Size     int
+	// Pairs are (source, destination) host names. Empty: Sample random
+	// pairs (seeded by the phase's traffic seed), or every ordered pair
+	// when Sample is 0.
+	Pairs  [][2]string
+	Sample int
+}
+
+// Probe defaults and bounds: a ping's 64 bytes every 100 ms (seed 002);
+// at most MaxProbeRate probes a second in all, each a write(2) of its
+// own (some 5 µs of this machine's time).
+const (
+	DefaultProbeInterval = 100 * time.Millisecond
+	DefaultProbeSize     = 64
+	MinProbeInterval     = 10 * time.Millisecond
+	MaxProbeRate         = 10_000
+)
 
 // LinkEvent is one entry of a traffic phase's link_events: at At after a
 // load's traffic starts, turn the links between switches A and B Off (or
-// on), in the safe order or not, holding a link turned on down for Hold
-// first (a switch profile's Table 6 time, or given).
+// on), in the safe order or not, or set their Rate; holding a link turned
+// on or changing speed down for Hold first (a switch profile's Table 6
+// time, or given).
+//
+// With Paths the link stays on and only the VLAN paths move: off them
+// (Off, op avoid) or back onto them (op use), seed 002's path
+// modification (Table 7).
 type LinkEvent struct {
-	At   time.Duration
-	A, B string
-	Off  bool
-	Safe bool
-	Hold time.Duration
+	At    time.Duration
+	A, B  string
+	Off   bool
+	Rate  uint64 // bits/s: op rate
+	Paths bool   // op avoid (Off) or use
+	Safe  bool
+	Hold  time.Duration
 }
 
-// Op is the event's op as written: off or on.
+// Op is the event's op as written: off, on, rate, avoid or use.
 func (e LinkEvent) Op() string {
-	if e.Off {
+	switch {
+	case e.Rate > 0:
+		return "rate"
+	case e.Paths && e.Off:
+		return "avoid"
+	case e.Paths:
+		return "use"
+	case e.Off:
 		return "off"
 	}
 	return "on"
@@ -342,11 +386,13 @@ type Traffic struct {
 	Frame     int           // bytes, 64..9000, default 1000
 	Duration  time.Duration // per load, default 4s
 	Seed      int64         // default 1
+	// Flows are pattern flows' flows.
+	Flows []traffic.Flow
 }
 
 // PatternSpec is the pattern the traffic model builds (traffic.New).
 func (t *Traffic) PatternSpec() traffic.Spec {
-	return traffic.Spec{Kind: t.Pattern, Offset: t.AdvOffset, App: t.App}
+	return traffic.Spec{Kind: t.Pattern, Offset: t.AdvOffset, App: t.App, Flows: t.Flows}
 }
 
 // PatternString renders the pattern as written in files ("adv+2").

@@ -209,6 +209,18 @@ func TestErrors(t *testing.T) {
 		{"link event left off", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: off}\n", 7, 7, "phases[0].link_events", "is left off"},
 		{"link event safe without vlan", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: off, order: safe}\n      - {at: 2s, link: [s0, s1], op: on}\n", 7, 50, "phases[0].link_events[0].order", "the safe order moves VLAN paths"},
 		{"link event past the load", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 6s, link: [s0, s1], op: off}\n      - {at: 7s, link: [s0, s1], op: on}\n", 7, 14, "phases[0].link_events[0].at", "within the load's 5s"},
+		{"probes on a wait phase", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: w\n    wait: 1s\n    probes: true\n", 6, 5, "phases[0].probes", "only traffic phases have probes"},
+		{"probes too often", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    probes: {interval: 5ms}\n", 6, 24, "phases[0].probes.interval", "at least 10ms"},
+		{"probes to an unknown host", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    probes: {pairs: [[s0h0, s9h0]]}\n", 6, 29, "phases[0].probes.pairs[0][1]", "no host \"s9h0\""},
+		{"probes too many", "name: x\ntopology: {kind: dragonfly, p: 4, a: 8, h: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    probes: true\n", 6, 13, "phases[0].probes", "probes a second"},
+		{"link rate without a rate", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: rate}\n", 7, 9, "phases[0].link_events[0].rate", "required with op: rate"},
+		{"link rate while off", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: off}\n      - {at: 2s, link: [s0, s1], op: rate, rate: 10mbit}\n      - {at: 3s, link: [s0, s1], op: on}\n", 8, 38, "phases[0].link_events[1].op", "turn it on before changing its rate"},
+		{"link rate left", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: rate, rate: 10mbit}\n", 7, 7, "phases[0].link_events", "left at another rate"},
+		{"link rate with an order", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: rate, rate: 10mbit, order: unsafe}\n      - {at: 2s, link: [s0, s1], op: rate, rate: 100mbit}\n", 7, 65, "phases[0].link_events[0].order", "order applies to off and on"},
+		{"link rate off the paper's speeds", "name: x\ntopology: {kind: ring, n: 4}\nswitch_profile: PC5324\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: rate, rate: 30mbit}\n      - {at: 2s, link: [s0, s1], op: rate, rate: 100mbit}\n", 8, 9, "phases[0].link_events[0]", "Table 6 times are for 1G, 100M and 10M"},
+		{"unknown switch profile", "name: x\ntopology: {kind: ring, n: 4}\nswitch_profile: PC9\n", 3, 17, "switch_profile", "unknown switch profile"},
+		{"expectation naming no phase", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    expect: [\"p50_latency <= 1.01 * u.p50_latency\"]\n", 6, 14, "phases[0].expect[0]", "no phase \"u\" to compare with"},
+		{"expectation naming a wait", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: w\n    wait: 1s\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    expect: [\"p50_latency <= 1.01 * w.p50_latency\"]\n", 8, 14, "phases[1].expect[0]", "not a traffic phase"},
 		{"link event unknown profile", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s1], op: off}\n      - {at: 2s, link: [s0, s1], op: on, profile: PC1}\n", 8, 51, "phases[0].link_events[1].profile", "unknown switch profile"},
 		{"mesh per group", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\naddressing: {scheme: per-group}\n", 3, 22, "addressing.scheme", "per-group needs groups"},
 		{"topology clos odd k", "name: x\ntopology: {kind: clos, k: 5}\n", 2, 27, "topology.k", "even and at least 4"},
@@ -527,4 +539,51 @@ func TestAliasBomb(t *testing.T) {
 	if err != nil || s.Links[LocalLinks].Rate != 1e9 {
 		t.Fatalf("aliases: %v %+v", err, s)
 	}
+}
+
+// A scenario's switch_profile gives link events Table 6's times: on/off
+// for on, the speed change's for rate (PC5324: 1G to 100M 4.1 s, back
+// 2.4 s), unless an event gives its own hold; and it survives marshalling.
+func TestLinkEventHolds(t *testing.T) {
+	src := "name: x\ntopology: {kind: ring, n: 4}\nlinks: {host: {rate: 50mbit}, local: {rate: 50mbit}}\nswitch_profile: PC5324\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 20s}\n" +
+		"    probes: {interval: 100ms, pairs: [[s0h0, s1h0]]}\n    link_events:\n" +
+		"      - {at: 1s, link: [s0, s1], op: rate, rate: 5mbit}\n      - {at: 6s, link: [s0, s1], op: rate, rate: 50mbit}\n" +
+		"      - {at: 9s, link: [s0, s1], op: off}\n      - {at: 10s, link: [s0, s1], op: on}\n" +
+		"      - {at: 14s, link: [s0, s1], op: off}\n      - {at: 15s, link: [s0, s1], op: on, hold: 1s}\n"
+	s, err := Parse("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(s *Scenario) {
+		t.Helper()
+		evs := s.Phases[0].LinkEvents
+		want := []struct {
+			op   string
+			hold time.Duration
+		}{{"rate", 4100 * time.Millisecond}, {"rate", 2400 * time.Millisecond}, {"off", 0}, {"on", 3200 * time.Millisecond}, {"off", 0}, {"on", time.Second}}
+		if len(evs) != len(want) {
+			t.Fatalf("%d events", len(evs))
+		}
+		for i, w := range want {
+			if evs[i].Op() != w.op || evs[i].Hold != w.hold {
+				t.Errorf("event %d: %s hold %v, want %s hold %v", i, evs[i].Op(), evs[i].Hold, w.op, w.hold)
+			}
+		}
+		if evs[0].Rate != 5_000_000 || s.SwitchProfile != "PC5324" {
+			t.Errorf("rate %d, profile %q", evs[0].Rate, s.SwitchProfile)
+		}
+		if p := s.Phases[0].Probes; p == nil || p.Interval != 100*time.Millisecond || len(p.Pairs) != 1 || p.Size != DefaultProbeSize {
+			t.Errorf("probes %+v", p)
+		}
+	}
+	check(s)
+	out, err := s.MarshalYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse("again.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	check(again)
 }

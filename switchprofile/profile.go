@@ -116,6 +116,48 @@ var SwitchProfiles = []SwitchProfile{
 		OnOff:            seconds(1.2), SpeedChange: speedTimes(2.7, 2.5, 2.4, 2.3, 2.8, 2.3)},
 }
 
+// SpeedOf is the GbE speed a lab's link rate stands for: the rate it was
+// built with is 1 Gb/s, a tenth of it 100 Mb/s, a hundredth 10 Mb/s (seed
+// 002's 1000:100:10, scaled to the lab). ok is false for any other rate.
+func SpeedOf(rateBps, builtBps uint64) (s Speed, ok bool) {
+	switch {
+	case rateBps == 0:
+		return Off, true
+	case rateBps == builtBps:
+		return Speed1G, true
+	case rateBps*10 == builtBps:
+		return Speed100, true
+	case rateBps*100 == builtBps:
+		return Speed10M, true
+	}
+	return Off, false
+}
+
+// SpeedChangeTime is Table 6's overhead of changing a port from one speed
+// to another.
+func (p SwitchProfile) SpeedChangeTime(from, to Speed) (time.Duration, error) {
+	if d, ok := p.SpeedChange[[2]Speed{from, to}]; ok {
+		return d, nil
+	}
+	return 0, fmt.Errorf("%s: Table 6 has no time for %v to %v (speeds 1G, 100M, 10M: the lab's rate, a tenth, a hundredth)", p.Name, from, to)
+}
+
+// SpeedChangeHold is Table 6's time for a link of a lab built at builtBps
+// going from one rate to another (SpeedOf); 0 when both stand for the
+// same speed.
+func (p SwitchProfile) SpeedChangeHold(fromBps, toBps, builtBps uint64) (time.Duration, error) {
+	from, ok := SpeedOf(fromBps, builtBps)
+	to, ok2 := SpeedOf(toBps, builtBps)
+	if !ok || !ok2 || from == Off || to == Off {
+		return 0, fmt.Errorf("%s's Table 6 times are for 1G, 100M and 10M: the built rate %d bit/s, a tenth and a hundredth of it (%d to %d bit/s is neither)",
+			p.Name, builtBps, fromBps, toBps)
+	}
+	if from == to {
+		return 0, nil
+	}
+	return p.SpeedChangeTime(from, to)
+}
+
 // Profile finds a switch profile by its table name or model; "SF-420G"
 // (Table 6's name) finds the SF-420.
 func Profile(name string) (SwitchProfile, error) {
@@ -131,10 +173,10 @@ func Profile(name string) (SwitchProfile, error) {
 }
 
 // LabPower is seed 002's power of a fabric's switches as one profile:
-// each switch the profile's base plus its active ports (Table 2's model,
-// "the port-shutdown operation completely reduces the power of the
-// port"), every port at 1 Gb/s (the lab's link rates stand for GbE; speed
-// changes are not built), against every port on.
+// each switch the profile's base plus its active ports at their speeds
+// (Table 2's model, "the port-shutdown operation completely reduces the
+// power of the port"; the lab's built rate stands for 1 Gb/s, SpeedOf),
+// against every port on at 1 Gb/s.
 type LabPower struct {
 	Profile  string        `json:"profile"`
 	Switches []SwitchWatts `json:"switches"`
@@ -146,34 +188,40 @@ type LabPower struct {
 
 // SwitchWatts is one switch of a LabPower.
 type SwitchWatts struct {
-	Switch string  `json:"switch"`
-	Active int     `json:"active_ports"`
-	Ports  int     `json:"ports"`
+	Switch string `json:"switch"`
+	Active int    `json:"active_ports"`
+	Ports  int    `json:"ports"`
+	// Slowed counts the active ports below 1 Gb/s.
+	Slowed int     `json:"slowed_ports,omitempty"`
 	Watts  float64 `json:"watts"`
 }
 
-// PriceSwitches prices switches (names in order, their ports and active
-// ports) as profile p.
-func PriceSwitches(p SwitchProfile, names []string, ports, active map[string]int) (*LabPower, error) {
+// PriceSwitches prices switches (names in order, each with its ports'
+// speeds) as profile p.
+func PriceSwitches(p SwitchProfile, names []string, speeds map[string][]Speed) (*LabPower, error) {
 	r := &LabPower{Profile: p.Name}
 	for _, n := range names {
-		on := make([]Speed, active[n])
-		for i := range on {
-			on[i] = Speed1G
-		}
-		w, err := p.Watts(on...)
+		ports := speeds[n]
+		w, err := p.Watts(ports...)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", n, err)
 		}
-		all := make([]Speed, ports[n])
-		for i := range all {
+		all := make([]Speed, len(ports))
+		sw := SwitchWatts{Switch: n, Ports: len(ports), Watts: w}
+		for i, sp := range ports {
 			all[i] = Speed1G
+			if sp != Off {
+				sw.Active++
+			}
+			if sp != Off && sp != Speed1G {
+				sw.Slowed++
+			}
 		}
 		full, err := p.Watts(all...)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", n, err)
 		}
-		r.Switches = append(r.Switches, SwitchWatts{Switch: n, Active: active[n], Ports: ports[n], Watts: w})
+		r.Switches = append(r.Switches, sw)
 		r.Watts += w
 		r.AllOnW += full
 	}

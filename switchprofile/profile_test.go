@@ -57,19 +57,36 @@ func TestProfiles(t *testing.T) {
 }
 
 // A link off takes one port from each of its two switches: on PC5324s
-// (1.2 W a GbE port), 2.4 W less.
+// (1.2 W a GbE port), 2.4 W less; at 100 Mb/s instead, 0.6 W less.
 func TestPriceSwitches(t *testing.T) {
 	p, _ := Profile("PC5324")
 	names := []string{"s0", "s1"}
-	r, err := PriceSwitches(p, names, map[string]int{"s0": 5, "s1": 5}, map[string]int{"s0": 4, "s1": 4})
+	g := Speed1G
+	r, err := PriceSwitches(p, names, map[string][]Speed{"s0": {g, g, g, g, Off}, "s1": {Off, g, g, g, g}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(r.AllOnW-r.Watts-2.4) > 1e-9 || math.Abs(r.Watts-2*(15+4*1.2)) > 1e-9 {
+	if math.Abs(r.AllOnW-r.Watts-2.4) > 1e-9 || math.Abs(r.Watts-2*(15+4*1.2)) > 1e-9 || r.Switches[0].Active != 4 {
 		t.Errorf("%+v", r)
 	}
-	if _, err := PriceSwitches(p, names, map[string]int{"s0": 30}, map[string]int{"s0": 30}); err == nil {
+	r, err = PriceSwitches(p, names, map[string][]Speed{"s0": {g, g, g, g, Speed100}, "s1": {Speed100, g, g, g, g}})
+	if err != nil || math.Abs(r.AllOnW-r.Watts-0.6) > 1e-9 || r.Switches[1].Slowed != 1 {
+		t.Errorf("%+v, %v", r, err)
+	}
+	if _, err := PriceSwitches(p, names, map[string][]Speed{"s0": make([]Speed, 30)}); err == nil {
 		t.Error("a 30-port switch priced as a 24-port PC5324")
+	}
+	for _, c := range []struct {
+		rate uint64
+		want Speed
+		ok   bool
+	}{{50e6, Speed1G, true}, {5e6, Speed100, true}, {5e5, Speed10M, true}, {0, Off, true}, {25e6, Off, false}} {
+		if s, ok := SpeedOf(c.rate, 50e6); s != c.want || ok != c.ok {
+			t.Errorf("SpeedOf(%d, 50e6) = %v, %v; want %v, %v", c.rate, s, ok, c.want, c.ok)
+		}
+	}
+	if d, err := p.SpeedChangeTime(Speed1G, Speed100); err != nil || d != 4100*time.Millisecond {
+		t.Errorf("PC5324 1G to 100M: %v, %v; Table 6 says 4.1 s", d, err)
 	}
 }
 

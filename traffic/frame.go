@@ -22,7 +22,7 @@ import (
 //	12..13  EtherType 0x88B6
 //	14..17  magic "EFTR"
 //	18      version (1)
-//	19      flags (FlagMeasured)
+//	19      flags (FlagMeasured, FlagProbe)
 //	20..23  run: which measurement the frame belongs to
 //	24..27  source host (index into the run's host list)
 //	28..31  destination host
@@ -52,6 +52,11 @@ const Magic = magic
 // only these, so warm-up frames and stragglers of the drain do not bias the
 // figures.
 const FlagMeasured = 1 << 0
+
+// FlagProbe marks a probe: a small frame a host sends to another at fixed
+// times beside the traffic (seed 002's ping every 100 ms). Its sequence
+// number is its tick; sinks record it apart from the traffic's frames.
+const FlagProbe = 1 << 1
 
 // Header is the part of a traffic frame that the sink reads.
 type Header struct {

@@ -99,6 +99,8 @@ func New(spec Spec, topo *topology.Topology, seed int64, opt Options) (Pattern, 
 		return &allToAll{b, opt.PhaseLen}, nil
 	case NPBLike:
 		return newNPB(b, seed, opt.CommShare)
+	case Flows:
+		return newFlows(b, topo)
 	}
 	return nil, fmt.Errorf("unknown traffic pattern %q (want one of %v)", spec.Kind, Kinds)
 }
@@ -112,6 +114,60 @@ type base struct {
 func (b base) Spec() Spec  { return b.spec }
 func (b base) Hosts() int  { return b.n }
 func (b base) Seed() int64 { return b.seed }
+
+// flows is the flows pattern: each host's flows, in time order.
+type flows struct {
+	base
+	by [][]flowAt // by source host
+}
+
+type flowAt struct {
+	dst      int
+	from, to time.Duration // to 0: the end
+}
+
+func newFlows(b base, topo *topology.Topology) (Pattern, error) {
+	if len(b.spec.Flows) == 0 {
+		return nil, fmt.Errorf("pattern %s: no flows", b.spec)
+	}
+	index := make(map[string]int, len(topo.Hosts))
+	for _, h := range topo.Hosts {
+		index[h.Name] = h.ID
+	}
+	p := &flows{base: b, by: make([][]flowAt, b.n)}
+	for i, f := range b.spec.Flows {
+		s, ok := index[f.Src]
+		d, ok2 := index[f.Dst]
+		switch {
+		case !ok || !ok2:
+			return nil, fmt.Errorf("pattern %s: flow %d (%s to %s): no such host", b.spec, i, f.Src, f.Dst)
+		case s == d:
+			return nil, fmt.Errorf("pattern %s: flow %d: %s sends to itself", b.spec, i, f.Src)
+		case f.From < 0 || (f.To != 0 && f.To <= f.From):
+			return nil, fmt.Errorf("pattern %s: flow %d: from %v to %v is no time span", b.spec, i, f.From, f.To)
+		}
+		p.by[s] = append(p.by[s], flowAt{d, f.From, f.To})
+	}
+	return p, nil
+}
+
+// Dest picks among the source's flows under way at t, evenly.
+func (p *flows) Dest(src int, t time.Duration, rng *rand.Rand) int {
+	var on [8]int
+	active := on[:0]
+	for _, f := range p.by[src] {
+		if t >= f.from && (f.to == 0 || t < f.to) {
+			active = append(active, f.dst)
+		}
+	}
+	switch len(active) {
+	case 0:
+		return Silent
+	case 1:
+		return active[0]
+	}
+	return active[rng.IntN(len(active))]
+}
 
 // other picks any host but src, uniformly.
 func other(n, src int, rng *rand.Rand) int {

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,14 +39,14 @@ func mustNew(t *testing.T, name string, topo *topology.Topology, seed int64) Pat
 }
 
 func TestParsePattern(t *testing.T) {
-	for _, ok := range []string{"uniform", "adv+1", "adv+17", "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like", "npb-like:CG", "npb-like:ft"} {
+	for _, ok := range []string{"uniform", "adv+1", "adv+17", "bit-reversal", "transpose", "permutation", "all-to-all", "npb-like", "npb-like:CG", "npb-like:ft", "flows"} {
 		s, err := ParsePattern(ok)
 		if err != nil {
 			t.Errorf("%s: %v", ok, err)
 			continue
 		}
 		back, err := ParsePattern(s.String())
-		if err != nil || back != s {
+		if err != nil || !reflect.DeepEqual(back, s) {
 			t.Errorf("%s: String() %q reads back as %+v, %v", ok, s.String(), back, err)
 		}
 	}
@@ -309,5 +310,45 @@ func TestTransposeKH(t *testing.T) {
 			t.Fatalf("host %d -> %d: not a permutation without fixed points (%v)", s, d, to)
 		}
 		seen[d] = true
+	}
+}
+
+// A flows pattern sends each host to its flows under way: none (silent),
+// one, or several evenly (seed 002 Fig. 5: host 3 sends to 1, and to 2
+// too from 5 s; host 0 sends to 2 until 10 s).
+func TestFlows(t *testing.T) {
+	top := build(t, "ring:n=4")
+	fl := []Flow{{Src: "s0h0", Dst: "s2h0", To: 10 * time.Second}, {Src: "s3h0", Dst: "s1h0"}, {Src: "s3h0", Dst: "s2h0", From: 5 * time.Second}}
+	p, err := New(Spec{Kind: Flows, Flows: fl}, top, 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	count := func(src int, at time.Duration) map[int]int {
+		c := map[int]int{}
+		for range 1000 {
+			c[p.Dest(src, at, rng)]++
+		}
+		return c
+	}
+	if c := count(0, time.Second); c[2] != 1000 {
+		t.Errorf("host 0 at 1 s: %v", c)
+	}
+	if c := count(0, 10*time.Second); c[Silent] != 1000 {
+		t.Errorf("host 0 at 10 s: %v", c)
+	}
+	if c := count(1, time.Second); c[Silent] != 1000 {
+		t.Errorf("host 1 without flows: %v", c)
+	}
+	if c := count(3, time.Second); c[1] != 1000 {
+		t.Errorf("host 3 at 1 s: %v", c)
+	}
+	if c := count(3, 6*time.Second); c[1] < 400 || c[2] < 400 || c[1]+c[2] != 1000 {
+		t.Errorf("host 3 at 6 s, two flows: %v", c)
+	}
+	for _, bad := range [][]Flow{nil, {{Src: "s0h0", Dst: "s9h0"}}, {{Src: "s0h0", Dst: "s0h0"}}, {{Src: "s0h0", Dst: "s1h0", From: 2 * time.Second, To: time.Second}}} {
+		if _, err := New(Spec{Kind: Flows, Flows: bad}, top, 1, Options{}); err == nil {
+			t.Errorf("flows %+v accepted", bad)
+		}
 	}
 }

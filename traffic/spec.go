@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind is a pattern family, named as in scenario files.
@@ -31,10 +32,13 @@ const (
 	Permutation Kind = "permutation"
 	AllToAll    Kind = "all-to-all"
 	NPBLike     Kind = "npb-like"
+	// Flows are explicit flows that start and stop at set times (seed
+	// 002 Figs. 5 and 6): Spec.Flows.
+	Flows Kind = "flows"
 )
 
 // Kinds lists the families in the order error messages name them.
-var Kinds = []string{"uniform", "adv+N", "bit-reversal", "transpose", "transpose-kh", "permutation", "all-to-all", "npb-like"}
+var Kinds = []string{"uniform", "adv+N", "bit-reversal", "transpose", "transpose-kh", "permutation", "all-to-all", "npb-like", "flows"}
 
 // Spec is a parsed pattern name.
 type Spec struct {
@@ -44,6 +48,17 @@ type Spec struct {
 	// App is the NAS Parallel Benchmark an npb-like pattern mimics (CG, BT,
 	// FT, IS, LU, MG, SP); "" mixes them.
 	App string
+	// Flows are a flows pattern's flows (given apart from its name).
+	Flows []Flow
+}
+
+// Flow is one flow of a flows pattern: host Src sends to host Dst (host
+// names) from From until To (0: the end), times since the traffic started.
+// A host with several flows at once spreads its arrivals over them evenly
+// at random; one with none is silent.
+type Flow struct {
+	Src, Dst string
+	From, To time.Duration
 }
 
 var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
@@ -53,7 +68,7 @@ var advRe = regexp.MustCompile(`^adv\+([0-9]+)$`)
 // "npb-like:CG" to pick the application (case-insensitive).
 func ParsePattern(s string) (Spec, error) {
 	switch Kind(s) {
-	case Uniform, BitReversal, Transpose, TransposeKH, Permutation, AllToAll, NPBLike:
+	case Uniform, BitReversal, Transpose, TransposeKH, Permutation, AllToAll, NPBLike, Flows:
 		return Spec{Kind: Kind(s)}, nil
 	}
 	if app, ok := strings.CutPrefix(s, string(NPBLike)+":"); ok {

@@ -45,6 +45,8 @@ type Assignment struct {
 	Switches []Switch `json:"switches"`
 	// Off: the links turned off the paths avoid.
 	Off Off `json:"-"`
+	// path is the path set assigned (Verify walks it).
+	path PathFunc
 }
 
 // Switch is one switch's VLAN configuration.
@@ -89,24 +91,42 @@ func AssignOff(top *topology.Topology, m Method, off Off) (*Assignment, error) {
 }
 
 func assignPaths(top *topology.Topology, m Method, off Off) (*Assignment, error) {
-	paths, err := allPaths(top, m, off)
+	return AssignPaths(top, m, func(s, port, d int) ([]Hop, error) { return PathOff(top, m, off, s, port, d) })
+}
+
+// PathFunc is a path set: the switch path from switch s, entered by host
+// port port, to switch d (Hop's conventions).
+type PathFunc func(s, port, d int) ([]Hop, error)
+
+// AssignPaths computes an assignment of method m over any path set, as
+// seed 002 assigns VLANs to "an arbitrary topology" routed by any
+// deadlock-free routing (its Theorem 2 bounds the counts: fixed at most
+// the number of switches, renamed at most the switch degree).
+func AssignPaths(top *topology.Topology, m Method, path PathFunc) (*Assignment, error) {
+	paths, err := allPaths(top, m, path)
 	if err != nil {
 		return nil, err
 	}
+	var a *Assignment
 	switch m {
 	case Fixed:
-		return fixed(top, paths)
+		a, err = fixed(top, paths)
 	case Renamed:
-		return renamed(top, paths)
+		a, err = renamed(top, paths)
+	default:
+		return nil, fmt.Errorf("vlan: unknown assignment %q", m)
 	}
-	return nil, fmt.Errorf("vlan: unknown assignment %q", m)
+	if a != nil {
+		a.path = path
+	}
+	return a, err
 }
 
 // allPaths is Path for every ordered pair of switches with hosts, the
 // source's own included (s == d: one hop): from every host port for the
 // renamed method, each of which is an input port, from the first for fixed.
 // paths[s][d] lists them.
-func allPaths(top *topology.Topology, m Method, off Off) ([][][][]Hop, error) {
+func allPaths(top *topology.Topology, m Method, path PathFunc) ([][][][]Hop, error) {
 	paths := make([][][][]Hop, len(top.Switches))
 	for s := range top.Switches {
 		ports := hostPorts(&top.Switches[s])
@@ -122,7 +142,7 @@ func allPaths(top *topology.Topology, m Method, off Off) ([][][][]Hop, error) {
 				continue
 			}
 			for _, port := range ports {
-				p, err := PathOff(top, m, off, s, port, d)
+				p, err := path(s, port, d)
 				if err != nil {
 					return nil, err
 				}

@@ -160,7 +160,11 @@ func (a *Assignment) flood(top *topology.Topology, src topology.Host) (map[int]i
 
 // forward sends one frame from src to dst; "" if it arrives on its path.
 func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) string {
-	p, err := PathOff(top, a.Method, a.Off, src.Switch, src.Port, dst.Switch)
+	path := a.path
+	if path == nil {
+		path = func(s, port, d int) ([]Hop, error) { return PathOff(top, a.Method, a.Off, s, port, d) }
+	}
+	p, err := path(src.Switch, src.Port, dst.Switch)
 	if err != nil {
 		return err.Error()
 	}

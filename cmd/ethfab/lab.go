@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -210,6 +211,16 @@ func statusCommand() *cli.Command {
 			}
 			for _, in := range lab.OVS.Instances {
 				fmt.Fprintf(w, "  db %s (netns %s)\n", in.DB, in.NetNS)
+			}
+			// What ethfab link changed since up.
+			for _, p := range lab.LinksOff {
+				fmt.Fprintf(w, "link %s-%s: off\n", p[0], p[1])
+			}
+			for _, r := range lab.LinkRates {
+				fmt.Fprintf(w, "link %s-%s: at %s\n", r.Link[0], r.Link[1], rate.Format(r.RateBps))
+			}
+			for _, p := range lab.VLANOff {
+				fmt.Fprintf(w, "link %s-%s: VLAN paths avoid it\n", p[0], p[1])
 			}
 			fmt.Fprintln(w, "\nHOST\tNETNS\tMAC\tIP\tSWITCH\tPORT")
 			for _, h := range lab.Hosts {

@@ -187,3 +187,25 @@ func TestFlagRanges(t *testing.T) {
 		}
 	}
 }
+
+// ethfab link refuses a malformed command line before it touches a lab.
+func TestLinkUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"link", "lab", "s0", "s1"}, "usage: ethfab link LAB A B off|on|rate RATE|avoid|use"},
+		{[]string{"link", "lab", "s0", "s1", "rate"}, "usage"},
+		{[]string{"link", "lab", "s0", "s1", "down"}, "usage"},
+		{[]string{"link", "--hold", "1s", "lab", "s0", "s1", "off"}, "apply to on and rate"},
+		{[]string{"link", "--order", "safe", "lab", "s0", "s1", "avoid"}, "--order applies to off and on"},
+		{[]string{"link", "--profile", "PC5324", "--hold", "1s", "lab", "s0", "s1", "on"}, "give one"},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err := app.Run(flagsFirst(app, append([]string{"ethfab"}, c.args...)))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}

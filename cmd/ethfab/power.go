@@ -159,11 +159,14 @@ func powerLab(c *cli.Context) error {
 		return err
 	}
 	names := make([]string, len(lab.Switches))
-	ports := map[string]int{}
 	for i, s := range lab.Switches {
-		names[i], ports[s.Name] = s.Name, s.Ports
+		names[i] = s.Name
 	}
-	r, err := switchprofile.PriceSwitches(p, names, ports, lab.ActivePorts())
+	speeds, err := lab.PortSpeeds()
+	if err != nil {
+		return err
+	}
+	r, err := switchprofile.PriceSwitches(p, names, speeds)
 	if err != nil {
 		return err
 	}
@@ -171,9 +174,10 @@ func powerLab(c *cli.Context) error {
 		return printJSON(c, r)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "lab %s as %s switches (seed 002 Table 2: base + active ports at 1 Gb/s), links off: %v\n", lab.Lab, p.Name, lab.LinksOff)
+	fmt.Fprintf(w, "lab %s as %s switches (seed 002 Table 2: base + active ports at their speeds, the built rate standing for 1 Gb/s), links off: %v, rates set: %v\n",
+		lab.Lab, p.Name, lab.LinksOff, lab.LinkRates)
 	for _, s := range r.Switches {
-		fmt.Fprintf(w, "  %-10s %2d of %2d ports  %6.1f W\n", s.Switch, s.Active, s.Ports, s.Watts)
+		fmt.Fprintf(w, "  %-10s %2d of %2d ports (%d slowed)  %6.1f W\n", s.Switch, s.Active, s.Ports, s.Slowed, s.Watts)
 	}
 	fmt.Fprintf(w, "  total %.1f W, with every port on %.1f W: %.1f%% saved\n", r.Watts, r.AllOnW, 100*r.Saving)
 	return nil

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/switchprofile"
 )
 
 func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
@@ -240,8 +242,8 @@ func TestLinkOffOn(t *testing.T) {
 	// The state records the link off: its two switches lose a port each.
 	if l, err := Load(name); err != nil || len(l.LinksOff) != 1 {
 		t.Errorf("lab state: %v, %v", l.LinksOff, err)
-	} else if act := l.ActivePorts(); act["s0"] != 2 || act["s1"] != 2 || act["s2"] != 3 {
-		t.Errorf("active ports %v, want s0 and s1 at 2 of 3", act)
+	} else if sp, err := l.PortSpeeds(); err != nil || count(sp["s0"], switchprofile.Off) != 1 || count(sp["s1"], switchprofile.Off) != 1 || count(sp["s2"], switchprofile.Off) != 0 {
+		t.Errorf("port speeds %v, %v: want s0 and s1 with a port off", sp, err)
 	}
 	r, err := Ping(context.Background(), lab, 0, 1)
 	if err != nil {
@@ -268,6 +270,52 @@ func TestLinkOffOn(t *testing.T) {
 	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
 		t.Fatalf("link on: %d of %d pairs, %v", r.Reached, r.Pairs, err)
 	}
+
+	// A speed change: both ends' tbf at a tenth of the rate after the
+	// carrier was down for the hold (seed 002's multispeed regulation).
+	_, built, err := lab.LinkRate("s0", "s1")
+	if err != nil || built == 0 {
+		t.Fatalf("built rate %d, %v", built, err)
+	}
+	t0 = time.Now()
+	if _, err := SetLinkRate(context.Background(), lab, "s1", "s0", built/10, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if held := time.Since(t0); held < 300*time.Millisecond {
+		t.Errorf("rate changed after %v, hold 300ms", held)
+	}
+	for _, e := range []LinkEnd{links[0].A, links[0].B} {
+		out, _ := exec.Command("ip", "netns", "exec", e.NetNS, "tc", "qdisc", "show", "dev", e.Iface).CombinedOutput()
+		if want := "rate " + strings.ToLower(rate.Format(built/10)); !strings.Contains(strings.ToLower(string(out)), want) {
+			t.Errorf("%s: %s, want %s", e.Iface, out, want)
+		}
+	}
+	l, err := Load(name)
+	if err != nil || len(l.LinkRates) != 1 || l.LinkRates[0].RateBps != built/10 {
+		t.Fatalf("lab state after the rate change: %+v, %v", l.LinkRates, err)
+	}
+	if sp, err := l.PortSpeeds(); err != nil || count(sp["s0"], switchprofile.Speed100) != 1 || count(sp["s2"], switchprofile.Speed100) != 0 {
+		t.Errorf("port speeds %v, %v: want s0 with a 100M port", sp, err)
+	}
+	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+		t.Errorf("at a tenth of the rate: %d of %d pairs, %v", r.Reached, r.Pairs, err)
+	}
+	if _, err := SetLinkRate(context.Background(), lab, "s0", "s1", built, 0); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := Load(name); len(l.LinkRates) != 0 {
+		t.Errorf("lab state back at the built rate: %+v", l.LinkRates)
+	}
+}
+
+func count[T comparable](xs []T, v T) int {
+	n := 0
+	for _, x := range xs {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }
 
 // Seed 002's safe order on a VLAN-routed 3x3 mesh (spec check C.7-11):

@@ -11,8 +11,10 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/switchprofile"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
 )
@@ -104,6 +106,29 @@ func setLinkSafe(ctx context.Context, l *Lab, links []Link, pair [2]string, on b
 	}
 	if err := SetLinks(ctx, links, true, hold); err != nil {
 		return err
+	}
+	return l.Reroute(ctx, off)
+}
+
+// AvoidLink moves a VLAN-routed lab's paths off the links between
+// switches a and b (avoid), or back onto them, leaving the links on: seed
+// 002's path modification (Table 7: "VLANs A and B swapped"), the first
+// step of its safe order without the last. Each switch's new tables go
+// in as one bundle, in Reroute's order.
+func AvoidLink(ctx context.Context, l *Lab, a, b string, avoid bool) error {
+	if l.Routing != controller.VLAN {
+		return fmt.Errorf("lab %s: moving paths off a link needs routing vlan; it is routed %s", l.Lab, l.Routing)
+	}
+	if _, err := l.SwitchLinks(a, b); err != nil {
+		return err
+	}
+	pair := [2]string{min(a, b), max(a, b)}
+	if slices.Contains(l.LinksOff, pair) {
+		return fmt.Errorf("lab %s: the link %s-%s is off", l.Lab, a, b)
+	}
+	off := slices.DeleteFunc(slices.Clone(l.VLANOff), func(p [2]string) bool { return p == pair })
+	if avoid {
+		off = append(off, pair)
 	}
 	return l.Reroute(ctx, off)
 }
@@ -239,20 +264,132 @@ func SwitchLink(ctx context.Context, l *Lab, a, b string, on bool, hold time.Dur
 	return links, l.save()
 }
 
-// ActivePorts is each switch's ports in use, by name: all of them but
-// the ends of the links off.
-func (l *Lab) ActivePorts() map[string]int {
-	n := map[string]int{}
+// PortSpeeds is each switch's ports' speeds, by name, for pricing as a
+// seed 002 switch: a port at the rate its link was built with is 1 Gb/s,
+// one set to a tenth or a hundredth of it 100 or 10 Mb/s
+// (switchprofile.SpeedOf), the ends of links off off.
+func (l *Lab) PortSpeeds() (map[string][]switchprofile.Speed, error) {
+	out := map[string][]switchprofile.Speed{}
 	for _, s := range l.Switches {
-		n[s.Name] = s.Ports
+		sp := make([]switchprofile.Speed, s.Ports)
+		for i := range sp {
+			sp[i] = switchprofile.Speed1G
+		}
+		out[s.Name] = sp
+	}
+	set := func(pair [2]string, speed switchprofile.Speed) error {
+		links, err := l.SwitchLinks(pair[0], pair[1])
+		if err != nil {
+			return err
+		}
+		for _, k := range links {
+			for _, e := range []LinkEnd{k.A, k.B} {
+				// Ports are numbered from 1, as OpenFlow does.
+				if ports := out[e.Node]; e.Port >= 1 && e.Port <= len(ports) {
+					ports[e.Port-1] = speed
+				}
+			}
+		}
+		return nil
+	}
+	for _, r := range l.LinkRates {
+		links, err := l.SwitchLinks(r.Link[0], r.Link[1])
+		if err != nil {
+			return nil, err
+		}
+		built := uint64(0)
+		if links[0].Shape != nil {
+			built = links[0].Shape.RateBps
+		}
+		speed, ok := switchprofile.SpeedOf(r.RateBps, built)
+		if !ok {
+			return nil, fmt.Errorf("lab %s: %s-%s at %s stands for no GbE speed (built at %s: 1G; a tenth 100M; a hundredth 10M)",
+				l.Lab, r.Link[0], r.Link[1], rate.Format(r.RateBps), rate.Format(built))
+		}
+		if err := set(r.Link, speed); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range l.LinksOff {
-		if links, err := l.SwitchLinks(p[0], p[1]); err == nil {
-			for _, k := range links {
-				n[k.A.Node]--
-				n[k.B.Node]--
+		if err := set(p, switchprofile.Off); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SetLinkRate sets every link between switches a and b to rateBps at both
+// ends (their tbf; the queue keeps its size in bytes), seed 002's
+// multispeed link regulation ("reduces the link speed to 100 or 10
+// Mbps"). A commodity switch renegotiates the link: with hold > 0 the
+// links lose carrier at once and come back at the new rate hold later
+// (Table 6's speed-change times, switchprofile.SwitchProfile.SpeedChangeTime).
+// Routing stays as it is: the paper moves no paths for a speed change.
+// The lab records the rate.
+func SetLinkRate(ctx context.Context, l *Lab, a, b string, rateBps uint64, hold time.Duration) ([]Link, error) {
+	links, err := l.SwitchLinks(a, b)
+	if err != nil {
+		return nil, err
+	}
+	pair := [2]string{min(a, b), max(a, b)}
+	switch {
+	case slices.Contains(l.LinksOff, pair):
+		return nil, fmt.Errorf("lab %s: the link %s-%s is off: turn it on first", l.Lab, a, b)
+	case rateBps == 0:
+		return nil, fmt.Errorf("lab %s: a rate of 0 is a link off (ethfab link %s %s %s off)", l.Lab, l.Lab, a, b)
+	}
+	for _, k := range links {
+		if k.Shape == nil || k.Shape.RateBps == 0 {
+			return nil, fmt.Errorf("lab %s: %s-%s was built without a rate (or by an older ethfab): there is no tbf to change", l.Lab, a, b)
+		}
+	}
+	if hold > 0 {
+		if err := SetLinks(ctx, links, false, 0); err != nil {
+			return nil, err
+		}
+	}
+	var errs []error
+	for _, k := range links {
+		sh := *k.Shape
+		sh.RateBps = rateBps
+		for _, e := range []LinkEnd{k.A, k.B} {
+			if err := kernel.Shape(e.NetNS, e.Iface, sh); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	return n
+	if hold > 0 {
+		if err := SetLinks(ctx, links, true, hold); err != nil {
+			// Ended during the hold: the links come back now, so the
+			// lab is left as its state says.
+			errs = append(errs, err, SetLinks(context.Background(), links, true, 0))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	l.LinkRates = slices.DeleteFunc(l.LinkRates, func(r PairRate) bool { return r.Link == pair })
+	if rateBps != links[0].Shape.RateBps {
+		l.LinkRates = append(l.LinkRates, PairRate{Link: pair, RateBps: rateBps})
+	}
+	return links, l.save()
+}
+
+// LinkRate is the rate of the links between switches a and b now (as
+// built, or as ethfab link set it) and the rate they were built with.
+func (l *Lab) LinkRate(a, b string) (now, built uint64, err error) {
+	links, err := l.SwitchLinks(a, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if links[0].Shape != nil {
+		built = links[0].Shape.RateBps
+	}
+	pair := [2]string{min(a, b), max(a, b)}
+	for _, r := range l.LinkRates {
+		if r.Link == pair {
+			return r.RateBps, built, nil
+		}
+	}
+	return built, built, nil
 }

@@ -68,6 +68,16 @@ type Link struct {
 	B       LinkEnd `json:"b"`
 	Class   string  `json:"class"`
 	Shaping string  `json:"shaping"`
+	// Shape is the shaping as built, with its queue's size (a rate
+	// change keeps it: a switch's buffer does not shrink with a port's
+	// speed); nil in labs of an older ethfab.
+	Shape *kernel.Shaping `json:"shape,omitempty"`
+}
+
+// PairRate is the rate of the links between two switches.
+type PairRate struct {
+	Link    [2]string `json:"link"` // switch names, in order
+	RateBps uint64    `json:"rate_bps"`
 }
 
 // OVSState says where the lab's private Open vSwitch instances are.
@@ -119,13 +129,16 @@ type Lab struct {
 	VLANOff    [][2]string `json:"vlan_off,omitempty"`
 	// LinksOff are the links ethfab link turned off, as switch-name pairs
 	// (every link between the two), in either order.
-	LinksOff    [][2]string `json:"links_off,omitempty"`
-	SourceGuard bool        `json:"source_guard"`
-	Namespaces  []string    `json:"namespaces"`
-	Hosts       []Host      `json:"hosts"`
-	Switches    []Switch    `json:"switches"`
-	Links       []Link      `json:"links"`
-	OVS         OVSState    `json:"ovs"`
+	LinksOff [][2]string `json:"links_off,omitempty"`
+	// LinkRates are the links ethfab link set to a rate other than the
+	// one they were built with.
+	LinkRates   []PairRate `json:"link_rates,omitempty"`
+	SourceGuard bool       `json:"source_guard"`
+	Namespaces  []string   `json:"namespaces"`
+	Hosts       []Host     `json:"hosts"`
+	Switches    []Switch   `json:"switches"`
+	Links       []Link     `json:"links"`
+	OVS         OVSState   `json:"ovs"`
 	// BPF names the eBPF datapath's program and maps (ovs.datapath ebpf).
 	BPF      *datapath.IDs `json:"bpf,omitempty"`
 	Warnings []string      `json:"warnings,omitempty"`

@@ -605,7 +605,12 @@ func (u *upper) planLinks() {
 			_, limit := sh.TBF()
 			u.counted[a], u.counted[b] = countedQueue{b, uint64(limit)}, countedQueue{a, uint64(limit)}
 		}
-		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh)})
+		built := sh
+		_, built.Limit = sh.TBF()
+		if sh.RateBps == 0 {
+			built.Limit = 0
+		}
+		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built})
 		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
 	}
 }

@@ -97,6 +97,9 @@ type LinkStats struct {
 	Busy        float64 // fraction of samples with a non-empty queue
 	MeanBacklog float64 // bytes
 	MaxBacklog  uint64  // bytes
+	// Varied: the point changed the link's rate (RateBps is the one it
+	// was built with).
+	Varied bool
 }
 
 // minBusySecs is how long a queue must have provably stayed non-empty
@@ -143,7 +146,7 @@ func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
 	for _, l := range r.Links {
 		// A link counts as saturated for the rate check by the time its
 		// queue never emptied, and is judged by what it sent then.
-		if l.BusySecs < minBusySecs {
+		if l.BusySecs < minBusySecs || l.Varied {
 			continue
 		}
 		in.Links = append(in.Links, results.LinkRate{Port: l.Port, Busy: l.Busy, AchievedBps: l.BusyBps, RateBps: l.RateBps})

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -27,10 +28,12 @@ import (
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/hostagent/traffic"
+	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/switchprofile"
 	"github.com/ethfab/ethfab/topology"
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -396,6 +399,10 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
 	}
 	rate := r.sc.Links[scenario.HostLinks].Rate
+	probes, err := r.probes(ph)
+	if err != nil {
+		return err
+	}
 	// Links turned off and on show in 100 ms bins (seed 002 measured
 	// "at every 100 mseconds").
 	var bin time.Duration
@@ -415,7 +422,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		events := make(chan linkEventsDone, 1)
 		go func(t0 time.Time) { events <- r.linkEvents(ctx, ph.LinkEvents, t0) }(time.Now())
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
-			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed})
+			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes})
 		done := <-events
 		if done.err != nil && err == nil {
 			err = fmt.Errorf("link events: %w", done.err)
@@ -459,6 +466,11 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		}
 		pt.QCN = qp
 		pt.LinkEvents = done.events
+		pt.Probes = res.Probes
+		if pt.Power, err = r.pointPower(done.power, (r.o.Warmup + t.Duration).Seconds()); err != nil {
+			return fmt.Errorf("power at load %g: %w", load, err)
+		}
+		recoveries(pt.LinkEvents, pt.Probes)
 		r.m.Phases = append(r.m.Phases, pt)
 		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
 		r.fidelity = append(r.fidelity, rep.FidelityInput(pt))
@@ -626,11 +638,171 @@ func (r *runner) writePartial(cause error) {
 	_, _ = results.Write(r.dir, r.m, r.artifacts)
 }
 
+// probes are the phase's probes for the engine: host names resolved to
+// its indices, a sample drawn with the phase's traffic seed.
+func (r *runner) probes(ph scenario.Phase) (*traffic.Probes, error) {
+	sp := ph.Probes
+	if sp == nil {
+		return nil, nil
+	}
+	p := &traffic.Probes{Interval: sp.Interval, Size: sp.Size}
+	n := len(r.lab.Hosts)
+	switch {
+	case len(sp.Pairs) > 0:
+		index := make(map[string]int, n)
+		for i, h := range r.lab.Hosts {
+			index[h.Name] = i
+		}
+		for _, pr := range sp.Pairs {
+			a, ok := index[pr[0]]
+			b, ok2 := index[pr[1]]
+			if !ok || !ok2 {
+				return nil, fmt.Errorf("%s: probes between %s and %s: the lab has no such host", ph.Name, pr[0], pr[1])
+			}
+			p.Pairs = append(p.Pairs, [2]int{a, b})
+		}
+	case sp.Sample > 0 && sp.Sample < n*(n-1):
+		rng := rand.New(rand.NewPCG(uint64(ph.Traffic.Seed), 0x70726f6265))
+		seen := map[[2]int]bool{}
+		for len(p.Pairs) < sp.Sample {
+			pr := [2]int{rng.IntN(n), rng.IntN(n)}
+			if pr[0] != pr[1] && !seen[pr] {
+				seen[pr] = true
+				p.Pairs = append(p.Pairs, pr)
+			}
+		}
+	default:
+		for a := range n {
+			for b := range n {
+				if a != b {
+					p.Pairs = append(p.Pairs, [2]int{a, b})
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// recoveries sets each on event's recovery: the longest time from the
+// event to the next probe answered between a pair that was losing probes
+// when it came (seed 002 Table 6: "the communication (ping frame)
+// interrupted"). An on with no pair interrupted recovers in 0.
+func recoveries(evs []results.LinkEvent, p *pat.ProbeResult) {
+	if p == nil {
+		return
+	}
+	for i := range evs {
+		e := &evs[i]
+		if e.Op != "on" && e.Op != "rate" {
+			continue
+		}
+		rec := 0.0
+		for _, pp := range p.Pairs {
+			for _, o := range pp.Outages {
+				// The outage under way at the event, or one that began
+				// before the event was done (the link held down).
+				if o.FromS <= e.DoneS && o.ToS > e.AtS {
+					rec = max(rec, o.ToS-e.AtS)
+				}
+			}
+		}
+		e.RecoveryS = &rec
+	}
+}
+
+// powerStep prices the lab's switches as they are now, from at on, when
+// the scenario names a switch profile.
+func (r *runner) powerStep(out *linkEventsDone, at float64) error {
+	if r.sc.SwitchProfile == "" {
+		return nil
+	}
+	lp, err := r.price()
+	if err != nil {
+		return fmt.Errorf("power: %w", err)
+	}
+	out.power = append(out.power, results.PowerStep{AtS: at, Watts: lp.Watts})
+	return nil
+}
+
+// price is the lab's switches as the scenario's switch profile now.
+func (r *runner) price() (*switchprofile.LabPower, error) {
+	p, err := switchprofile.Profile(r.sc.SwitchProfile)
+	if err != nil {
+		return nil, err
+	}
+	speeds, err := r.lab.PortSpeeds()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(r.lab.Switches))
+	for i, s := range r.lab.Switches {
+		names[i] = s.Name
+	}
+	return switchprofile.PriceSwitches(p, names, speeds)
+}
+
+// pointPower is a point's mean power over span seconds from its steps.
+func (r *runner) pointPower(steps []results.PowerStep, span float64) (*results.Power, error) {
+	if len(steps) == 0 || span <= 0 {
+		return nil, nil
+	}
+	all, err := r.price() // the load has ended on the fabric as built
+	if err != nil {
+		return nil, err
+	}
+	pw := &results.Power{Profile: r.sc.SwitchProfile, AllOnW: all.AllOnW, MinW: steps[0].Watts, Steps: steps}
+	for i, st := range steps {
+		from, to := min(st.AtS, span), span
+		if i+1 < len(steps) {
+			to = min(max(steps[i+1].AtS, from), span)
+		}
+		pw.SwitchW += st.Watts * (to - from) / span
+		pw.MinW = min(pw.MinW, st.Watts)
+	}
+	if pw.AllOnW > 0 {
+		pw.Saving = 1 - pw.SwitchW/pw.AllOnW
+	}
+	return pw, nil
+}
+
+// markLinks tells the sampler about links a point changed: down (their
+// ends' drops are the fabric's loss) or at another rate.
+func (r *runner) markLinks(links []fabric.Link, down, rate bool) {
+	for _, k := range links {
+		for _, e := range []fabric.LinkEnd{k.A, k.B} {
+			if down {
+				r.sampler.LinkOff(e.NetNS, e.Iface)
+			}
+			if rate {
+				r.sampler.LinkRateChanged(e.NetNS, e.Iface)
+			}
+		}
+	}
+}
+
+// eventWords says what a link event did, for the run's log.
+func eventWords(ev scenario.LinkEvent) string {
+	w := ev.Op()
+	switch {
+	case ev.Rate > 0:
+		w += " " + rate.Format(ev.Rate)
+	case ev.Paths:
+		w += " (paths)"
+	default:
+		w += " (" + ev.Order() + " order)"
+	}
+	if ev.Hold > 0 {
+		w += fmt.Sprintf(", held down %s", ev.Hold)
+	}
+	return w
+}
+
 // linkEventBin is a link-event phase's timeline bin.
 const linkEventBin = 100 * time.Millisecond
 
 type linkEventsDone struct {
 	events []results.LinkEvent
+	power  []results.PowerStep // with a switch profile: from the start, then after each event
 	err    error
 }
 
@@ -638,6 +810,9 @@ type linkEventsDone struct {
 // the start of a load's traffic, in order; a failure ends them.
 func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 time.Time) linkEventsDone {
 	var out linkEventsDone
+	if out.err = r.powerStep(&out, 0); out.err != nil {
+		return out
+	}
 	for _, ev := range evs {
 		if wait := time.Until(t0.Add(ev.At)); wait > 0 {
 			t := time.NewTimer(wait)
@@ -650,22 +825,46 @@ func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 ti
 			}
 		}
 		op, order := ev.Op(), ev.Order()
-		links, err := fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe)
+		var err error
+		switch {
+		case ev.Paths:
+			order = ""
+			err = fabric.AvoidLink(ctx, r.lab, ev.A, ev.B, ev.Off)
+		case ev.Rate > 0:
+			order = ""
+			// Its ends' drops while the carrier is down for the hold
+			// are the fabric's loss, and its rate is no longer one.
+			var links []fabric.Link
+			if links, err = r.lab.SwitchLinks(ev.A, ev.B); err == nil {
+				r.markLinks(links, ev.Hold > 0, true)
+				_, err = fabric.SetLinkRate(ctx, r.lab, ev.A, ev.B, ev.Rate, ev.Hold)
+			}
+		default:
+			var links []fabric.Link
+			links, err = fabric.SwitchLink(ctx, r.lab, ev.A, ev.B, !ev.Off, ev.Hold, ev.Safe)
+			if err == nil {
+				// What its ends drop during the point is the fabric's
+				// loss (the sampler sorts the point's drops when it
+				// stops).
+				r.markLinks(links, ev.Off, false)
+			}
+		}
 		if err != nil {
 			out.err = fmt.Errorf("%s-%s %s at %s: %w", ev.A, ev.B, op, ev.At, err)
 			return out
 		}
-		if ev.Off {
-			// What its ends drop during the point is the fabric's loss
-			// (the sampler sorts the point's drops when it stops).
-			for _, k := range links {
-				r.sampler.LinkOff(k.A.NetNS, k.A.Iface)
-				r.sampler.LinkOff(k.B.NetNS, k.B.Iface)
-			}
-		}
-		out.events = append(out.events, results.LinkEvent{Link: ev.A + "-" + ev.B, Op: op, Order: order,
+		out.events = append(out.events, results.LinkEvent{Link: ev.A + "-" + ev.B, Op: op, Order: order, RateBps: ev.Rate, HoldS: ev.Hold.Seconds(),
 			AtS: ev.At.Seconds(), DoneS: time.Since(t0).Seconds()})
-		r.say("link %s-%s %s (%s order) at %.2fs", ev.A, ev.B, op, order, time.Since(t0).Seconds())
+		r.say("link %s-%s %s at %.2fs", ev.A, ev.B, eventWords(ev), time.Since(t0).Seconds())
+		// A port off saves from when it is off; one turned on or
+		// changing speed draws from the command (it is waking up).
+		at := ev.At.Seconds()
+		if ev.Off && !ev.Paths {
+			at = out.events[len(out.events)-1].DoneS
+		}
+		if out.err = r.powerStep(&out, at); out.err != nil {
+			return out
+		}
 	}
 	return out
 }

@@ -210,6 +210,9 @@ type Config struct {
 	// own write(2), as do engines without the send stamp (a kernel that
 	// would not take it) and kernels without io_uring.
 	Batch int
+	// Probes, if any, go beside the traffic from the run's start to the
+	// end of its measurement window (probe.go).
+	Probes *Probes
 }
 
 // DefaultFrameSize is the papers' 1 KB frame.
@@ -243,6 +246,9 @@ func (c *Config) check(n int) error {
 	c.Senders = min(c.Senders, n)
 	if c.Batch <= 0 {
 		c.Batch = defaultBatch
+	}
+	if c.Probes != nil {
+		return c.Probes.check(n)
 	}
 	return nil
 }
@@ -300,6 +306,11 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	for range cfg.Senders {
 		swg.Go(func() { w.loop(ctx) })
 	}
+	var pr *prober
+	if cfg.Probes != nil {
+		pr = newProber(e, cfg.Probes, sched, run)
+		swg.Go(func() { pr.loop(ctx) })
+	}
 	swg.Wait()
 	w.finish()
 	// A frame that arrives within the drain may sit in a block the kernel
@@ -318,6 +329,9 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 		drops[i] = s.drops()
 	}
 	res := e.result(&cfg, srcs, sinks, drops)
+	if pr != nil {
+		res.Probes = pr.result(sinks)
+	}
 	return res, ctx.Err()
 }
 

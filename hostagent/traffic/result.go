@@ -24,6 +24,8 @@ type Result struct {
 	Hosts     []HostStats  `json:"hosts"`
 	Switches  []SwitchLoad `json:"switches"`
 	Fidelity  Fidelity     `json:"fidelity"`
+	// Probes is what Config.Probes found.
+	Probes *pat.ProbeResult `json:"probes,omitempty"`
 	// Latency is the merged histogram behind Aggregate.Latency, for merging
 	// several results.
 	Latency *pat.Histogram `json:"-"`

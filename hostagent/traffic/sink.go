@@ -28,6 +28,8 @@ type sink struct {
 	flows []flow // by source host
 	hist  pat.Histogram
 	st    sinkStats
+	// probes are the probes that arrived (probe.go), in arrival order.
+	probes []probeRx
 }
 
 type sinkStats struct {
@@ -86,6 +88,9 @@ func (k *sink) frame(b []byte, h *pat.Header, now int64) {
 		return
 	case int(h.DstHost) != k.host || int(h.SrcHost) >= len(k.flows):
 		k.st.stray++
+		return
+	case h.Flags&pat.FlagProbe != 0:
+		k.probes = append(k.probes, probeRx{src: h.SrcHost, seq: h.Seq, latNs: now - int64(h.SendNs)})
 		return
 	case h.Flags&pat.FlagMeasured == 0:
 		k.st.unmeasured++
