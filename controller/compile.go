@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/compaction"
@@ -56,7 +57,12 @@ type Options struct {
 	// safe order of seed 002's link regulation).
 	VLANAssign vlan.Method
 	VLANOff    vlan.Off
-	Compact    bool // merge routing rules into an optimal prefix table (ORTC)
+	// VLANLearn makes each switch a learning 802.1Q bridge instead of
+	// registering the hosts' MACs (routing.vlan.macs learn; fixed
+	// assignment only), its entries aging out after VLANAging (0: never).
+	VLANLearn bool
+	VLANAging time.Duration
+	Compact   bool // merge routing rules into an optimal prefix table (ORTC)
 	// Originals, when set (one per host), selects assign rewrite
 	// (PortLand/MOOSE style, seed 000 §IV): hosts keep these original
 	// MACs and their access switch rewrites the source to the pseudo-MAC
@@ -103,6 +109,15 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		}
 		if opts.VLANAssign == "" {
 			c.opts.VLANAssign = vlan.Renamed
+		}
+		if opts.VLANLearn && c.opts.VLANAssign != vlan.Fixed {
+			// Seed 002's learning procedure has each host send in every
+			// VLAN; a renamed VLAN ID means something only inside its
+			// switch, so no host can.
+			return nil, fmt.Errorf("macs learn needs the fixed assignment (a renamed VLAN exists only inside its switch: no host can send in it)")
+		}
+		if opts.VLANLearn && len(opts.VLANOff) > 0 {
+			return nil, fmt.Errorf("macs learn: paths around links off need static registration (learned entries would keep the old paths)")
 		}
 		var err error
 		if c.vlan, err = vlan.AssignOff(c.top, c.opts.VLANAssign, opts.VLANOff); err != nil {

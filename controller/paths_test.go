@@ -2,7 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/topology"
@@ -193,5 +195,41 @@ func TestVLANTables(t *testing.T) {
 	plan, _ := addressing.New(top, addressing.PerGroup, false)
 	if _, err := New(plan, Options{Mode: VLAN}); err == nil {
 		t.Error("vlan routing on a Dragonfly: accepted")
+	}
+}
+
+// macs learn compiles a learning bridge (tables 0-3, the learned table
+// left to the switch) for the fixed assignment only, and no paths around
+// links off.
+func TestVLANLearnTables(t *testing.T) {
+	c := compile(t, "mesh:dims=3x3", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: vlan.Fixed, VLANLearn: true, VLANAging: 300 * time.Second})
+	tab, err := c.Table(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var learn, floods int
+	for _, r := range tab.Rules {
+		if r.Table == LearnTable {
+			t.Errorf("compiled into the learned table: %s", r.OpenFlow())
+		}
+		if strings.Contains(r.OpenFlow(), "learn(table=10,hard_timeout=300,") {
+			learn++
+		}
+		if r.Kind == KindVLANFlood {
+			floods++
+		}
+	}
+	if as := &c.VLANAssignment().Switches[4]; learn != 1 || floods != len(as.Members) {
+		t.Errorf("%d learn rules, %d unknown-unicast floods for %d VLANs", learn, floods, len(as.Members))
+	}
+	top := c.top
+	plan, _ := addressing.New(top, addressing.PerSwitch, false)
+	if _, err := New(plan, Options{Mode: VLAN, VLANAssign: vlan.Renamed, VLANLearn: true}); err == nil {
+		t.Error("learning with the renamed assignment accepted")
+	}
+	off := vlan.Off{}
+	off.Add(0, 1)
+	if _, err := New(plan, Options{Mode: VLAN, VLANAssign: vlan.Fixed, VLANLearn: true, VLANOff: off}); err == nil {
+		t.Error("learning around a link off accepted")
 	}
 }

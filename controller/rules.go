@@ -33,10 +33,11 @@ const (
 	KindCNM                     // QCN-Switch: table 0 hands CNMs for the switch's hosts to its own logic (PACKET_IN)
 	KindVLAN                    // switch-tagged VLAN routing (seed 002): classification and filtering database
 	KindVLANTransit             // VLAN routing: frames on a port no path enters by, while paths change
+	KindVLANFlood               // VLAN routing, macs learn: a unicast flooded in its VLAN, its destination not learned
 	numKinds
 )
 
-var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm", "vlan", "vlan-transit"}
+var kindNames = [...]string{"routing", "valiant", "uplink", "dmp", "broadcast", "miss", "rewrite", "conditional", "alternative", "condition", "guard", "admit", "cnm", "vlan", "vlan-transit", "vlan-flood"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -89,6 +90,10 @@ type Match struct {
 	DlType  uint16         `json:"dl_type,omitempty"`
 	Dst     addressing.MAC `json:"dl_dst,omitempty"`
 	DstMask addressing.MAC `json:"dl_dst_mask,omitempty"`
+	// Reg0, when Reg0Set, matches Open vSwitch's register 0 (the learning
+	// VLAN bridge's output port; 0 unknown).
+	Reg0    uint16 `json:"reg0,omitempty"`
+	Reg0Set bool   `json:"reg0_set,omitempty"`
 }
 
 // Matches reports whether a frame arriving on inPort matches.
@@ -142,6 +147,10 @@ type Rule struct {
 	// Untagged lists output ports the frame leaves untagged: after Out, its
 	// tag popped (a VLAN's untagged members).
 	Untagged []int32 `json:"out_untagged,omitempty"`
+	// Actions, when set, are the rule's whole action list in ovs-ofctl
+	// syntax: the Open vSwitch extensions only the learning VLAN bridge
+	// uses (learn, resubmit, registers), which no other datapath runs.
+	Actions string `json:"actions,omitempty"`
 }
 
 // Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
@@ -195,7 +204,14 @@ func (r *Rule) OpenFlow() string {
 	default:
 		fmt.Fprintf(&b, ",dl_dst=%s/%s", r.Match.Dst, r.Match.DstMask)
 	}
+	if r.Match.Reg0Set {
+		fmt.Fprintf(&b, ",reg0=%d", r.Match.Reg0)
+	}
 	b.WriteString(",actions=")
+	if r.Actions != "" {
+		b.WriteString(r.Actions)
+		return b.String()
+	}
 	var acts []string
 	if r.PopVLAN {
 		acts = append(acts, "pop_vlan")

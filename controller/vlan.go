@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
@@ -43,6 +45,10 @@ import (
 // wire (the paper's U-(T)-U). The fixed assignment's stay tagged between
 // switches (T-T) and are untagged on host links.
 func (c *Controller) vlanRules(sw int, t *Table) {
+	if c.opts.VLANLearn {
+		c.vlanLearnRules(sw, t)
+		return
+	}
 	s := &c.top.Switches[sw]
 	a := &c.vlan.Switches[sw]
 	for _, p := range s.Ports {
@@ -132,3 +138,80 @@ func (c *Controller) vlanTransit(sw int, t *Table, keys []vlan.FDBKey, untagged 
 
 // VLANAssignment is the VLAN mode's assignment (nil in other modes).
 func (c *Controller) VLANAssignment() *vlan.Assignment { return c.vlan }
+
+// LearnTable is the learning bridge's filtering database: the flows its
+// learn action writes (vlanLearnRules), which the controller never
+// compiles.
+const LearnTable = 10
+
+// vlanLearnRules compile one switch as spec §C.3's learning 802.1Q bridge
+// (routing.vlan.macs learn), Open vSwitch's own VLAN-aware learning-switch
+// idiom:
+//
+//   - table 0, ingress: as vlanRules, and a host port also takes frames
+//     tagged with a VLAN it is a member of (the hosts' per-VLAN learning
+//     broadcasts, seed 002's "virtual interface" per VLAN);
+//   - table 1, learning: every frame teaches table 10 that its source is
+//     behind its ingress port in its VLAN (hard timeout: the aging time);
+//   - table 2, lookup: a unicast looks its destination up in table 10
+//     (into register 0; 0 unknown), a broadcast or multicast does not;
+//   - table 3, egress: register 0 names a member port, which the frame
+//     leaves by (untagged members pop the tag); 0 floods the VLAN, and a
+//     unicast flooded so is counted apart (kind vlan-flood: the paper's
+//     "the intermediate switches ... cannot learn the destination MAC
+//     address" when a pair's two directions use different VLANs).
+func (c *Controller) vlanLearnRules(sw int, t *Table) {
+	s := &c.top.Switches[sw]
+	a := &c.vlan.Switches[sw]
+	host := map[int]bool{}
+	for _, p := range s.Ports {
+		if p.Class == topology.ClassHost {
+			host[p.Num] = true
+		}
+		if v := a.PVID[p.Num-1]; v != 0 {
+			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
+				Match: Match{InPort: p.Num, VLAN: VLANUntagged}, PushVLAN: uint16(v), Goto: 1})
+		}
+	}
+	for _, m := range a.Members {
+		for _, p := range m.Tagged {
+			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
+				Match: Match{InPort: p, VLAN: uint16(m.VID)}, Goto: 1})
+		}
+		for _, p := range m.Untagged {
+			if host[p] {
+				t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
+					Match: Match{InPort: p, VLAN: uint16(m.VID)}, Goto: 1})
+			}
+		}
+	}
+	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
+	aging := int(c.opts.VLANAging / time.Second)
+	t.Rules = append(t.Rules,
+		Rule{Kind: KindVLAN, Table: 1, Priority: PrioRouting, Actions: fmt.Sprintf(
+			"learn(table=%d,hard_timeout=%d,priority=%d,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]),goto_table:2",
+			LearnTable, aging, PrioRouting)},
+		Rule{Kind: KindVLAN, Table: 2, Priority: PrioBroadcast, Match: Match{Dst: GroupAddressBit, DstMask: GroupAddressBit},
+			Actions: "load:0->NXM_NX_REG0[],goto_table:3"},
+		Rule{Kind: KindVLAN, Table: 2, Priority: PrioRouting,
+			Actions: fmt.Sprintf("load:0->NXM_NX_REG0[],resubmit(,%d),resubmit(,3)", LearnTable)})
+	for _, m := range a.Members {
+		flood := Rule{Table: 3, Match: Match{VLAN: uint16(m.VID), Reg0Set: true}}
+		for _, p := range m.Tagged {
+			flood.Out = append(flood.Out, int32(p))
+			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Table: 3, Priority: PrioRouting,
+				Match: Match{VLAN: uint16(m.VID), Reg0Set: true, Reg0: uint16(p)}, Out: []int32{int32(p)}})
+		}
+		for _, p := range m.Untagged {
+			flood.Untagged = append(flood.Untagged, int32(p))
+			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Table: 3, Priority: PrioRouting,
+				Match: Match{VLAN: uint16(m.VID), Reg0Set: true, Reg0: uint16(p)}, Untagged: []int32{int32(p)}})
+		}
+		bcast := flood
+		bcast.Kind, bcast.Priority = KindVLAN, PrioBroadcast
+		bcast.Match.Dst, bcast.Match.DstMask = GroupAddressBit, GroupAddressBit
+		flood.Kind, flood.Priority = KindVLANFlood, PrioRouting-1
+		t.Rules = append(t.Rules, bcast, flood)
+	}
+	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Table: 3, Priority: PrioMiss})
+}

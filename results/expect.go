@@ -74,6 +74,13 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 			return pr.LongestOutageS, true
 		}
 		return pr.P50US / 1e6, pr.Received > 0
+	case scenario.UnknownFloods:
+		// Counted by the switches' rule counters (kind vlan-flood); a
+		// point without them measured none.
+		if p.RulePackets == nil {
+			return 0, false
+		}
+		return float64(p.RulePackets["vlan-flood"]), true
 	case scenario.SwitchPower, scenario.PowerSaving:
 		if p.Power == nil {
 			return 0, false

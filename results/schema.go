@@ -200,6 +200,10 @@ type Drops struct {
 	// off during the point (link_events): the modelled fabric's loss, as
 	// Queue's, not the machine's.
 	LinkOff uint64 `json:"link_off,omitempty"`
+	// TaggedRx: the hosts' 802.1Q-tagged learning broadcasts, which the
+	// kernel counts as dropped on the switch side's receive after Open
+	// vSwitch has taken them (measure.Sampler.TaggedFromHosts).
+	TaggedRx uint64 `json:"tagged_rx,omitempty"`
 	// What Socket is made of: sends refused for a full socket buffer
 	// (EAGAIN) or another error, and frames the receive rings had no room
 	// for (PACKET_STATISTICS).

@@ -412,7 +412,7 @@ func (d *decoder) routing(e *entry) Routing {
 	if r.Mode == controller.VLAN {
 		v := VLANRouting{Assign: vlan.Renamed, MACs: "static"}
 		if e := f["vlan"]; e != nil {
-			vf := d.fields(e.val, "routing.vlan", "assign", "macs")
+			vf := d.fields(e.val, "routing.vlan", "assign", "macs", "aging", "learning")
 			if e := vf["assign"]; e != nil {
 				if s, ok := d.enum(e.val, "routing.vlan.assign", "fixed", "renamed"); ok {
 					v.Assign = vlan.Method(s)
@@ -420,10 +420,31 @@ func (d *decoder) routing(e *entry) Routing {
 			}
 			if e := vf["macs"]; e != nil {
 				if s, ok := d.enum(e.val, "routing.vlan.macs", "static", "learn"); ok {
-					if s == "learn" {
-						d.errf(e.val, "routing.vlan.macs", "learn (the paper's learning procedure) is not built yet; use static")
+					if s == "learn" && v.Assign != vlan.Fixed {
+						d.errf(e.val, "routing.vlan.macs", "learn needs assign: fixed (a renamed VLAN exists only inside its switch: no host can send in it)")
 					}
 					v.MACs = s
+				}
+			}
+			if v.MACs == "learn" {
+				v.Aging, v.Learning = DefaultAging, "broadcasts"
+			}
+			for _, k := range []string{"aging", "learning"} {
+				if e := vf[k]; e != nil && v.MACs != "learn" {
+					d.errAt(e.keyPos, "routing.vlan."+k, "only applies to macs: learn")
+				}
+			}
+			if e := vf["aging"]; e != nil && v.MACs == "learn" {
+				if a, ok := d.duration(e.val, "routing.vlan.aging"); ok {
+					if a < 0 || a%time.Second != 0 || a > 65535*time.Second {
+						d.errf(e.val, "routing.vlan.aging", "must be whole seconds from 0 (never) to 65535s, got %s", e.val.text)
+					}
+					v.Aging = a
+				}
+			}
+			if e := vf["learning"]; e != nil && v.MACs == "learn" {
+				if s, ok := d.enum(e.val, "routing.vlan.learning", "broadcasts", "none"); ok {
+					v.Learning = s
 				}
 			}
 		}

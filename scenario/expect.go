@@ -51,10 +51,14 @@ const (
 	// as the scenario's switch_profile.
 	SwitchPower Metric = "switch_power"
 	PowerSaving Metric = "power_saving"
+	// UnknownFloods counts the unicast frames switches flooded in their
+	// VLAN for not having learned the destination (routing.vlan.macs
+	// learn), summed over switches: seed 002's learning problem.
+	UnknownFloods Metric = "unknown_floods"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
-	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving}
+	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
@@ -70,7 +74,7 @@ func (m Metric) Dimension() string {
 		return "latency"
 	case LongestOutage, LinkRecovery, LinkRecoveryErr:
 		return "time"
-	case ProbesLost, ProbesLostMax, ProbePairsLosing:
+	case ProbesLost, ProbesLostMax, ProbePairsLosing, UnknownFloods:
 		return "count"
 	}
 	return ""

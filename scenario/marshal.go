@@ -112,7 +112,12 @@ func (s *Scenario) effectiveTree() *node {
 		routing.add("pause", mkStr(string(s.Routing.Pause)))
 	}
 	if v := s.Routing.VLAN; v != nil {
-		routing.add("vlan", mkMap(true, "assign", mkStr(string(v.Assign)), "macs", mkStr(v.MACs)))
+		vm := mkMap(true, "assign", mkStr(string(v.Assign)), "macs", mkStr(v.MACs))
+		if v.MACs == "learn" {
+			vm.add("aging", mkStr(FormatDuration(v.Aging)))
+			vm.add("learning", mkStr(v.Learning))
+		}
+		routing.add("vlan", vm)
 	}
 	if q := s.Routing.QCN; q != nil {
 		routing.add("qcn", mkMap(false,

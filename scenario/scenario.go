@@ -72,10 +72,20 @@ type Routing struct {
 type VLANRouting struct {
 	Assign vlan.Method // fixed | renamed (default)
 	// MACs: static, the filtering databases registered from the paths
-	// (the paper's static registration). The learning procedure (learn)
-	// is not built.
-	MACs string
+	// (the paper's static registration, the default), or learn: every
+	// switch learns as an 802.1Q bridge, its entries aging out after
+	// Aging (0: never; default 300s), and with Learning "broadcasts" (the
+	// default) the host agent sends seed 002's learning procedure's
+	// broadcast in every VLAN from every host before each load, and
+	// again every Aging/2; "none" sends none (the paper's learning
+	// problem: unknown unicasts flood).
+	MACs     string
+	Aging    time.Duration
+	Learning string
 }
+
+// DefaultAging is a learning switch's aging time (802.1D's 300 s).
+const DefaultAging = 300 * time.Second
 
 // QCN is routing.qcn: QCN-Switch's congestion points and per-port
 // probabilities (seed 004; ../shared/specs/seeds-002-004-power.md §A.3,

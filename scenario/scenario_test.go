@@ -202,7 +202,9 @@ func TestErrors(t *testing.T) {
 		{"mesh without dims", "name: x\ntopology: {kind: torus}\n", 2, 11, "topology.dims", "needs at least one dimension"},
 		{"mesh routed valiant", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a mesh is routed minimally"},
 		{"vlan on a dragonfly", "name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "vlan needs one of seed 002's topologies"},
-		{"vlan learning", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "not built yet"},
+		{"vlan learning renamed", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "learn needs assign: fixed"},
+		{"vlan aging static", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {assign: fixed, aging: 10s}}\n", 3, 45, "routing.vlan.aging", "only applies to macs: learn"},
+		{"vlan aging fraction", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {assign: fixed, macs: learn, aging: 1500ms}}\n", 3, 65, "routing.vlan.aging", "whole seconds"},
 		{"vlan on ebpf", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\n", 3, 17, "routing.mode", "the eBPF datapath has no VLAN actions"},
 		{"vlan section off vlan", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: minimal, vlan: {assign: fixed}}\n", 3, 32, "routing.vlan", "only applies to mode: vlan"},
 		{"link event between non-neighbours", "name: x\ntopology: {kind: ring, n: 4}\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 5s}\n    link_events:\n      - {at: 1s, link: [s0, s2], op: off}\n      - {at: 2s, link: [s0, s2], op: on}\n", 7, 24, "phases[0].link_events[0].link", "no link between s0 and s2"},
@@ -586,4 +588,32 @@ func TestLinkEventHolds(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	check(again)
+}
+
+// routing.vlan.macs learn takes its aging time and learning procedure,
+// with defaults, and survives marshalling.
+func TestVLANLearnFields(t *testing.T) {
+	for src, want := range map[string]VLANRouting{
+		"{assign: fixed, macs: learn}":                            {Assign: "fixed", MACs: "learn", Aging: DefaultAging, Learning: "broadcasts"},
+		"{assign: fixed, macs: learn, aging: 0s, learning: none}": {Assign: "fixed", MACs: "learn", Aging: 0, Learning: "none"},
+		"{assign: fixed}":                                         {Assign: "fixed", MACs: "static"},
+	} {
+		s, err := Parse("x.yaml", []byte("name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: "+src+"}\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		out, err := s.MarshalYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Parse("again.yaml", out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, got := range []*VLANRouting{s.Routing.VLAN, again.Routing.VLAN} {
+			if got == nil || *got != want {
+				t.Errorf("%s: %+v, want %+v", src, got, want)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/hostagent/vlanlearn"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/switchprofile"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
@@ -390,5 +394,86 @@ func TestLinkSafeOrder(t *testing.T) {
 	}
 	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached == r.Pairs {
 		t.Errorf("unsafe order, link off: %d of %d pairs reached, %v", r.Reached, r.Pairs, err)
+	}
+}
+
+// Learning switches under the fixed assignment (routing.vlan.macs learn,
+// seed 002 §3.3): every pair is reached, flooding where the destination
+// was never seen in the frame's VLAN; after every host's learning
+// broadcast in every VLAN (hostagent/vlanlearn), every switch holds every
+// host in every VLAN it carries, and an all-pairs ping floods nothing.
+func TestVLANLearning(t *testing.T) {
+	roottest.NeedOVS(t, "ping")
+	const name = "eft-vl"
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: mesh, dims: [3, 2]}\n"+
+		"routing: {mode: vlan, vlan: {assign: fixed, macs: learn}}\nlinks: {host: {rate: 50mbit}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(name) })
+	lab, err := Up(context.Background(), sc, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	floods := func() (n uint64, learned []int) {
+		for _, s := range lab.Switches {
+			flows, err := ovs.DumpFlows(context.Background(), s.Mgmt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := 0
+			for _, f := range flows {
+				if kind, ok := controller.KindOfCookie(f.Cookie); ok && kind == controller.KindVLANFlood {
+					n += f.Packets
+				}
+				if f.Table == controller.LearnTable {
+					k++
+				}
+			}
+			learned = append(learned, k)
+		}
+		return n, learned
+	}
+	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+		t.Fatalf("learning, no broadcasts: %d of %d pairs, %v", r.Reached, r.Pairs, err)
+	}
+	before, _ := floods()
+	if before == 0 {
+		t.Errorf("no unknown unicast flooded without the learning broadcasts")
+	}
+	a, err := vlan.Assign(lab.compiled.Top, vlan.Fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vids []int
+	for v := range a.VLANs {
+		vids = append(vids, vlan.FirstVID+v)
+	}
+	var hosts []vlanlearn.Host
+	for _, h := range lab.Hosts {
+		mac, _ := net.ParseMAC(h.MAC)
+		hosts = append(hosts, vlanlearn.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface, MAC: mac})
+	}
+	if n, err := vlanlearn.Broadcast(hosts, vids); err != nil || n != len(hosts)*len(vids) {
+		t.Fatalf("%d broadcasts, %v", n, err)
+	}
+	// Every switch of a mesh carries every fixed VLAN: it learns every
+	// host in each (the floods take milliseconds; wait on the tables).
+	want := len(hosts) * len(vids)
+	var learned []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, learned = floods(); slices.Min(learned) >= want {
+			break
+		}
+	}
+	if slices.Min(learned) < want {
+		t.Fatalf("entries learned per switch %v, want %d each", learned, want)
+	}
+	mid, _ := floods()
+	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+		t.Fatalf("after the broadcasts: %d of %d pairs, %v", r.Reached, r.Pairs, err)
+	}
+	if after, _ := floods(); after != mid {
+		t.Errorf("all pairs pinged after the learning broadcasts flooded %d frames, want 0 (before them: %d)", after-mid, before)
 	}
 }

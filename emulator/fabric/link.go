@@ -166,7 +166,8 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 		return err
 	}
 	compile := func(off vlan.Off) (*controller.Controller, error) {
-		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off})
+		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off,
+			VLANLearn: l.VLANLearn, VLANAging: l.VLANAging})
 		if err != nil {
 			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
@@ -127,6 +128,10 @@ type Lab struct {
 	// --order safe).
 	VLANAssign vlan.Method `json:"vlan_assign,omitempty"`
 	VLANOff    [][2]string `json:"vlan_off,omitempty"`
+	// VLANLearn: the switches learn MACs (routing.vlan.macs learn),
+	// forgetting them after VLANAging (0: never).
+	VLANLearn bool          `json:"vlan_learn,omitempty"`
+	VLANAging time.Duration `json:"vlan_aging_ns,omitempty"`
 	// LinksOff are the links ethfab link turned off, as switch-name pairs
 	// (every link between the two), in either order.
 	LinksOff [][2]string `json:"links_off,omitempty"`
