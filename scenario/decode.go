@@ -429,8 +429,12 @@ func (d *decoder) routing(e *entry) Routing {
 			if v.MACs == "learn" {
 				v.Aging, v.Learning = DefaultAging, "broadcasts"
 			}
+			// As with routing.vlan under another mode: when a case or
+			// --set turned macs to static, the file's learning fields
+			// (the effective scenario writes their defaults) are dropped.
+			macsReplaced := vf["macs"] != nil && vf["macs"].val.pos.replaced()
 			for _, k := range []string{"aging", "learning"} {
-				if e := vf[k]; e != nil && v.MACs != "learn" {
+				if e := vf[k]; e != nil && v.MACs != "learn" && (!macsReplaced || e.val.anyReplaced()) {
 					d.errAt(e.keyPos, "routing.vlan."+k, "only applies to macs: learn")
 				}
 			}
