@@ -74,6 +74,19 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 			return pr.LongestOutageS, true
 		}
 		return pr.P50US / 1e6, pr.Received > 0
+	case scenario.SOutGlobalP, scenario.ToSOutLocalP:
+		q := p.QCN
+		if q == nil {
+			return 0, false
+		}
+		v := q.SOutGlobalP
+		if m == scenario.ToSOutLocalP {
+			v = q.ToSOutLocalP
+		}
+		if v == nil {
+			return 0, false
+		}
+		return *v, true
 	case scenario.UnknownFloods:
 		// Counted by the switches' rule counters (kind vlan-flood); a
 		// point without them measured none.
@@ -188,7 +201,7 @@ func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
 	r.Value, r.Bound = l*scale, e.Value*of*scale
 	switch {
 	case !ok:
-		r.Note = fmt.Sprintf("%s not measured (no frames received, no group of switches, no probes, no link on or no switch_profile)", e.Metric)
+		r.Note = fmt.Sprintf("%s not measured (no frames received, no group of switches, no probes, no link on, no switch_profile or no S_out)", e.Metric)
 	case math.IsNaN(l) || math.IsNaN(of):
 		r.Note = "not a number"
 	default:

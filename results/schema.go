@@ -286,6 +286,16 @@ type QCN struct {
 	// Series is the point bin by bin, on the timeline's bins: the spec's
 	// control-loop series (§A.4.6) that QCN-Switch itself gives.
 	Series *QCNSeries `json:"series,omitempty"`
+	// SOut is the first group's switch holding the global link an ADV+N
+	// pattern's traffic leaves by (seed 004's S_out; Dragonfly ADV
+	// phases only); SOutGlobalP the mean P of that port over the
+	// measurement window, and ToSOutLocalP the mean over the group's
+	// other switches of their local ports' P towards S_out (check 14:
+	// base leaves the first near 100 and lowers the second below 50;
+	// + source lowers the first below 50).
+	SOut         string   `json:"s_out,omitempty"`
+	SOutGlobalP  *float64 `json:"s_out_global_p,omitempty"`
+	ToSOutLocalP *float64 `json:"to_s_out_local_p,omitempty"`
 	// PTraces are the probabilities of the first group's transit ports
 	// over the point (seed 004's P(t) of group 0's ports).
 	PTraces []PTrace `json:"p_traces,omitempty"`

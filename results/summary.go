@@ -174,6 +174,8 @@ func expValue(expect string, v float64) string {
 		return fmt.Sprintf("%.2f s", v)
 	case "power":
 		return fmt.Sprintf("%.1f W", v)
+	case "percent":
+		return fmt.Sprintf("%.1f%%", v)
 	}
 	return fmt.Sprintf("%.4g", v)
 }

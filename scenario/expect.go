@@ -55,10 +55,16 @@ const (
 	// VLAN for not having learned the destination (routing.vlan.macs
 	// learn), summed over switches: seed 002's learning problem.
 	UnknownFloods Metric = "unknown_floods"
+	// SOutGlobalP and ToSOutLocalP are QCN-Switch's probabilities of
+	// routing minimally (percent) at seed 004's S_out under ADV+N: its
+	// global port towards the target group, and the mean of the other
+	// first-group switches' local ports towards it (spec check A.6-14).
+	SOutGlobalP  Metric = "s_out_global_p"
+	ToSOutLocalP Metric = "to_s_out_local_p"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
-	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods}
+	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
@@ -70,6 +76,8 @@ func (m Metric) Dimension() string {
 		return "fraction"
 	case SwitchPower:
 		return "power"
+	case SOutGlobalP, ToSOutLocalP:
+		return "percent"
 	case MeanLatency, P50Latency, P99Latency, ProbeP50Latency:
 		return "latency"
 	case LongestOutage, LinkRecovery, LinkRecoveryErr:

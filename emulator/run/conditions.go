@@ -19,6 +19,7 @@ import (
 	"github.com/ethfab/ethfab/qcnswitch"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // conditions runs every switch's condition logic (conditional routing)
@@ -393,4 +394,73 @@ func appendCSV(path string, header []string, rows [][]string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// sOutP finds seed 004's S_out under ADV+offset on a Dragonfly: the
+// switch of group 0 whose global link leads to group offset, where all
+// of group 0's minimal traffic leaves. It returns the mean, over the
+// traces' samples in [from, to] seconds, of that global port's P, and of
+// the other group-0 switches' local ports towards S_out, averaged over
+// them (spec check A.6-14). Nothing when the topology is no Dragonfly or
+// the traces lack the ports.
+func sOutP(top *topology.Topology, offset int, traces []results.PTrace, from, to float64) (name string, global, local *float64) {
+	if top.Spec.Kind != topology.Dragonfly || offset <= 0 {
+		return "", nil, nil
+	}
+	target := offset % top.NumGroups()
+	out, port := -1, 0
+	for _, sw := range top.Switches {
+		if sw.Group != 0 {
+			continue
+		}
+		for _, p := range sw.Ports {
+			if p.Class == topology.ClassGlobal && top.Switches[p.Peer.Switch].Group == target {
+				out, port = sw.ID, p.Num
+			}
+		}
+	}
+	if out < 0 {
+		return "", nil, nil
+	}
+	mean := func(label string) (float64, bool) {
+		for _, tr := range traces {
+			if tr.Port != label {
+				continue
+			}
+			var sum float64
+			n := 0
+			for i, t := range tr.T {
+				if t >= from && t <= to && i < len(tr.P) {
+					sum += tr.P[i]
+					n++
+				}
+			}
+			return sum / float64(max(n, 1)), n > 0
+		}
+		return 0, false
+	}
+	name = top.Switches[out].Name
+	if g, ok := mean(fmt.Sprintf("%s:%d", name, port)); ok {
+		global = &g
+	}
+	var sum float64
+	n := 0
+	for _, sw := range top.Switches {
+		if sw.Group != 0 || sw.ID == out {
+			continue
+		}
+		for _, p := range sw.Ports {
+			if p.Class == topology.ClassLocal && p.Peer.Switch == out {
+				if v, ok := mean(fmt.Sprintf("%s:%d", sw.Name, p.Num)); ok {
+					sum += v
+					n++
+				}
+			}
+		}
+	}
+	if n > 0 {
+		l := sum / float64(n)
+		local = &l
+	}
+	return name, global, local
 }

@@ -1,12 +1,15 @@
 package run
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/condition"
 	"github.com/ethfab/ethfab/qcnswitch"
+	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // The QCN series replay a point's P changes from the probabilities at its
@@ -62,5 +65,55 @@ func TestQCNSeries(t *testing.T) {
 	// The caller's start probabilities are left as they were.
 	if p0[0].P != 100 {
 		t.Errorf("p0 changed: %+v", p0)
+	}
+}
+
+// Check 14's probabilities at S_out: on DF(2,4,2) under adv+1, S_out is
+// the group-0 switch whose global link leads to group 1; its global port's
+// P and the others' local ports towards it are averaged over the window.
+func TestSOutP(t *testing.T) {
+	s, err := topology.ParseSpec("dragonfly:p=2,a=4,h=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := topology.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, port := -1, 0
+	for _, sw := range top.Switches {
+		for _, p := range sw.Ports {
+			if sw.Group == 0 && p.Class == topology.ClassGlobal && top.Switches[p.Peer.Switch].Group == 1 {
+				out, port = sw.ID, p.Num
+			}
+		}
+	}
+	// S_out's global port: 100 before the window, 40 in it; the others'
+	// local ports to S_out 60 in it; every other port 100.
+	var traces []results.PTrace
+	for _, sw := range top.Switches {
+		if sw.Group != 0 {
+			continue
+		}
+		for _, p := range sw.Ports {
+			if p.Class == topology.ClassHost {
+				continue
+			}
+			in := 100.0
+			switch {
+			case sw.ID == out && p.Num == port:
+				in = 40
+			case sw.ID != out && p.Class == topology.ClassLocal && p.Peer.Switch == out:
+				in = 60
+			}
+			traces = append(traces, results.PTrace{Port: fmt.Sprintf("%s:%d", sw.Name, p.Num), T: []float64{0.1, 1, 2}, P: []float64{100, in, in}})
+		}
+	}
+	name, g, l := sOutP(top, 1, traces, 0.5, 2)
+	if name != top.Switches[out].Name || g == nil || *g != 40 || l == nil || *l != 60 {
+		t.Errorf("S_out %q, global %v, local %v; want %s, 40, 60", name, g, l, top.Switches[out].Name)
+	}
+	if name, g, _ := sOutP(top, 0, traces, 0.5, 2); name != "" || g != nil {
+		t.Errorf("no adversarial offset: %q, %v", name, g)
 	}
 }

@@ -454,6 +454,9 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 				bins = rep.Timeline.T
 			}
 			qp = cond.qcnPoint(rep.Start, bins, r.firstGroup())
+			// Check 14 over the measurement window.
+			qp.SOut, qp.SOutGlobalP, qp.ToSOutLocalP = sOutP(r.top, t.AdvOffset, qp.PTraces,
+				r.o.Warmup.Seconds(), (r.o.Warmup + t.Duration).Seconds())
 			if werr := cond.writeQCN(r.dir, ph.Name, load); werr != nil && err == nil {
 				err = fmt.Errorf("qcn CSV: %w", werr)
 			}
