@@ -49,21 +49,8 @@ func (c *Controller) vlanRules(sw int, t *Table) {
 		c.vlanLearnRules(sw, t)
 		return
 	}
-	s := &c.top.Switches[sw]
 	a := &c.vlan.Switches[sw]
-	for _, p := range s.Ports {
-		if v := a.PVID[p.Num-1]; v != 0 {
-			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
-				Match: Match{InPort: p.Num, VLAN: VLANUntagged}, PushVLAN: uint16(v), Goto: 1})
-		}
-	}
-	for _, m := range a.Members {
-		for _, p := range m.Tagged {
-			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
-				Match: Match{InPort: p, VLAN: uint16(m.VID)}, Goto: 1})
-		}
-	}
-	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
+	c.vlanIngress(sw, t, false)
 	untagged := map[[2]int]bool{} // (VLAN, port)
 	for _, m := range a.Members {
 		for _, p := range m.Untagged {
@@ -97,6 +84,36 @@ func (c *Controller) vlanRules(sw int, t *Table) {
 	}
 	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Table: 1, Priority: PrioMiss})
 	c.vlanTransit(sw, t, keys, untagged)
+}
+
+// vlanIngress is table 0's classification and ingress filtering: an
+// untagged frame takes its port's PVID, a tagged one passes on a port
+// that is a tagged member of its VLAN, and, with hostsTagged, on a host
+// port that is a member at all (the learning broadcasts); anything else
+// is dropped and counted.
+func (c *Controller) vlanIngress(sw int, t *Table, hostsTagged bool) {
+	s := &c.top.Switches[sw]
+	a := &c.vlan.Switches[sw]
+	for _, p := range s.Ports {
+		if v := a.PVID[p.Num-1]; v != 0 {
+			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
+				Match: Match{InPort: p.Num, VLAN: VLANUntagged}, PushVLAN: uint16(v), Goto: 1})
+		}
+	}
+	pass := func(vid, p int) {
+		t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting, Match: Match{InPort: p, VLAN: uint16(vid)}, Goto: 1})
+	}
+	for _, m := range a.Members {
+		for _, p := range m.Tagged {
+			pass(m.VID, p)
+		}
+		for _, p := range m.Untagged {
+			if hostsTagged && s.Port(p).Class == topology.ClassHost {
+				pass(m.VID, p)
+			}
+		}
+	}
+	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
 }
 
 // vlanTransit is table 2 and the table-0 rules that lead there
@@ -161,31 +178,8 @@ const LearnTable = 10
 //     "the intermediate switches ... cannot learn the destination MAC
 //     address" when a pair's two directions use different VLANs).
 func (c *Controller) vlanLearnRules(sw int, t *Table) {
-	s := &c.top.Switches[sw]
 	a := &c.vlan.Switches[sw]
-	host := map[int]bool{}
-	for _, p := range s.Ports {
-		if p.Class == topology.ClassHost {
-			host[p.Num] = true
-		}
-		if v := a.PVID[p.Num-1]; v != 0 {
-			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
-				Match: Match{InPort: p.Num, VLAN: VLANUntagged}, PushVLAN: uint16(v), Goto: 1})
-		}
-	}
-	for _, m := range a.Members {
-		for _, p := range m.Tagged {
-			t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
-				Match: Match{InPort: p, VLAN: uint16(m.VID)}, Goto: 1})
-		}
-		for _, p := range m.Untagged {
-			if host[p] {
-				t.Rules = append(t.Rules, Rule{Kind: KindVLAN, Priority: PrioRouting,
-					Match: Match{InPort: p, VLAN: uint16(m.VID)}, Goto: 1})
-			}
-		}
-	}
-	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Priority: PrioMiss})
+	c.vlanIngress(sw, t, true)
 	aging := int(c.opts.VLANAging / time.Second)
 	t.Rules = append(t.Rules,
 		Rule{Kind: KindVLAN, Table: 1, Priority: PrioRouting, Actions: fmt.Sprintf(

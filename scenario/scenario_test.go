@@ -545,7 +545,8 @@ func TestAliasBomb(t *testing.T) {
 
 // A scenario's switch_profile gives link events Table 6's times: on/off
 // for on, the speed change's for rate (PC5324: 1G to 100M 4.1 s, back
-// 2.4 s), unless an event gives its own hold; and it survives marshalling.
+// 2.4 s), unless an event gives its own hold; and it survives the
+// effective scenario.
 func TestLinkEventHolds(t *testing.T) {
 	src := "name: x\ntopology: {kind: ring, n: 4}\nlinks: {host: {rate: 50mbit}, local: {rate: 50mbit}}\nswitch_profile: PC5324\nphases:\n  - name: t\n    traffic: {pattern: uniform, loads: [0.1], duration: 20s}\n" +
 		"    probes: {interval: 100ms, pairs: [[s0h0, s1h0]]}\n    link_events:\n" +
@@ -579,15 +580,7 @@ func TestLinkEventHolds(t *testing.T) {
 		}
 	}
 	check(s)
-	out, err := s.MarshalYAML()
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := Parse("again.yaml", out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	check(again)
+	roundTrip(t, s)
 }
 
 // routing.vlan.macs learn takes its aging time and learning procedure,
@@ -602,18 +595,9 @@ func TestVLANLearnFields(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		out, err := s.MarshalYAML()
-		if err != nil {
-			t.Fatal(err)
+		if got := s.Routing.VLAN; got == nil || *got != want {
+			t.Errorf("%s: %+v, want %+v", src, got, want)
 		}
-		again, err := Parse("again.yaml", out)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		for _, got := range []*VLANRouting{s.Routing.VLAN, again.Routing.VLAN} {
-			if got == nil || *got != want {
-				t.Errorf("%s: %+v, want %+v", src, got, want)
-			}
-		}
+		roundTrip(t, s)
 	}
 }
