@@ -64,6 +64,23 @@ type Switch struct {
 	FDB map[FDBKey]int `json:"-"`
 }
 
+// VIDs lists the VLAN IDs the switches hold, each once, in the order
+// the switches first hold them (for the fixed assignment: the fabric's
+// VLANs, which the learning procedure's hosts send in).
+func (a *Assignment) VIDs() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, sw := range a.Switches {
+		for _, m := range sw.Members {
+			if !seen[m.VID] {
+				seen[m.VID] = true
+				out = append(out, m.VID)
+			}
+		}
+	}
+	return out
+}
+
 // FDBKey is a filtering-database key: a VLAN and a destination host.
 type FDBKey struct{ VID, Host int }
 

@@ -21,8 +21,23 @@ import (
 	"github.com/ethfab/ethfab/ovs"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/switchprofile"
-	"github.com/ethfab/ethfab/vlan"
 )
+
+// upYAML brings a lab up from a scenario's text and takes it down when
+// the test ends.
+func upYAML(t *testing.T, name, body string) *Lab {
+	t.Helper()
+	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\n"+body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Down(name) })
+	lab, err := Up(context.Background(), sc, UpOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lab
+}
 
 func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
 	t.Helper()
@@ -163,16 +178,7 @@ func TestVLANRouting(t *testing.T) {
 		{"eft-vt", "{kind: fattree, u: 2, d: 4, r: 2}", "renamed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sc, err := scenario.Parse(c.name+".yaml", []byte("name: "+c.name+"\ntopology: "+c.topo+
-				"\nrouting: {mode: vlan, vlan: {assign: "+c.assign+"}}\nlinks: {host: {rate: 50mbit}}\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { Down(c.name) })
-			lab, err := Up(context.Background(), sc, UpOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			lab := upYAML(t, c.name, "topology: "+c.topo+"\nrouting: {mode: vlan, vlan: {assign: "+c.assign+"}}\nlinks: {host: {rate: 50mbit}}\n")
 			r, err := Ping(context.Background(), lab, 0, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -331,15 +337,7 @@ func count[T comparable](xs []T, v T) int {
 func TestLinkSafeOrder(t *testing.T) {
 	roottest.NeedOVS(t, "ping")
 	const name = "eft-ls"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\nlinks: {host: {rate: 50mbit}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(name) })
-	lab, err := Up(context.Background(), sc, UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := upYAML(t, name, "topology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\nlinks: {host: {rate: 50mbit}}\n")
 	host := func(n string) Host {
 		for _, h := range lab.Hosts {
 			if h.Name == n {
@@ -404,17 +402,8 @@ func TestLinkSafeOrder(t *testing.T) {
 // host in every VLAN it carries, and an all-pairs ping floods nothing.
 func TestVLANLearning(t *testing.T) {
 	roottest.NeedOVS(t, "ping")
-	const name = "eft-vl"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: mesh, dims: [3, 2]}\n"+
-		"routing: {mode: vlan, vlan: {assign: fixed, macs: learn}}\nlinks: {host: {rate: 50mbit}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(name) })
-	lab, err := Up(context.Background(), sc, UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := upYAML(t, "eft-vl", "topology: {kind: mesh, dims: [3, 2]}\n"+
+		"routing: {mode: vlan, vlan: {assign: fixed, macs: learn}}\nlinks: {host: {rate: 50mbit}}\n")
 	floods := func() (n uint64, learned []int) {
 		for _, s := range lab.Switches {
 			flows, err := ovs.DumpFlows(context.Background(), s.Mgmt)
@@ -441,14 +430,7 @@ func TestVLANLearning(t *testing.T) {
 	if before == 0 {
 		t.Errorf("no unknown unicast flooded without the learning broadcasts")
 	}
-	a, err := vlan.Assign(lab.compiled.Top, vlan.Fixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vids []int
-	for v := range a.VLANs {
-		vids = append(vids, vlan.FirstVID+v)
-	}
+	vids := lab.compiled.Ctl.VLANAssignment().VIDs()
 	var hosts []vlanlearn.Host
 	for _, h := range lab.Hosts {
 		mac, _ := net.ParseMAC(h.MAC)

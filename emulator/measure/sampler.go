@@ -164,12 +164,10 @@ type Sampler struct {
 	sampErr  error
 	// defaultBin is Options.Bin as New was given it (SetBin changes opt).
 	defaultBin time.Duration
-	// off: link ends turned off during the point (LinkOff).
-	off      map[[2]string]bool
-	varied   map[[2]string]bool // link ends whose rate the point changed
-	tagged   uint64             // tagged frames hosts sent during the point (TaggedFromHosts)
-	bin      bin
-	timeline results.Timeline
+	marks      map[[2]string]linkMark // link ends the point changed (LinkOff, LinkRateChanged)
+	tagged     uint64                 // tagged frames hosts sent during the point (TaggedFromHosts)
+	bin        bin
+	timeline   results.Timeline
 }
 
 // bin is the timeline bin being filled: where it started, the bytes the
@@ -343,13 +341,23 @@ func handleIn(ns string) (*netlink.Handle, error) {
 // LinkOff marks a link end (namespace, interface) the point turned off:
 // what it drops from then on is the modelled fabric's loss (Drops.LinkOff),
 // not the machine's. Start clears the marks.
-func (s *Sampler) LinkOff(ns, iface string) {
+func (s *Sampler) LinkOff(ns, iface string) { s.mark(ns, iface, markedOff) }
+
+// linkMark says how a point changed a link end.
+type linkMark uint8
+
+const (
+	markedOff    linkMark = 1 << iota // turned off (Drops.LinkOff)
+	markedVaried                      // its rate changed (LinkStats.Varied)
+)
+
+func (s *Sampler) mark(ns, iface string, m linkMark) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.off == nil {
-		s.off = map[[2]string]bool{}
+	if s.marks == nil {
+		s.marks = map[[2]string]linkMark{}
 	}
-	s.off[[2]string{ns, iface}] = true
+	s.marks[[2]string{ns, iface}] |= m
 }
 
 // TaggedFromHosts counts n 802.1Q-tagged frames the hosts sent during the
@@ -368,14 +376,7 @@ func (s *Sampler) TaggedFromHosts(n uint64) {
 // 002's multispeed regulation): it had no one rate to be judged by, so
 // the fidelity verdict's link-rate check leaves it out (LinkStats.Varied).
 // Start clears the marks.
-func (s *Sampler) LinkRateChanged(ns, iface string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.varied == nil {
-		s.varied = map[[2]string]bool{}
-	}
-	s.varied[[2]string{ns, iface}] = true
-}
+func (s *Sampler) LinkRateChanged(ns, iface string) { s.mark(ns, iface, markedVaried) }
 
 // SetBin sets the timeline's bin width for the points started after it
 // (0: the Options' default).
@@ -422,7 +423,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if s.stop != nil {
 		return fmt.Errorf("measure: already started")
 	}
-	s.off, s.varied, s.tagged = nil, nil, 0
+	s.marks, s.tagged = nil, 0
 	var err error
 	if s.sw0, err = s.switches(ctx); err != nil {
 		return fmt.Errorf("measure: %w", err)
@@ -829,14 +830,15 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		if e.hostFacing {
 			rx = sub(b.RxDropped, a.RxDropped)
 		}
-		if s.off[[2]string{e.ns, e.iface}] {
+		mk := s.marks[[2]string{e.ns, e.iface}]
+		if mk&markedOff != 0 {
 			r.Drops.LinkOff += tx + rx
 		} else {
 			r.Drops.Kernel += tx + rx
 			hostRx += rx
 		}
 		kdrops[[2]int{e.sw, e.port}] = [2]uint64{sub(b.RxDropped, a.RxDropped), tx}
-		ls := LinkStats{Port: e.label, Link: e.link, RateBps: e.rateBps, QueueDrops: d, Varied: s.varied[[2]string{e.ns, e.iface}],
+		ls := LinkStats{Port: e.label, Link: e.link, RateBps: e.rateBps, QueueDrops: d, Varied: mk&markedVaried != 0,
 			Bytes: sub(q1[i].Bytes, s.q0[i].Bytes), Packets: sub(q1[i].Packets, s.q0[i].Packets)}
 		if s.samples > 0 {
 			ls.Busy = float64(s.ser[i].busy) / float64(s.samples)

@@ -10,7 +10,6 @@ import (
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/hostagent/vlanlearn"
 	"github.com/ethfab/ethfab/ovs"
-	"github.com/ethfab/ethfab/vlan"
 )
 
 // learnVLANs runs seed 002's learning procedure before a load, where the
@@ -24,20 +23,14 @@ func (r *runner) learnVLANs(ctx context.Context) (stop func(), err error) {
 	if !r.lab.VLANLearn || v == nil || v.Learning != "broadcasts" {
 		return func() {}, nil
 	}
-	a, err := vlan.Assign(r.top, r.lab.VLANAssign)
-	if err != nil {
-		return nil, err
+	comp := r.lab.Compiled()
+	if comp == nil {
+		return nil, fmt.Errorf("learning broadcasts: lab %s has no compiled tables", r.lab.Lab)
 	}
-	seen := map[int]bool{}
-	var vids []int
+	a := comp.Ctl.VLANAssignment()
+	vids := a.VIDs()
 	want := make([]int, len(a.Switches)) // entries each switch must learn
 	for i, sw := range a.Switches {
-		for _, m := range sw.Members {
-			if !seen[m.VID] {
-				seen[m.VID] = true
-				vids = append(vids, m.VID)
-			}
-		}
 		want[i] = len(sw.Members) * len(r.lab.Hosts)
 	}
 	hosts := make([]vlanlearn.Host, len(r.lab.Hosts))

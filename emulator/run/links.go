@@ -52,12 +52,12 @@ func (r *runner) linkEvents(ctx context.Context, evs []scenario.LinkEvent, t0 ti
 			err = fabric.AvoidLink(ctx, r.lab, ev.A, ev.B, ev.Off)
 		case ev.Rate > 0:
 			order = ""
-			// Its ends' drops while the carrier is down for the hold
-			// are the fabric's loss, and its rate is no longer one.
+			// Its ends' drops while the carrier was down for the hold
+			// are the fabric's loss, and its rate is no longer one (the
+			// sampler sorts the point's drops when it stops).
 			var links []fabric.Link
-			if links, err = r.lab.SwitchLinks(ev.A, ev.B); err == nil {
+			if links, err = fabric.SetLinkRate(ctx, r.lab, ev.A, ev.B, ev.Rate, ev.Hold); err == nil {
 				r.markLinks(links, ev.Hold > 0, true)
-				_, err = fabric.SetLinkRate(ctx, r.lab, ev.A, ev.B, ev.Rate, ev.Hold)
 			}
 		default:
 			var links []fabric.Link
