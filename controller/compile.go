@@ -57,6 +57,10 @@ type Options struct {
 	// safe order of seed 002's link regulation).
 	VLANAssign vlan.Method
 	VLANOff    vlan.Off
+	// VLANWas, while paths change (fabric.Lab.Reroute), is the assignment
+	// they change from: each switch's transit table keeps its routes
+	// below the new ones (vlanTransit).
+	VLANWas *vlan.Assignment
 	// VLANLearn makes each switch a learning 802.1Q bridge instead of
 	// registering the hosts' MACs (routing.vlan.macs learn; fixed
 	// assignment only), its entries aging out after VLANAging (0: never).

@@ -126,9 +126,10 @@ func hostPort(c *Controller, sw int, p int32) bool {
 // VLAN mode compiles each switch as an 802.1Q bridge: table 0 tags an
 // untagged frame with its port's PVID (and, fixed, passes a trunk's tagged
 // VLANs), table 1 holds a flood per VLAN and the static filtering
-// database, table 2 takes the frames an inter-switch port gets outside
-// every path (while paths change) to every destination the switch knows,
-// each table ending in a counted miss.
+// database (a unicast it does not know going on to table 2), table 2
+// takes the frames an inter-switch port gets outside every path (while
+// paths change) to every destination the switch knows, each table ending
+// in a counted miss.
 func TestVLANTables(t *testing.T) {
 	for _, m := range []vlan.Method{vlan.Renamed, vlan.Fixed} {
 		c := compile(t, "mesh:dims=3x3", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: m})
@@ -139,11 +140,13 @@ func TestVLANTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			as := &a.Switches[sw]
-			var classify, trunk, flood, fdb, miss, transitIn, transit int
+			var classify, trunk, flood, fdb, miss, transitIn, transit, unknown int
 			for _, r := range tab.Rules {
 				switch {
 				case r.Kind == KindMiss:
 					miss++
+				case r.Kind == KindVLANTransit && r.Table == 1 && r.Goto == 2 && r.PopVLAN && r.Match.DstMask == GroupAddressBit && r.Match.Dst == 0:
+					unknown++
 				case r.Kind == KindVLANTransit && r.Table == 0 && r.Goto == 2 && r.Priority < PrioRouting:
 					transitIn++
 				case r.Kind == KindVLANTransit && r.Table == 2 && len(r.Out) == 1 && (r.PushVLAN != 0) == (m == vlan.Fixed && !hostPort(c, sw, r.Out[0])):
@@ -182,7 +185,7 @@ func TestVLANTables(t *testing.T) {
 				}
 			}
 			if classify != pvids || trunk != tagged || flood != len(as.Members) || fdb != as.MACEntries || miss != 3 ||
-				transitIn != inter+unused || transit != len(c.top.Hosts) {
+				transitIn != inter+unused || transit != len(c.top.Hosts) || unknown != 1 {
 				t.Errorf("%s %s: %d classify (%d PVIDs), %d trunk (%d tagged), %d flood (%d VLANs), %d FDB (%d), %d miss, %d to transit (%d ports), %d transit (%d hosts)",
 					m, as.Name, classify, pvids, trunk, tagged, flood, len(as.Members), fdb, as.MACEntries, miss, transitIn, inter+unused, transit, len(c.top.Hosts))
 			}
@@ -190,6 +193,32 @@ func TestVLANTables(t *testing.T) {
 				t.Errorf("renamed %s: tagged trunks", as.Name)
 			}
 		}
+	}
+	// While paths change, the new tables keep the old routes below their
+	// own: a (2,4,2) fat tree's link t0s0-t1s0 going off, the fixed
+	// assignment; t1s0's new paths lead nowhere to t0s0's hosts, so its
+	// transit table keeps sending them down the link, below everything
+	// the new paths know.
+	was := compile(t, "fattree:u=2,d=4,r=2", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: vlan.Fixed})
+	off := vlan.Off{}
+	off.Add(0, 8) // t0s0 (leaf 0) and t1s0 (the first switch above the leaves)
+	c := compile(t, "fattree:u=2,d=4,r=2", addressing.PerSwitch, Options{Mode: VLAN, VLANAssign: vlan.Fixed, VLANOff: off, VLANWas: was.VLANAssignment()})
+	down := int32(c.top.PortTo(8, 0))
+	tab, err := c.Table(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := map[addressing.MAC]bool{}
+	for _, r := range tab.Rules {
+		if r.Table == 2 && r.Priority == PrioRouting-1 {
+			if len(r.Out) != 1 || r.Out[0] != down {
+				t.Errorf("t1s0 keeps %s", r.OpenFlow())
+			}
+			kept[r.Match.Dst] = true
+		}
+	}
+	if len(kept) != 2 || !kept[c.plan.HostMAC(0)] || !kept[c.plan.HostMAC(1)] {
+		t.Errorf("t1s0 keeps old routes to %v, want t0s0's two hosts", kept)
 	}
 	top, _ := topology.Build(topology.Spec{Kind: topology.Dragonfly, P: 1, A: 2, H: 1, G: 3})
 	plan, _ := addressing.New(top, addressing.PerGroup, false)

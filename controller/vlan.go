@@ -24,12 +24,12 @@ import (
 //     the port the frame leaves by, its tag popped if that port is an
 //     untagged member; a broadcast floods the VLAN's members, tagged ones
 //     first, then untagged ones with the tag popped (OpenFlow never
-//     outputs to the ingress port: the bridge's split horizon); an unknown
-//     destination is dropped and counted.
+//     outputs to the ingress port: the bridge's split horizon); a unicast
+//     the VLAN does not know here goes to table 2.
 //
 //   - table 2, transit: a frame that enters by an inter-switch port no
 //     path enters by (untagged), or tagged with a VLAN the port is no
-//     member of, is forwarded along one of the switch's own paths to its
+//     member of, or a unicast its VLAN does not know, is forwarded along one of the switch's own paths to its
 //     destination: out of the port a VLAN whose filtering database knows
 //     the destination sends it by; a broadcast is dropped. No frame
 //     arrives so while the paths stand still. While they change
@@ -66,12 +66,7 @@ func (c *Controller) vlanRules(sw int, t *Table) {
 		}
 		t.Rules = append(t.Rules, r)
 	}
-	keys := make([]vlan.FDBKey, 0, len(a.FDB))
-	for k := range a.FDB {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(x, y vlan.FDBKey) int { return (x.VID-y.VID)*len(c.top.Hosts) + x.Host - y.Host })
-	for _, k := range keys {
+	for _, k := range sortedFDB(a, len(c.top.Hosts)) {
 		out := a.FDB[k]
 		r := Rule{Kind: KindVLAN, Table: 1, Priority: PrioRouting,
 			Match: Match{VLAN: uint16(k.VID), Dst: c.plan.HostMAC(k.Host), DstMask: Broadcast}}
@@ -82,8 +77,18 @@ func (c *Controller) vlanRules(sw int, t *Table) {
 		}
 		t.Rules = append(t.Rules, r)
 	}
+	// A unicast the frame's VLAN does not know here goes on in transit
+	// (table 2) instead of being dropped: while paths change, a
+	// neighbour's old tables may send it in by a port the new ones still
+	// take frames on, but in a VLAN (the port's new PVID, or a trunk's)
+	// that no longer carries that destination this way. Measured on a
+	// 4x4 torus (renamed VLANs, up*/down* around the link): without this
+	// rule a link off and on again in the safe order lost 695 of 18,000
+	// probes (every 100 ms, all 240 pairs), up to 14 for one pair.
+	t.Rules = append(t.Rules, Rule{Kind: KindVLANTransit, Table: 1, Priority: PrioMiss + 1,
+		Match: Match{VLAN: VLANTagged, Dst: 0, DstMask: GroupAddressBit}, PopVLAN: true, Goto: 2})
 	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Table: 1, Priority: PrioMiss})
-	c.vlanTransit(sw, t, keys, untagged)
+	c.vlanTransit(sw, t)
 }
 
 // vlanIngress is table 0's classification and ingress filtering: an
@@ -121,7 +126,7 @@ func (c *Controller) vlanIngress(sw int, t *Table, hostsTagged bool) {
 // destination out of the port table 1 would, as the first VLAN (by ID)
 // whose filtering database knows it: tagged where that port is a tagged
 // member, untagged where it is an untagged one.
-func (c *Controller) vlanTransit(sw int, t *Table, keys []vlan.FDBKey, untagged map[[2]int]bool) {
+func (c *Controller) vlanTransit(sw int, t *Table) {
 	s := &c.top.Switches[sw]
 	a := &c.vlan.Switches[sw]
 	for _, p := range s.Ports {
@@ -136,21 +141,55 @@ func (c *Controller) vlanTransit(sw int, t *Table, keys []vlan.FDBKey, untagged 
 		t.Rules = append(t.Rules, Rule{Kind: KindVLANTransit, Priority: PrioRouting - 1,
 			Match: Match{InPort: p.Num, VLAN: VLANTagged}, PopVLAN: true, Goto: 2})
 	}
-	done := map[int]bool{} // keys are in VLAN order: the first VLAN per host wins
-	for _, k := range keys {
+	done := map[int]bool{}
+	c.transitRoutes(t, a, PrioRouting, done)
+	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Table: 2, Priority: PrioMiss})
+	// Make before break: a destination the new paths no longer lead
+	// through this switch keeps its old way out, until the next change.
+	// Its neighbours still on their old tables send it frames along their
+	// old paths while the tables go in, switch by switch; the link the
+	// old paths cross is still on (the safe order turns it off after).
+	// Measured on a (2,4,2) fat tree, fixed assignment, a leaf's up link
+	// off and on again: without these rules the pairs whose paths turned
+	// lost 8-9 probes each (every 100 ms) while the tables went in.
+	if c.opts.VLANWas != nil {
+		c.transitRoutes(t, &c.opts.VLANWas.Switches[sw], PrioRouting-1, done)
+	}
+}
+
+// transitRoutes are table 2's routes from one switch's assignment, a
+// destination's first VLAN (by ID) deciding, destinations in done skipped
+// (and added).
+func (c *Controller) transitRoutes(t *Table, a *vlan.Switch, prio uint16, done map[int]bool) {
+	untagged := map[[2]int]bool{} // (VLAN, port)
+	for _, m := range a.Members {
+		for _, p := range m.Untagged {
+			untagged[[2]int{m.VID, p}] = true
+		}
+	}
+	for _, k := range sortedFDB(a, len(c.top.Hosts)) {
 		if done[k.Host] {
 			continue
 		}
 		done[k.Host] = true
 		out := a.FDB[k]
-		r := Rule{Kind: KindVLANTransit, Table: 2, Priority: PrioRouting,
+		r := Rule{Kind: KindVLANTransit, Table: 2, Priority: prio,
 			Match: Match{Dst: c.plan.HostMAC(k.Host), DstMask: Broadcast}, Out: []int32{int32(out)}}
 		if !untagged[[2]int{k.VID, out}] {
 			r.PushVLAN = uint16(k.VID)
 		}
 		t.Rules = append(t.Rules, r)
 	}
-	t.Rules = append(t.Rules, Rule{Kind: KindMiss, Table: 2, Priority: PrioMiss})
+}
+
+// sortedFDB is a switch's filtering-database keys by VLAN, then host.
+func sortedFDB(a *vlan.Switch, hosts int) []vlan.FDBKey {
+	keys := make([]vlan.FDBKey, 0, len(a.FDB))
+	for k := range a.FDB {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y vlan.FDBKey) int { return (x.VID-y.VID)*hosts + x.Host - y.Host })
+	return keys
 }
 
 // VLANAssignment is the VLAN mode's assignment (nil in other modes).

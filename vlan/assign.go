@@ -108,7 +108,7 @@ func AssignOff(top *topology.Topology, m Method, off Off) (*Assignment, error) {
 }
 
 func assignPaths(top *topology.Topology, m Method, off Off) (*Assignment, error) {
-	return AssignPaths(top, m, func(s, port, d int) ([]Hop, error) { return PathOff(top, m, off, s, port, d) })
+	return AssignPaths(top, m, OffPaths(top, m, off))
 }
 
 // PathFunc is a path set: the switch path from switch s, entered by host

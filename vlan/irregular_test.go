@@ -66,14 +66,14 @@ func irregular(rng *rand.Rand, n, maxLinks int) *topology.Topology {
 	return top
 }
 
-// upDown is up*/down* routing on a breadth-first spanning tree from
+// upDownTrees is up*/down* routing on a breadth-first spanning tree from
 // switch 0 (the deadlock-free routing seed 002 assigns VLANs to on
 // irregular topologies): a link leads up towards the lower level (the
 // lower ID on one level), and no path goes up after it went down. From
 // each source the paths follow one tree, as the fixed assignment wants:
 // breadth-first over (switch, gone down) states, each switch keeping the
 // first state that reaches it.
-func upDown(top *topology.Topology) PathFunc {
+func upDownTrees(top *topology.Topology) PathFunc {
 	n := len(top.Switches)
 	level := make([]int, n)
 	for i := range level {
@@ -155,7 +155,7 @@ func TestTheorem2Irregular(t *testing.T) {
 			degree = max(degree, len(sw.Ports))
 		}
 		for _, m := range []Method{Fixed, Renamed} {
-			a, err := AssignPaths(top, m, upDown(top))
+			a, err := AssignPaths(top, m, upDownTrees(top))
 			if err != nil {
 				t.Fatalf("trial %d (%d switches, up to %d links each) %s: %v", trial, n, links, m, err)
 			}

@@ -49,7 +49,7 @@ type Hop struct {
 // same topologies (controller/paths.go); VLANs carry the state. port is
 // the source host's port on s; m the assignment the paths are for.
 func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
-	return PathOff(top, m, nil, s, port, d)
+	return pathOn(top, m, s, port, d)
 }
 
 // Off is a set of links turned off, as the switch pairs they join (lower
@@ -62,21 +62,70 @@ func (o Off) Has(a, b int) bool { return o[[2]int{min(a, b), max(a, b)}] }
 // Add turns the link between switches a and b off.
 func (o Off) Add(a, b int) { o[[2]int{min(a, b), max(a, b)}] = true }
 
-// PathOff is Path around links turned off. Seed 002 routes a mesh around
-// one horizontal link off with the north-last turn model ("a single
-// horizontal (x-directional) link is deactivated and the north-last turn
-// model is employed to avoid it"): a frame makes all of its north moves
-// last, so it crosses the first dimension in the row it starts in, as
-// dimension order does, unless the link off lies on that stretch; then it
-// goes south one row first, crosses there, and then on to its
-// destination's row (north last).
-// North points away from the link's row's side of the mesh, so a row
-// below it exists. Other topologies, and links off in other dimensions or
-// several rows, are refused: the paper gives no path set for them.
+// PathOff is Path around links turned off (OffPaths), one path: it
+// computes the whole path set each call; AssignOff keeps one.
 func PathOff(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, error) {
-	if len(off) > 0 {
-		return northLast(top, off, s, port, d)
+	return OffPaths(top, m, off)(s, port, d)
+}
+
+// OffPaths is the path set around links turned off, computed once and
+// kept:
+//
+//   - With no link off, Path.
+//   - Renamed, a two-dimensional mesh, links off in one row of its first
+//     dimension: seed 002's own case ("a single horizontal (x-directional)
+//     link is deactivated and the north-last turn model is employed to
+//     avoid it", northLast).
+//   - Fixed, any topology: the paths from each switch must stay one tree
+//     (the method's precondition), so each switch keeps the part of its
+//     tree the links off leave whole, and the switches cut away hang
+//     back on by breadth-first search over the links still on
+//     (repairTree): a pair whose path does not cross a link off keeps it.
+//   - Renamed, any other case: up*/down* over the links still on
+//     (upDown). The paper routes renamed VLANs by "an existing routing
+//     algorithm" that is deadlock-free (Theorem 1: then broadcasts
+//     terminate); dimension order with a link missing is not, and
+//     up*/down* is on any connected topology. It moves pairs that did not
+//     cross the link too; the safe order's transit table
+//     (controller/vlan.go) moves them without loss.
+//
+// A topology the links off cut in two is refused, naming a pair.
+func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
+	if len(off) == 0 {
+		return func(s, port, d int) ([]Hop, error) { return Path(top, m, s, port, d) }
 	}
+	if m == Renamed && northLastFits(top, off) == nil {
+		return func(s, port, d int) ([]Hop, error) { return northLast(top, off, s, port, d) }
+	}
+	if m == Fixed {
+		trees := map[int][]tie{}
+		return func(s, port, d int) ([]Hop, error) {
+			t, ok := trees[s]
+			if !ok {
+				var err error
+				if t, err = repairTree(top, off, s, port); err != nil {
+					return nil, err
+				}
+				trees[s] = t
+			}
+			return treePath(top, t, off, s, port, d)
+		}
+	}
+	var ud *upDownTables
+	var udErr error
+	return func(s, port, d int) ([]Hop, error) {
+		if ud == nil && udErr == nil {
+			ud, udErr = upDown(top, off)
+		}
+		if udErr != nil {
+			return nil, udErr
+		}
+		return ud.path(top, s, port, d)
+	}
+}
+
+// pathOn is the path set's own routing with no link off.
+func pathOn(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 	var hops []Hop
 	in := port
 	step := func(at, out int) int {
@@ -187,16 +236,12 @@ func indexOf(xs []int, v int) int {
 // its first dimension (PathOff).
 func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
 	sp := top.Spec
-	if sp.Kind != topology.Mesh || len(sp.Dims) != 2 || sp.Dims[1] < 2 {
-		return nil, fmt.Errorf("vlan: links off are routed around on two-dimensional meshes only (north-last), not %s", sp)
+	if err := northLastFits(top, off); err != nil {
+		return nil, err
 	}
 	row := -1
 	for l := range off {
-		a, b := &top.Switches[l[0]], &top.Switches[l[1]]
-		if a.Coords[1] != b.Coords[1] || (row >= 0 && a.Coords[1] != row) {
-			return nil, fmt.Errorf("vlan: north-last routes around links off in one row of the first dimension; %s-%s is not", a.Name, b.Name)
-		}
-		row = a.Coords[1]
+		row = top.Switches[l[0]].Coords[1]
 	}
 	north := 1 // north points away from the mesh's edge the row is on
 	if row == 0 {
@@ -242,4 +287,23 @@ func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
 	walk(0, dx)
 	walk(1, dy)
 	return append(hops, Hop{Switch: d, In: in}), nil
+}
+
+// northLastFits says why north-last cannot route around the links off,
+// or nil: it needs a two-dimensional mesh and the links in one row of its
+// first dimension.
+func northLastFits(top *topology.Topology, off Off) error {
+	sp := top.Spec
+	if sp.Kind != topology.Mesh || len(sp.Dims) != 2 || sp.Dims[1] < 2 {
+		return fmt.Errorf("vlan: north-last routes around links off on two-dimensional meshes, not %s", sp)
+	}
+	row := -1
+	for l := range off {
+		a, b := &top.Switches[l[0]], &top.Switches[l[1]]
+		if a.Coords[1] != b.Coords[1] || (row >= 0 && a.Coords[1] != row) {
+			return fmt.Errorf("vlan: north-last routes around links off in one row of the first dimension; %s-%s is not", a.Name, b.Name)
+		}
+		row = a.Coords[1]
+	}
+	return nil
 }

@@ -162,7 +162,7 @@ func (a *Assignment) flood(top *topology.Topology, src topology.Host) (map[int]i
 func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) string {
 	path := a.path
 	if path == nil {
-		path = func(s, port, d int) ([]Hop, error) { return PathOff(top, a.Method, a.Off, s, port, d) }
+		path = OffPaths(top, a.Method, a.Off)
 	}
 	p, err := path(src.Switch, src.Port, dst.Switch)
 	if err != nil {

@@ -3,8 +3,10 @@ package vlan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ethfab/ethfab/topology"
 )
@@ -242,7 +244,111 @@ func TestMeshLinkOff(t *testing.T) {
 			}
 		}
 	}
-	if _, err := AssignOff(build(t, "torus:dims=4x4,links=2"), Renamed, Off{{0, 1}: true}); err == nil {
-		t.Error("a torus around a link off: accepted")
+}
+
+// Links off on every other topology and with the fixed method: each link
+// of the fabric off in turn (and two at once), both methods; every pair
+// carried on its path, broadcasts once (fixed) or dying out (renamed), no
+// path through a link off; the fixed method keeps every pair's path that
+// did not cross the link. A link whose loss cuts the fabric (every
+// M-tree link) is refused, naming the switches cut apart.
+func TestLinkOffEverywhere(t *testing.T) {
+	for _, spec := range []string{
+		"mesh:dims=4x4", "mesh:dims=3x3x3", "torus:dims=4x4", "torus:dims=4x4,links=2",
+		"torus:dims=3x3x3", "ring:n=6", "ring:n=5,links=2", "fattree:u=2,d=4,r=2", "myriclos:n=4,t=2",
+	} {
+		top := build(t, spec)
+		start := time.Now()
+		var offs []Off
+		for i, l := range top.Links {
+			if l.Class == topology.ClassHost {
+				continue
+			}
+			off := Off{}
+			off.Add(l.A.Switch, l.B.Switch)
+			offs = append(offs, off)
+			// and one far from it: the link half the list on
+			if j := (i + len(top.Links)/2) % len(top.Links); top.Links[j].Class != topology.ClassHost {
+				two := Off{}
+				two.Add(l.A.Switch, l.B.Switch)
+				two.Add(top.Links[j].A.Switch, top.Links[j].B.Switch)
+				offs = append(offs, two)
+			}
+		}
+		for _, m := range []Method{Fixed, Renamed} {
+			on, err := Assign(top, m)
+			if err != nil {
+				t.Fatalf("%s %s: %v", spec, m, err)
+			}
+			for _, off := range offs {
+				a, err := AssignOff(top, m, off)
+				if cut(top, off) {
+					if err == nil || !strings.Contains(err.Error(), "cannot reach") {
+						t.Fatalf("%s %s, %v off cuts the fabric: %v, want it refused", spec, m, off, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s %s, %v off: %v", spec, m, off, err)
+				}
+				r, err := Verify(top, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Failures+r.BroadcastFailures != 0 {
+					t.Fatalf("%s %s, %v off: %d of %d pairs failed, %d of %d broadcasts: %v", spec, m, off, r.Failures, r.Pairs, r.BroadcastFailures, r.Broadcasts, r.Examples)
+				}
+				for _, h := range top.Hosts {
+					for _, g := range top.Hosts {
+						p, err := a.path(h.Switch, h.Port, g.Switch)
+						if err != nil {
+							t.Fatal(err)
+						}
+						crossed := false
+						for i := 0; i+1 < len(p); i++ {
+							if off.Has(p[i].Switch, p[i+1].Switch) {
+								t.Fatalf("%s %s: %s -> %s crosses a link off", spec, m, h.Name, g.Name)
+							}
+						}
+						if m != Fixed {
+							continue
+						}
+						was, _ := on.path(h.Switch, hostPorts(&top.Switches[h.Switch])[0], g.Switch)
+						for i := 0; i+1 < len(was); i++ {
+							crossed = crossed || off.Has(was[i].Switch, was[i+1].Switch)
+						}
+						got, _ := a.path(h.Switch, hostPorts(&top.Switches[h.Switch])[0], g.Switch)
+						if !crossed && !slices.Equal(got, was) {
+							t.Fatalf("%s fixed, %v off: %s -> %s moved from %v to %v without crossing it", spec, off, h.Name, g.Name, was, got)
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d sets of links off, %v", spec, len(offs), time.Since(start))
 	}
+	top := build(t, "mtree:dims=4x4")
+	l := top.Links[len(top.Links)-1]
+	off := Off{}
+	off.Add(l.A.Switch, l.B.Switch)
+	for _, m := range []Method{Fixed, Renamed} {
+		if _, err := AssignOff(top, m, off); err == nil || !strings.Contains(err.Error(), "cannot reach") {
+			t.Errorf("an M-tree link off, %s: %v, want it refused", m, err)
+		}
+	}
+}
+
+// cut says whether the links off leave some switch unable to reach
+// another.
+func cut(top *topology.Topology, off Off) bool {
+	seen := map[int]bool{0: true}
+	for q := []int{0}; len(q) > 0; q = q[1:] {
+		for _, p := range top.Switches[q[0]].Ports {
+			if p.Class != topology.ClassHost && !off.Has(q[0], p.Peer.Switch) && !seen[p.Peer.Switch] {
+				seen[p.Peer.Switch] = true
+				q = append(q, p.Peer.Switch)
+			}
+		}
+	}
+	return len(seen) < len(top.Switches)
 }

@@ -38,7 +38,8 @@ OpenFlow bundle.
 
 --order safe (the default on a lab routed by VLANs, the only one it applies to) is
 seed 002's: before a link goes off, every switch's VLAN paths are recomputed around
-it (north-last on a two-dimensional mesh) and installed; after it comes on, they are
+it (north-last on a two-dimensional mesh with renamed VLANs, each switch's tree repaired
+with fixed ones, up*/down* elsewhere) and installed; after it comes on, they are
 recomputed with it. --order unsafe leaves routing as it is: pairs whose paths cross
 the link lose their frames while it is off.
 

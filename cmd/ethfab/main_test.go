@@ -180,6 +180,7 @@ func TestFlagRanges(t *testing.T) {
 		{[]string{"up", "--instances", "65", "none.yaml"}, "--instances: 65 is out of range"},
 		{[]string{"ping", "lab", "--sample", "0"}, "--sample: 0 is out of range"},
 		{[]string{"ping", "lab", "--sample", "-5"}, "--sample: -5 is out of range"},
+		{[]string{"plan", "--topology", "mesh:dims=3x3", "--routing", "vlan", "--link-off", "s0-0"}, `--link-off "s0-0": want A:B`},
 	} {
 		r := ethfab(t, os.Args[0], root, nil, c.args...)
 		if r.code == 0 || !strings.Contains(r.stderr, c.want) {

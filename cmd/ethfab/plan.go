@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -31,6 +32,7 @@ Examples:
   ethfab plan --topology flatfly:dims=15x15x15x6,t=15 --addressing per-group --compact --json
   ethfab plan --topology torus:dims=4x4,links=2 --verify
   ethfab plan --topology mesh:dims=4x4 --vlan-assign fixed --verify
+  ethfab plan --topology torus:dims=4x4,links=2 --routing vlan --link-off s1-1:s2-1 --verify
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T]"},
@@ -39,6 +41,7 @@ Examples:
 			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional | qcn-switch | vlan"},
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
 			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree; default renamed with --routing vlan, which compiles them as 802.1Q bridges); --verify walks them"},
+			&cli.StringSliceFlag{Name: "link-off", Usage: "A:B: route the VLAN paths around the link between switches A and B, as `ethfab link LAB A B off` does in the safe order (repeatable)"},
 			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP, source guard)"},
 			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},
@@ -75,6 +78,14 @@ Examples:
 					return fmt.Errorf("--vlan-assign: %w", err)
 				}
 			}
+			var off [][2]string
+			for _, l := range c.StringSlice("link-off") {
+				a, b, ok := strings.Cut(l, ":")
+				if !ok || a == "" || b == "" {
+					return fmt.Errorf("--link-off %q: want A:B, two switch names", l)
+				}
+				off = append(off, [2]string{a, b})
+			}
 			avail, err := kernel.MemAvailableMiB()
 			if err != nil {
 				return err
@@ -86,7 +97,7 @@ Examples:
 			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
 				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
-				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm})
+				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off})
 			if err != nil {
 				return err
 			}

@@ -89,9 +89,10 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 // the target link. Step 2: Implement the path set … Step 3: Deactivate the
 // target link"; "Off to On: Step 1: Activate the target link. Step 2: …
 // calculate the path set so that it uses the target link. Step 3:
-// Implement the path set". The path set around links off is north-last
-// on a two-dimensional mesh (vlan.PathOff); each switch's new tables go in
-// as one OpenFlow bundle. The lab's state records the links off.
+// Implement the path set". The path set around links off is
+// vlan.OffPaths's (north-last, repaired trees or up*/down*); each
+// switch's new tables go in as one OpenFlow bundle. The lab's state
+// records the links off.
 func setLinkSafe(ctx context.Context, l *Lab, links []Link, pair [2]string, on bool, hold time.Duration) error {
 	if l.Routing != controller.VLAN {
 		return fmt.Errorf("lab %s: the safe order moves VLAN paths; it is routed %s (use the unsafe order)", l.Lab, l.Routing)
@@ -165,19 +166,21 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if err != nil {
 		return err
 	}
-	compile := func(off vlan.Off) (*controller.Controller, error) {
+	compile := func(off vlan.Off, was *vlan.Assignment) (*controller.Controller, error) {
 		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off,
-			VLANLearn: l.VLANLearn, VLANAging: l.VLANAging})
+			VLANWas: was, VLANLearn: l.VLANLearn, VLANAging: l.VLANAging})
 		if err != nil {
 			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
 		}
 		return ctl, nil
 	}
-	was, err := compile(offOf(l.VLANOff))
+	was, err := compile(offOf(l.VLANOff), nil)
 	if err != nil {
 		return err
 	}
-	ctl, err := compile(offOf(offPairs))
+	// The new tables keep the old routes below their own (make before
+	// break, controller.vlanTransit).
+	ctl, err := compile(offOf(offPairs), was.VLANAssignment())
 	if err != nil {
 		return err
 	}

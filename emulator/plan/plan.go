@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -38,6 +39,9 @@ type Options struct {
 	// VLAN, when set, also assigns seed 002's switch-tagged VLANs by that
 	// method (seed 002's topologies only); Verify walks them too.
 	VLAN vlan.Method
+	// LinksOff are links between switches (by name) the VLAN paths avoid,
+	// as `ethfab link ... off` in the safe order routes around them.
+	LinksOff [][2]string
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
@@ -78,6 +82,8 @@ type Report struct {
 // VLANReport is seed 002's VLAN assignment of the fabric (--vlan-assign).
 type VLANReport struct {
 	Method vlan.Method `json:"method"`
+	// LinksOff are the links the paths avoid (--link-off), as A-B.
+	LinksOff []string `json:"links_off,omitempty"`
 	// VLANs: the fabric's for fixed, the most on one switch for renamed.
 	VLANs int `json:"vlans"`
 	// Table3 is the paper's count where its Table 3 has a row.
@@ -97,19 +103,24 @@ type Table3Row struct {
 }
 
 // vlanReport assigns (unless the controller routing by VLANs already
-// did: a) and, with verify, walks the VLANs.
-func vlanReport(top *topology.Topology, m vlan.Method, a *vlan.Assignment, verify bool) (*VLANReport, error) {
+// did: a) around the links off and, with verify, walks the VLANs.
+func vlanReport(top *topology.Topology, m vlan.Method, off vlan.Off, a *vlan.Assignment, verify bool) (*VLANReport, error) {
 	if !top.Spec.Kind.Testbed() {
 		return nil, fmt.Errorf("VLAN assignment runs on seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", top.Spec.Kind)
 	}
 	var err error
 	if a == nil {
-		if a, err = vlan.Assign(top, m); err != nil {
+		if a, err = vlan.AssignOff(top, m, off); err != nil {
 			return nil, err
 		}
 	}
 	r := &VLANReport{Method: m, VLANs: a.VLANs, Switches: a.Switches, HostLimit: map[string]int{}}
-	if f, v, ok := vlan.Table3(top.Spec, m); ok {
+	for l := range off {
+		r.LinksOff = append(r.LinksOff, top.Switches[l[0]].Name+"-"+top.Switches[l[1]].Name)
+	}
+	slices.Sort(r.LinksOff)
+	// Table 3 counts the whole fabric's VLANs.
+	if f, v, ok := vlan.Table3(top.Spec, m); ok && len(off) == 0 {
 		r.Table3 = &Table3Row{Formula: f, Value: v, Matches: v == a.VLANs}
 	}
 	for _, t := range []int{8000, 10000, 12000} {
@@ -161,7 +172,14 @@ func Run(o Options) (*Report, error) {
 	if o.Mode == controller.VLAN && o.VLAN == "" {
 		o.VLAN = vlan.Renamed
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard, VLANAssign: o.VLAN})
+	off, err := linksOff(top, o.LinksOff)
+	if err != nil {
+		return nil, err
+	}
+	if len(off) > 0 && o.VLAN == "" {
+		return nil, fmt.Errorf("links off are routed around by VLAN paths only (--routing vlan or --vlan-assign)")
+	}
+	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard, VLANAssign: o.VLAN, VLANOff: off})
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +189,30 @@ func Run(o Options) (*Report, error) {
 	if err != nil || o.VLAN == "" {
 		return r, err
 	}
-	r.VLAN, err = vlanReport(top, o.VLAN, ctl.VLANAssignment(), o.Verify)
+	r.VLAN, err = vlanReport(top, o.VLAN, off, ctl.VLANAssignment(), o.Verify)
 	return r, err
+}
+
+// linksOff resolves links named by their switches.
+func linksOff(top *topology.Topology, pairs [][2]string) (vlan.Off, error) {
+	id := map[string]int{}
+	for i := range top.Switches {
+		id[top.Switches[i].Name] = i
+	}
+	off := vlan.Off{}
+	for _, p := range pairs {
+		for _, n := range p {
+			if _, ok := id[n]; !ok {
+				return nil, fmt.Errorf("link %s-%s off: %s has no switch %s", p[0], p[1], top.Spec, n)
+			}
+		}
+		a, b := id[p[0]], id[p[1]]
+		if top.PortTo(a, b) == 0 {
+			return nil, fmt.Errorf("link %s-%s off: no link joins them", p[0], p[1])
+		}
+		off.Add(a, b)
+	}
+	return off, nil
 }
 
 // Describe is Run's report on tables already compiled (a lab's), which it
@@ -348,6 +388,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	if v := r.VLAN; v != nil {
 		t3 := "no Table 3 row"
+		if len(v.LinksOff) > 0 {
+			t3 = "around the links off " + strings.Join(v.LinksOff, ", ")
+		}
 		if v.Table3 != nil {
 			verdict := "matches"
 			if !v.Table3.Matches {

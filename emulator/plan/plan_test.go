@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,5 +131,32 @@ func TestVLANPlan(t *testing.T) {
 	df, _ := topology.ParseSpec("dragonfly:p=1,a=2,h=1")
 	if _, err := Run(Options{Topology: df, Scheme: addressing.PerGroup, Mode: controller.Minimal, VLAN: vlan.Renamed}); err == nil {
 		t.Error("VLANs on a Dragonfly: accepted")
+	}
+
+	// --link-off: the paths around a link (north-last here: 3 renamed
+	// VLANs where Table 3's n = 2 is the whole fabric's), walked; links
+	// that do not exist, or whose loss cuts the fabric, refused.
+	r, err = Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.VLAN, Verify: true, LinksOff: [][2]string{{"s2-2", "s1-2"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.VLAN; v.VLANs != 3 || v.Table3 != nil || !slices.Equal(v.LinksOff, []string{"s1-2-s2-2"}) || v.Verify.Failures+v.Verify.BroadcastFailures != 0 {
+		t.Errorf("4x4 mesh, renamed, s1-2-s2-2 off: %d VLANs, Table 3 %v, links off %v, %+v", v.VLANs, v.Table3, v.LinksOff, v.Verify)
+	}
+	mt, _ := topology.ParseSpec("mtree:dims=4x4")
+	for _, c := range []struct {
+		sp   topology.Spec
+		off  [2]string
+		mode controller.Mode
+		want string
+	}{
+		{sp, [2]string{"s1-2", "s3-2"}, controller.VLAN, "no link joins them"},
+		{sp, [2]string{"s1-2", "s9-9"}, controller.VLAN, "has no switch s9-9"},
+		{sp, [2]string{"s1-2", "s2-2"}, controller.Minimal, "VLAN paths only"},
+		{mt, [2]string{"s0-0", "s1-0"}, controller.VLAN, "s0-0 cannot reach s1-0"},
+	} {
+		if _, err := Run(Options{Topology: c.sp, Scheme: addressing.PerSwitch, Mode: c.mode, LinksOff: [][2]string{c.off}}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s, %v off, %s: %v, want %q", c.sp, c.off, c.mode, err, c.want)
+		}
 	}
 }
