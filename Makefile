@@ -12,12 +12,14 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ethfab
 
 # The BPF programs (the eBPF datapath's emulator/datapath/bpf/switch.c,
-# the traffic engine's send stamp hostagent/traffic/bpf/stamp.c) are
+# the traffic engine's send stamp hostagent/traffic/bpf/stamp.c, the tagged
+# host ports' emulator/fabric/bpf/vlanport.c) are
 # compiled here and their objects committed, so building ethfab needs no clang; after
 # editing the C, run `make bpf` (clang and libbpf-dev: apt install clang
 # libbpf-dev) and commit the object. TestObjectIsBuiltFromSource and
-# TestStampObjectIsBuiltFromSource check each pair agrees wherever clang is installed.
-BPF_SRC = emulator/datapath/bpf/switch.c hostagent/traffic/bpf/stamp.c
+# TestStampObjectIsBuiltFromSource and TestVLANPortObjectIsBuiltFromSource check each pair
+# agrees wherever clang is installed.
+BPF_SRC = emulator/datapath/bpf/switch.c hostagent/traffic/bpf/stamp.c emulator/fabric/bpf/vlanport.c
 bpf:
 	for src in $(BPF_SRC); do \
 		obj=$$(dirname $$(dirname $$src))/$$(basename $$src .c).bpf.o; \

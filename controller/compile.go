@@ -61,6 +61,9 @@ type Options struct {
 	// they change from: each switch's transit table keeps its routes
 	// below the new ones (vlanTransit).
 	VLANWas *vlan.Assignment
+	// VLANTagged are the hosts (IDs) whose ports are tagged members of
+	// their VLANs (routing.vlan.tagged_hosts; vlan.Assignment.TagHosts).
+	VLANTagged []int
 	// VLANLearn makes each switch a learning 802.1Q bridge instead of
 	// registering the hosts' MACs (routing.vlan.macs learn; fixed
 	// assignment only), its entries aging out after VLANAging (0: never).
@@ -125,6 +128,9 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		}
 		var err error
 		if c.vlan, err = vlan.AssignOff(c.top, c.opts.VLANAssign, opts.VLANOff); err != nil {
+			return nil, err
+		}
+		if err := c.vlan.TagHosts(c.top, opts.VLANTagged); err != nil {
 			return nil, err
 		}
 		return c, nil

@@ -130,9 +130,11 @@ func (c *Controller) vlanTransit(sw int, t *Table) {
 	s := &c.top.Switches[sw]
 	a := &c.vlan.Switches[sw]
 	for _, p := range s.Ports {
-		if p.Class == topology.ClassHost {
+		if p.Class == topology.ClassHost && !c.vlan.TaggedHosts[p.Host] {
 			continue
 		}
+		// A tagged host's frames in a VLAN its port no longer has (the
+		// paths changed before the host's tag did) go on in transit too.
 		if a.PVID[p.Num-1] == 0 {
 			t.Rules = append(t.Rules, Rule{Kind: KindVLANTransit, Priority: PrioRouting - 1,
 				Match: Match{InPort: p.Num, VLAN: VLANUntagged}, Goto: 2})

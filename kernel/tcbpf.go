@@ -50,13 +50,21 @@ func NoTCX(err error) bool {
 // interface goes, so nothing outlives the namespace. name labels the
 // filter in `tc filter show`.
 func AttachIngress(ns string, ifindexes []int, progFD int, name string) error {
-	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_INGRESS)
+	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_INGRESS, 1)
 }
 
 // AttachEgress is AttachIngress on the egress: the program sees each frame
 // the interface sends before its root qdisc queues it.
 func AttachEgress(ns string, ifindexes []int, progFD int, name string) error {
-	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS)
+	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS, 1)
+}
+
+// AttachEgressAfter is AttachEgress one filter priority later: its program
+// sees each frame after AttachEgress's has passed it on (TC_ACT_UNSPEC),
+// whichever was attached first; after a tcx program too, which runs before
+// every cls_bpf filter.
+func AttachEgressAfter(ns string, ifindexes []int, progFD int, name string) error {
+	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS, 2)
 }
 
 // DetachEgress removes the filter AttachEgress added (the clsact qdisc
@@ -67,10 +75,24 @@ func DetachEgress(ns string, ifindex int) error {
 		return err
 	}
 	defer h.Close()
-	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, ""))
+	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, "", 1))
 }
 
-func attachBPF(ns string, ifindexes []int, progFD int, name string, parent uint32) error {
+// DetachEgressAfter removes the filter AttachEgressAfter added.
+func DetachEgressAfter(ns string, ifindex int) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, "", 2))
+}
+
+// FilterExists says whether an attach failed because the interface has
+// that filter already.
+func FilterExists(err error) bool { return errors.Is(err, unix.EEXIST) }
+
+func attachBPF(ns string, ifindexes []int, progFD int, name string, parent uint32, prio uint16) error {
 	h, err := handleAt(ns)
 	if err != nil {
 		return err
@@ -81,14 +103,14 @@ func attachBPF(ns string, ifindexes []int, progFD int, name string, parent uint3
 		if err := h.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("netns %q ifindex %d: clsact qdisc: %w", ns, idx, err)
 		}
-		if err := h.FilterAdd(bpfFilter(idx, parent, progFD, name)); err != nil {
+		if err := h.FilterAdd(bpfFilter(idx, parent, progFD, name, prio)); err != nil {
 			return fmt.Errorf("netns %q ifindex %d: bpf filter: %w", ns, idx, err)
 		}
 	}
 	return nil
 }
 
-func bpfFilter(ifindex int, parent uint32, progFD int, name string) *netlink.BpfFilter {
+func bpfFilter(ifindex int, parent uint32, progFD int, name string, prio uint16) *netlink.BpfFilter {
 	return &netlink.BpfFilter{FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindex, Parent: parent,
-		Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1}, Fd: progFD, Name: name, DirectAction: true}
+		Handle: 1, Protocol: unix.ETH_P_ALL, Priority: prio}, Fd: progFD, Name: name, DirectAction: true}
 }

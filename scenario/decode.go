@@ -227,7 +227,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 		s.Topology, topoOK = d.topology(e.val, "topology")
 	}
 	s.Addressing = d.addressing(f["addressing"], s.Topology.Kind)
-	s.Routing = d.routing(f["routing"])
+	s.Routing = d.routing(f["routing"], s, topoOK)
 	s.Links = d.links(f["links"], s.Topology.Kind, topoOK)
 	if e := f["switch_profile"]; e != nil {
 		if v, ok := d.str(e.val, "switch_profile"); ok {
@@ -396,7 +396,7 @@ func (d *decoder) addressing(e *entry, kind topology.Kind) Addressing {
 	return a
 }
 
-func (d *decoder) routing(e *entry) Routing {
+func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 	r := Routing{Mode: controller.Minimal}
 	if e == nil {
 		return r
@@ -412,7 +412,7 @@ func (d *decoder) routing(e *entry) Routing {
 	if r.Mode == controller.VLAN {
 		v := VLANRouting{Assign: vlan.Renamed, MACs: "static"}
 		if e := f["vlan"]; e != nil {
-			vf := d.fields(e.val, "routing.vlan", "assign", "macs", "aging", "learning")
+			vf := d.fields(e.val, "routing.vlan", "assign", "macs", "aging", "learning", "tagged_hosts")
 			if e := vf["assign"]; e != nil {
 				if s, ok := d.enum(e.val, "routing.vlan.assign", "fixed", "renamed"); ok {
 					v.Assign = vlan.Method(s)
@@ -450,6 +450,9 @@ func (d *decoder) routing(e *entry) Routing {
 				if s, ok := d.enum(e.val, "routing.vlan.learning", "broadcasts", "none"); ok {
 					v.Learning = s
 				}
+			}
+			if e := vf["tagged_hosts"]; e != nil {
+				v.TaggedHosts = d.hostList(e.val, "routing.vlan.tagged_hosts", s, topoOK)
 			}
 		}
 		r.VLAN = &v
@@ -953,7 +956,7 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 		d.errf(n, path, "must be a mapping such as {pattern: uniform, loads: [0.1, 0.5]}, got %s", describe(n))
 		return t
 	}
-	f := d.fields(n, path, "pattern", "app", "loads", "frame", "duration", "seed", "flows")
+	f := d.fields(n, path, "pattern", "app", "loads", "frame", "duration", "warmup", "seed", "flows")
 	if e := f["pattern"]; e == nil {
 		d.errf(n, join(path, "pattern"), "required (want %s)", patternList)
 	} else if v, ok := d.str(e.val, join(path, "pattern")); ok {
@@ -1043,6 +1046,14 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 			t.Duration = v
 		}
 	}
+	if e := f["warmup"]; e != nil {
+		if v, ok := d.duration(e.val, join(path, "warmup")); ok {
+			if v <= 0 || v > 10*time.Minute {
+				d.errf(e.val, join(path, "warmup"), "must be positive and at most 10m, got %s", e.val.text)
+			}
+			t.Warmup = v
+		}
+	}
 	if e := f["seed"]; e != nil {
 		t.Seed, _ = d.integer(e.val, join(path, "seed"))
 	}
@@ -1107,6 +1118,31 @@ func (d *decoder) flows(n *node, path string, s *Scenario, topoOK bool, dur time
 			}
 		}
 		out = append(out, fl)
+	}
+	return out
+}
+
+// hostList reads a list of distinct host names.
+func (d *decoder) hostList(n *node, path string, s *Scenario, topoOK bool) []string {
+	if n.kind != seqNode {
+		d.errf(n, path, "must be a list of host names, e.g. [s0h0], got %s", describe(n))
+		return nil
+	}
+	known := d.hostNames(s, topoOK)
+	seen := map[string]bool{}
+	var out []string
+	for i, it := range n.items {
+		v, ok := d.str(it, index(path, i))
+		switch {
+		case !ok:
+		case known != nil && !known[v]:
+			d.errf(it, index(path, i), "%s has no host %q", s.Topology, v)
+		case seen[v]:
+			d.errf(it, index(path, i), "%s is listed twice", v)
+		default:
+			seen[v] = true
+			out = append(out, v)
+		}
 	}
 	return out
 }

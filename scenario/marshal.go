@@ -117,6 +117,13 @@ func (s *Scenario) effectiveTree() *node {
 			vm.add("aging", mkStr(FormatDuration(v.Aging)))
 			vm.add("learning", mkStr(v.Learning))
 		}
+		if len(v.TaggedHosts) > 0 {
+			th := &node{kind: seqNode, flow: true}
+			for _, h := range v.TaggedHosts {
+				th.items = append(th.items, mkUser(h))
+			}
+			vm.add("tagged_hosts", th)
+		}
 		routing.add("vlan", vm)
 	}
 	if q := s.Routing.QCN; q != nil {
@@ -218,6 +225,9 @@ func (s *Scenario) effectiveTree() *node {
 			tm.add("loads", loads)
 			tm.add("frame", mkInt(int64(t.Frame)))
 			tm.add("duration", mkStr(FormatDuration(t.Duration)))
+			if t.Warmup > 0 {
+				tm.add("warmup", mkStr(FormatDuration(t.Warmup)))
+			}
 			tm.add("seed", mkInt(t.Seed))
 			if len(t.Flows) > 0 {
 				fl := &node{kind: seqNode}

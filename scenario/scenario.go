@@ -82,6 +82,10 @@ type VLANRouting struct {
 	MACs     string
 	Aging    time.Duration
 	Learning string
+	// TaggedHosts are hosts whose switch ports are tagged members of
+	// their VLANs (seed 002's T ports): they send and receive 802.1Q
+	// frames, in their port's VLAN. Seed 002 Tables 4 and 5's U-T and T-U.
+	TaggedHosts []string
 }
 
 // DefaultAging is a learning switch's aging time (802.1D's 300 s).
@@ -395,7 +399,12 @@ type Traffic struct {
 	Loads     []float64
 	Frame     int           // bytes, 64..9000, default 1000
 	Duration  time.Duration // per load, default 4s
-	Seed      int64         // default 1
+	// Warmup is sent before each load's measured Duration and not
+	// measured (0: the run's, 500ms): time for queues to reach their
+	// steady state, such as a link offered a little more than it
+	// carries filling its queue before it drops.
+	Warmup time.Duration
+	Seed   int64 // default 1
 	// Flows are pattern flows' flows.
 	Flows []traffic.Flow
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,10 @@ func TestErrors(t *testing.T) {
 		{"mesh routed valiant", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a mesh is routed minimally"},
 		{"vlan on a dragonfly", "name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "vlan needs one of seed 002's topologies"},
 		{"vlan learning renamed", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "learn needs assign: fixed"},
+		{"warmup zero", head + "phases:\n  - name: a\n    traffic: {pattern: uniform, loads: [0.1], warmup: 0s}\n", 5, 55, "phases[0].traffic.warmup", "must be positive"},
+		{"vlan tagged unknown", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {tagged_hosts: [s0-0h0, s9h0]}}\n", 3, 53, "routing.vlan.tagged_hosts[1]", `has no host "s9h0"`},
+		{"vlan tagged twice", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {tagged_hosts: [s0-0h0, s0-0h0]}}\n", 3, 53, "routing.vlan.tagged_hosts[1]", "listed twice"},
+		{"vlan tagged scalar", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {tagged_hosts: s0-0h0}}\n", 3, 44, "routing.vlan.tagged_hosts", "must be a list of host names"},
 		{"vlan aging static", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {assign: fixed, aging: 10s}}\n", 3, 45, "routing.vlan.aging", "only applies to macs: learn"},
 		{"vlan aging fraction", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {assign: fixed, macs: learn, aging: 1500ms}}\n", 3, 65, "routing.vlan.aging", "whole seconds"},
 		{"vlan on ebpf", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\n", 3, 17, "routing.mode", "the eBPF datapath has no VLAN actions"},
@@ -583,6 +588,18 @@ func TestLinkEventHolds(t *testing.T) {
 	roundTrip(t, s)
 }
 
+// traffic.warmup is the phase's own, and survives marshalling.
+func TestTrafficWarmup(t *testing.T) {
+	s, err := Parse("x.yaml", []byte("name: x\ntopology: {kind: mesh, dims: [2]}\nphases:\n  - name: a\n    traffic: {pattern: uniform, loads: [1], warmup: 8s}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := s.Phases[0].Traffic.Warmup; w != 8*time.Second {
+		t.Errorf("warmup %v, want 8s", w)
+	}
+	roundTrip(t, s)
+}
+
 // routing.vlan.macs learn takes its aging time and learning procedure,
 // with defaults, and survives marshalling.
 func TestVLANLearnFields(t *testing.T) {
@@ -590,12 +607,13 @@ func TestVLANLearnFields(t *testing.T) {
 		"{assign: fixed, macs: learn}":                            {Assign: "fixed", MACs: "learn", Aging: DefaultAging, Learning: "broadcasts"},
 		"{assign: fixed, macs: learn, aging: 0s, learning: none}": {Assign: "fixed", MACs: "learn", Aging: 0, Learning: "none"},
 		"{assign: fixed}":                                         {Assign: "fixed", MACs: "static"},
+		"{tagged_hosts: [s1-0h0, s0-0h0]}":                        {Assign: "renamed", MACs: "static", TaggedHosts: []string{"s1-0h0", "s0-0h0"}},
 	} {
 		s, err := Parse("x.yaml", []byte("name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: "+src+"}\n"))
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		if got := s.Routing.VLAN; got == nil || *got != want {
+		if got := s.Routing.VLAN; got == nil || !reflect.DeepEqual(*got, want) {
 			t.Errorf("%s: %+v, want %+v", src, got, want)
 		}
 		roundTrip(t, s)

@@ -45,6 +45,8 @@ type Assignment struct {
 	Switches []Switch `json:"switches"`
 	// Off: the links turned off the paths avoid.
 	Off Off `json:"-"`
+	// TaggedHosts are the hosts whose ports are tagged members (TagHosts).
+	TaggedHosts map[int]bool `json:"-"`
 	// path is the path set assigned (Verify walks it).
 	path PathFunc
 }
@@ -79,6 +81,34 @@ func (a *Assignment) VIDs() []int {
 		}
 	}
 	return out
+}
+
+// TagHosts makes the hosts' switch ports tagged members of every VLAN
+// they are members of: seed 002's T ports (its Tables 4 and 5's U-T, T-U
+// and T-T), where the host sends and receives 802.1Q frames, in its
+// port's VLAN (the PVID, which stays for untagged frames). Paths,
+// filtering databases and PVIDs stay as they are.
+func (a *Assignment) TagHosts(top *topology.Topology, hosts []int) error {
+	a.TaggedHosts = map[int]bool{}
+	for _, h := range hosts {
+		if h < 0 || h >= len(top.Hosts) {
+			return fmt.Errorf("vlan: no host %d to tag", h)
+		}
+		a.TaggedHosts[h] = true
+		hs := &top.Hosts[h]
+		sw := &a.Switches[hs.Switch]
+		for i := range sw.Members {
+			m := &sw.Members[i]
+			if !slices.Contains(m.Untagged, hs.Port) {
+				continue
+			}
+			// Fresh slices: the fixed method's memberships share one.
+			m.Untagged = slices.DeleteFunc(slices.Clone(m.Untagged), func(p int) bool { return p == hs.Port })
+			m.Tagged = append(slices.Clone(m.Tagged), hs.Port)
+			slices.Sort(m.Tagged)
+		}
+	}
+	return nil
 }
 
 // FDBKey is a filtering-database key: a VLAN and a destination host.

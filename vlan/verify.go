@@ -192,7 +192,9 @@ func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) str
 			switch {
 			case port.Host != dst.ID:
 				return fmt.Sprintf("delivered to %s", top.Hosts[port.Host].Name)
-			case m != untagged:
+			case a.TaggedHosts[dst.ID] && m != tagged:
+				return fmt.Sprintf("%s port %d is not a tagged member of VLAN %d", sw.Name, out, vid)
+			case !a.TaggedHosts[dst.ID] && m != untagged:
 				return fmt.Sprintf("%s port %d is not an untagged member of VLAN %d", sw.Name, out, vid)
 			case hop != len(p)-1:
 				return "arrived off its path"

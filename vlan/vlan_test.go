@@ -352,3 +352,50 @@ func cut(top *topology.Topology, off Off) bool {
 	}
 	return len(seen) < len(top.Switches)
 }
+
+// Tagged host ports (seed 002's T ports): a host's port becomes a tagged
+// member of each VLAN it was an untagged member of, and only that port;
+// every pair is still carried on its path, delivered tagged where the
+// destination's port is tagged, and broadcasts still reach each host once
+// (fixed) or die out (renamed).
+func TestTagHosts(t *testing.T) {
+	for _, m := range []Method{Fixed, Renamed} {
+		top := build(t, "mesh:dims=3x3,t=2")
+		a, err := Assign(top, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.TagHosts(top, []int{0, 5}); err != nil {
+			t.Fatal(err)
+		}
+		h0 := top.Hosts[0]
+		for _, mb := range a.Switches[h0.Switch].Members {
+			if slices.Contains(mb.Untagged, h0.Port) || !slices.Contains(mb.Tagged, h0.Port) {
+				t.Errorf("%s: VLAN %d: %s's port %d untagged %v, tagged %v", m, mb.VID, h0.Name, h0.Port, mb.Untagged, mb.Tagged)
+			}
+			// The switch's other host port stays untagged.
+			if other := h0.Port%2 + 1; !slices.Contains(mb.Untagged, other) {
+				t.Errorf("%s: VLAN %d lost untagged port %d: %v", m, mb.VID, other, mb.Untagged)
+			}
+		}
+		for i, sw := range a.Switches {
+			for _, mb := range sw.Members {
+				for _, p := range mb.Tagged {
+					if hp := top.Switches[i].Port(p); hp.Class == topology.ClassHost && hp.Host != 0 && hp.Host != 5 {
+						t.Errorf("%s %s: host %s's port %d tagged", m, sw.Name, top.Hosts[hp.Host].Name, p)
+					}
+				}
+			}
+		}
+		r, err := Verify(top, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Failures+r.BroadcastFailures != 0 {
+			t.Errorf("%s, hosts 0 and 5 tagged: %+v", m, r)
+		}
+		if err := a.TagHosts(top, []int{len(top.Hosts)}); err == nil {
+			t.Errorf("%s: a host out of range tagged", m)
+		}
+	}
+}

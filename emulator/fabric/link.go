@@ -166,9 +166,13 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if err != nil {
 		return err
 	}
+	tagged, err := hostIDs(top, l.VLANTagged)
+	if err != nil {
+		return err
+	}
 	compile := func(off vlan.Off, was *vlan.Assignment) (*controller.Controller, error) {
 		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off,
-			VLANWas: was, VLANLearn: l.VLANLearn, VLANAging: l.VLANAging})
+			VLANWas: was, VLANLearn: l.VLANLearn, VLANAging: l.VLANAging, VLANTagged: tagged})
 		if err != nil {
 			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
 		}
@@ -218,6 +222,18 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 				return fmt.Errorf("lab %s: waiting for the new paths to reach the datapath: %w", l.Lab, err)
 			}
 		}
+	}
+	// A tagged host whose port's VLAN changed tags its frames with the
+	// new one (until then its switch sends them on in transit).
+	var retag []int
+	for _, h := range tagged {
+		hs := &top.Hosts[h]
+		if was.VLANAssignment().Switches[hs.Switch].PVID[hs.Port-1] != ctl.VLANAssignment().Switches[hs.Switch].PVID[hs.Port-1] {
+			retag = append(retag, h)
+		}
+	}
+	if err := tagHostPorts(l, top, ctl.VLANAssignment(), retag, l.OVS.Datapath == ovs.DatapathNetdev); err != nil {
+		return fmt.Errorf("lab %s: %w", l.Lab, err)
 	}
 	l.VLANOff = offPairs
 	return l.save()

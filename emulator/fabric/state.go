@@ -132,6 +132,9 @@ type Lab struct {
 	// forgetting them after VLANAging (0: never).
 	VLANLearn bool          `json:"vlan_learn,omitempty"`
 	VLANAging time.Duration `json:"vlan_aging_ns,omitempty"`
+	// VLANTagged are the hosts whose ports are tagged members of their
+	// VLANs (routing.vlan.tagged_hosts).
+	VLANTagged []string `json:"vlan_tagged_hosts,omitempty"`
 	// LinksOff are the links ethfab link turned off, as switch-name pairs
 	// (every link between the two), in either order.
 	LinksOff [][2]string `json:"links_off,omitempty"`

@@ -119,6 +119,9 @@ func compile(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, erro
 	if v := sc.Routing.VLAN; v != nil {
 		o.VLANAssign = v.Assign
 		o.VLANLearn, o.VLANAging = v.MACs == "learn", v.Aging
+		if o.VLANTagged, err = hostIDs(top, v.TaggedHosts); err != nil {
+			return nil, fmt.Errorf("routing.vlan.tagged_hosts: %w", err)
+		}
 	}
 	ctl, err := controller.New(ap, o)
 	if err != nil {
@@ -393,6 +396,7 @@ func (u *upper) steps() []steps.Step {
 		{Name: "hosts", What: func() string { return fmt.Sprintf("addressing %d hosts", len(top().Hosts)) }, Do: u.hosts},
 		{Name: "shaping", What: func() string { return fmt.Sprintf("shaping %d link ends", len(u.shapeJobs)) }, Do: u.shape},
 	}
+
 	if u.ebpf() {
 		return append(common, steps.Step{Name: "datapath", What: func() string {
 			return fmt.Sprintf("loading %d tables into the eBPF datapath on %d ports", len(top().Switches), top().NumPorts())
@@ -516,7 +520,8 @@ func (u *upper) record(context.Context) (string, error) {
 	lab := &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
 		VLANAssign: comp.Ctl.Options().VLANAssign, VLANLearn: comp.Ctl.Options().VLANLearn, VLANAging: comp.Ctl.Options().VLANAging,
-		compiled: comp, Warnings: u.warnings,
+		VLANTagged: hostNames(top, comp.Ctl.Options().VLANTagged),
+		compiled:   comp, Warnings: u.warnings,
 		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}
 	if u.ebpf() {
 		lab.OVS = OVSState{Datapath: u.datapath, FlowCache: onOff(u.cached)}
@@ -666,6 +671,13 @@ func (u *upper) shape(context.Context) (string, error) {
 		if w != "" {
 			u.lab.Warnings = append(u.lab.Warnings, w)
 		}
+	}
+	// Tagged host ports after the shaping: their tbf must charge the tag.
+	if tagged := u.comp.Ctl.Options().VLANTagged; len(tagged) > 0 {
+		if err := tagHostPorts(u.lab, u.comp.Top, u.comp.Ctl.VLANAssignment(), tagged, u.datapath == ovs.DatapathNetdev); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("link ends shaped: %d; %d hosts on tagged ports", len(u.shapeJobs), len(tagged)), nil
 	}
 	return fmt.Sprintf("link ends shaped: %d", len(u.shapeJobs)), nil
 }

@@ -407,6 +407,10 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		bin = linkEventBin
 	}
 	r.sampler.SetBin(bin)
+	warmup := r.o.Warmup
+	if t.Warmup > 0 {
+		warmup = t.Warmup
+	}
 	for _, load := range t.Loads {
 		r.next(fmt.Sprintf("%s: %s at load %.2f for %s", ph.Name, t.PatternString(), load, t.Duration))
 		// Before the sampler: the hosts' tagged broadcasts are not the
@@ -427,7 +431,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		events := make(chan linkEventsDone, 1)
 		go func(t0 time.Time) { events <- r.linkEvents(ctx, ph.LinkEvents, t0) }(time.Now())
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
-			Warmup: r.o.Warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes})
+			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes})
 		done := <-events
 		stopLearning()
 		if done.err != nil && err == nil {
@@ -456,7 +460,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			qp = cond.qcnPoint(rep.Start, bins, r.firstGroup())
 			// Check 14 over the measurement window.
 			qp.SOut, qp.SOutGlobalP, qp.ToSOutLocalP = sOutP(r.top, t.AdvOffset, qp.PTraces,
-				r.o.Warmup.Seconds(), (r.o.Warmup + t.Duration).Seconds())
+				warmup.Seconds(), (warmup + t.Duration).Seconds())
 			if werr := cond.writeQCN(r.dir, ph.Name, load); werr != nil && err == nil {
 				err = fmt.Errorf("qcn CSV: %w", werr)
 			}
@@ -476,7 +480,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		pt.QCN = qp
 		pt.LinkEvents = done.events
 		pt.Probes = res.Probes
-		if pt.Power, err = r.pointPower(done.power, (r.o.Warmup + t.Duration).Seconds()); err != nil {
+		if pt.Power, err = r.pointPower(done.power, (warmup + t.Duration).Seconds()); err != nil {
 			return fmt.Errorf("power at load %g: %w", load, err)
 		}
 		recoveries(pt.LinkEvents, pt.Probes)

@@ -22,6 +22,12 @@
 #define CRC_AT 48
 #define HDR_LEN (CRC_AT + 4 - HDR_FROM)
 
+// Every frame goes on to the interface's next program, not straight to
+// its queue: with tcx, TC_ACT_OK would end the egress programs here, and a
+// tagged host port's push (emulator/fabric/bpf/vlanport.c, a cls_bpf
+// filter after this one) must still add the tag.
+#define PASS TC_ACT_UNSPEC
+
 static const __u32 crc_table[256] = {
 	0x00000000, 0x77073096, 0xee0e612c, 0x990951ba, 0x076dc419, 0x706af48f,
 	0xe963a535, 0x9e6495a3, 0x0edb8832, 0x79dcb8a4, 0xe0d5e91e, 0x97d2d988,
@@ -75,11 +81,11 @@ int ethfab_stamp(struct __sk_buff *skb)
 	__u8 et[2];
 	if (skb->len < CRC_AT + 4 || bpf_skb_load_bytes(skb, 12, et, 2) < 0 ||
 	    ((et[0] << 8) | et[1]) != TRAFFIC_ETHERTYPE)
-		return TC_ACT_OK;
+		return PASS;
 	if (bpf_skb_load_bytes(skb, HDR_FROM, h, sizeof(h)) < 0)
-		return TC_ACT_OK;
+		return PASS;
 	if (h[0] != 'E' || h[1] != 'F' || h[2] != 'T' || h[3] != 'R')
-		return TC_ACT_OK; // a ping or a probe: not a traffic frame
+		return PASS; // a ping or a probe: not a traffic frame
 	__u64 now = bpf_ktime_get_ns();
 	for (int i = 0; i < 8; i++)
 		h[SEND_AT - HDR_FROM + i] = now >> (56 - 8 * i);
@@ -92,7 +98,7 @@ int ethfab_stamp(struct __sk_buff *skb)
 	h[CRC_AT - HDR_FROM + 2] = crc >> 8;
 	h[CRC_AT - HDR_FROM + 3] = crc;
 	bpf_skb_store_bytes(skb, SEND_AT, &h[SEND_AT - HDR_FROM], CRC_AT + 4 - SEND_AT, 0);
-	return TC_ACT_OK;
+	return PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

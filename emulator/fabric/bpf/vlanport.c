@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// ethfab's tagged host ports (seed 002's "T" ports, routing.vlan.
+// tagged_hosts): a host whose switch port is a tagged member of its
+// VLANs sends and receives 802.1Q frames, as a host with a VLAN interface
+// does. This kernel has no 8021q module, so three tc programs stand in:
+//
+//   ethfab_vlan_push   host side, egress: every frame leaves with the tag
+//                      in its bytes (VLAN ID vid), before the host link's
+//                      tbf queues it, so the shaper charges the 4 bytes as
+//                      a wire carries them. Frames already tagged (the
+//                      learning broadcasts) pass as they are.
+//   ethfab_vlan_pop    host side, ingress: the kernel has moved a received
+//                      frame's tag into the skb before tc; this drops it,
+//                      so the host's stack takes the frame as a VLAN
+//                      interface would hand it over. Packet sockets (the
+//                      traffic sinks) saw it first, tag in auxdata.
+//   ethfab_vlan_taken  switch side, ingress (userspace datapath): Open
+//                      vSwitch's packet socket has the tagged frame by
+//                      now; without this the kernel, which has no VLAN
+//                      device for it, would count it dropped on the
+//                      host link (every frame a tagged host sends).
+//
+// Build: make bpf (clang -O2 -target bpf); the object is committed.
+
+#include <linux/bpf.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf_helpers.h>
+
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88A8
+
+// The VLAN ID the host's frames carry: set per host before loading.
+volatile const __u16 vid = 0;
+
+SEC("tc")
+int ethfab_vlan_push(struct __sk_buff *skb)
+{
+	__u8 mac[12];
+	__u8 et[2];
+	if (bpf_skb_load_bytes(skb, 0, mac, sizeof(mac)) < 0 || bpf_skb_load_bytes(skb, 12, et, 2) < 0)
+		return TC_ACT_OK;
+	__u16 type = (et[0] << 8) | et[1];
+	if (type == ETH_P_8021Q || type == ETH_P_8021AD)
+		return TC_ACT_OK;
+	// Four bytes in front; the addresses move there and the tag takes
+	// their old place, right before the EtherType.
+	if (bpf_skb_change_head(skb, 4, 0) < 0)
+		return TC_ACT_SHOT;
+	__u8 tag[4] = {ETH_P_8021Q >> 8, ETH_P_8021Q & 0xff, (vid >> 8) & 0x0f, vid & 0xff};
+	if (bpf_skb_store_bytes(skb, 0, mac, sizeof(mac), 0) < 0 || bpf_skb_store_bytes(skb, 12, tag, sizeof(tag), 0) < 0)
+		return TC_ACT_SHOT;
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int ethfab_vlan_pop(struct __sk_buff *skb)
+{
+	if (skb->vlan_present)
+		bpf_skb_vlan_pop(skb);
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int ethfab_vlan_taken(struct __sk_buff *skb)
+{
+	return skb->vlan_present ? TC_ACT_SHOT : TC_ACT_OK;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
