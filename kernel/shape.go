@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -190,20 +192,43 @@ func netem(ifindex int, s Shaping) *netlink.Netem {
 		})
 }
 
-// ChargeQueuedLength gives an interface's root tbf (Shape's) a size table
-// with no overhead and no cells, which makes it charge each frame's
-// length as the frame reaches it. Without one, the kernel fixes a frame's
-// length for the qdisc before the tc egress hook runs (qdisc_pkt_len_init
-// in __dev_queue_xmit), and bytes a tc program adds there go out
-// uncharged: a tagged host port's push (emulator/fabric/bpf/vlanport.c)
-// made 2,188 traffic frames 1,004 bytes each, Open vSwitch counted
-// 2,196,752 bytes of them, and the host's tbf had charged 2,188,000. A
-// replace of the qdisc (Shape again) drops the table.
-func ChargeQueuedLength(ns, ifname string) error {
+// ChargeQueuedLength makes an interface's root qdisc (Shape's tbf, or
+// its netem, whose tbf child takes the length the root gave) charge each
+// frame's length as the frame reaches it: a size table with no overhead
+// and no cells. Without one, the kernel fixes a frame's length for the
+// qdisc before the tc egress hook runs (qdisc_pkt_len_init in
+// __dev_queue_xmit), and bytes a tc program adds there go out uncharged:
+// a tagged host port's push (emulator/fabric/bpf/vlanport.c) made 2,188
+// traffic frames 1,004 bytes each, Open vSwitch counted 2,196,752 bytes
+// of them, and the host's tbf had charged 2,188,000.
+//
+// A size table charges a segmentation-offloaded TCP packet its bare
+// length, not the headers of every segment it becomes, so the
+// interface's segmentation offloads go off too: every frame reaches the
+// queue as sent. A replace of the qdisc (Shape again) drops the table.
+func ChargeQueuedLength(ns, ifname string, root string) error {
 	return InNamespace(ns, func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
 			return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
+		}
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return fmt.Errorf("ethtool socket: %w", err)
+		}
+		defer e.Close()
+		feats, err := e.Features(ifname)
+		if err != nil {
+			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
+		}
+		off := map[string]bool{}
+		for f, on := range feats { // the kernel's TCP segmentation offloads vary: tx-tcp6-, -ecn-, -mangleid-, -accecn-
+			if on && (f == "tx-generic-segmentation" || strings.HasPrefix(f, "tx-tcp") && strings.HasSuffix(f, "-segmentation")) {
+				off[f] = false
+			}
+		}
+		if err := e.Change(ifname, off); err != nil {
+			return fmt.Errorf("netns %q link %s: segmentation offloads off: %w", ns, ifname, err)
 		}
 		c, err := newRtconn()
 		if err != nil {
@@ -211,17 +236,17 @@ func ChargeQueuedLength(ns, ifname string) error {
 		}
 		defer c.Close()
 		// RTM_NEWQDISC without NLM_F_CREATE changes the qdisc there; with
-		// no TCA_OPTIONS the tbf keeps its rate, bucket and queue.
+		// no TCA_OPTIONS it keeps its rate, bucket, queue or delay.
 		req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_ACK)
 		req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifi.Index), Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
-		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("tbf")))
+		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(root)))
 		stab := nl.NewRtAttr(nl.TCA_STAB, nil)
 		// struct tc_sizespec, all zero: cell_log, size_log, cell_align,
 		// overhead, linklayer, mpu, mtu, tsize (no table follows).
 		stab.AddRtAttr(tcaStabBase, make([]byte, 24))
 		req.AddData(stab)
 		if err := c.execAcked([]*nl.NetlinkRequest{req}, 1)[0]; err != nil {
-			return fmt.Errorf("netns %q link %s: size table: %w", ns, ifname, err)
+			return fmt.Errorf("netns %q link %s: size table on %s: %w", ns, ifname, root, err)
 		}
 		return nil
 	})

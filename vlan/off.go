@@ -118,9 +118,15 @@ type upDownTables struct {
 }
 
 // upDown ranks the switches: trees (fat tree, M-tree) by level from the
-// top, as their own up/down routing does; other topologies by breadth-first
-// distance over the links on from a centre (a switch of least
-// eccentricity, the lowest ID among them), ties by ID.
+// top, as their own up/down routing does; other topologies, and trees
+// whose levels leave two switches with hosts without a legal path around
+// the links off, by breadth-first distance over the links on from a
+// centre (a switch with hosts of least eccentricity, the lowest ID among
+// them), ties by ID. Ranked by distance, up*/down* routes every pair of a
+// connected fabric (a frame can always climb to the centre and come down
+// its breadth-first tree). Only the switches with hosts need to stay
+// connected: a switch the links off leave alone without hosts (a spine
+// turned off) is ranked last and carries nothing.
 func upDown(top *topology.Topology, off Off) (*upDownTables, error) {
 	n := len(top.Switches)
 	hops := func(from int) []int { // breadth-first distances over the links on
@@ -143,46 +149,79 @@ func upDown(top *topology.Topology, off Off) (*upDownTables, error) {
 		}
 		return dist
 	}
-	for y, h := range hops(0) {
-		if h < 0 {
-			return nil, cutErr(top, off, 0, y)
+	var hosted []int
+	for x := range top.Switches {
+		if top.Switches[x].NumHosts > 0 {
+			hosted = append(hosted, x)
 		}
 	}
-	key := make([]int, n) // the rank's first key; ties by ID
-	switch top.Spec.Kind {
-	case topology.FatTree:
-		for x := range top.Switches {
-			key[x] = -top.Switches[x].Level
+	if len(hosted) == 0 {
+		return nil, fmt.Errorf("vlan: %s has no hosts", top.Spec)
+	}
+	from := hops(hosted[0])
+	for _, y := range hosted {
+		if from[y] < 0 {
+			return nil, cutErr(top, off, hosted[0], y)
 		}
-	case topology.MTree:
+	}
+	rank := func(key []int) *upDownTables {
+		order := make([]int, n)
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return key[a] - key[b] })
+		ud := &upDownTables{off: off, rank: make([]int, n), dist: map[int][]int{}}
+		for r, x := range order {
+			ud.rank[x] = r
+		}
+		return ud
+	}
+	if k := top.Spec.Kind; k == topology.FatTree || k == topology.MTree {
+		key := make([]int, n)
 		for x := range top.Switches {
+			if k == topology.FatTree {
+				key[x] = -top.Switches[x].Level
+				continue
+			}
 			for y := top.TreeParent(x); y >= 0; y = top.TreeParent(y) {
 				key[x]++
 			}
 		}
-	default:
-		centre, best := -1, n
-		for x := range top.Switches {
-			ecc := 0
-			for _, h := range hops(x) {
-				ecc = max(ecc, h)
-			}
-			if ecc < best {
-				centre, best = x, ecc
+		if ud := rank(key); ud.routesAll(top, hosted) {
+			return ud, nil
+		}
+	}
+	centre, best := -1, n+1
+	for _, x := range hosted {
+		ecc := 0
+		for _, h := range hops(x) {
+			ecc = max(ecc, h)
+		}
+		if ecc < best {
+			centre, best = x, ecc
+		}
+	}
+	key := hops(centre)
+	for x := range key {
+		if key[x] < 0 {
+			key[x] = n // cut off, without hosts: last
+		}
+	}
+	return rank(key), nil
+}
+
+// routesAll says whether every switch with hosts reaches every other by
+// legal hops.
+func (ud *upDownTables) routesAll(top *topology.Topology, hosted []int) bool {
+	for _, d := range hosted {
+		dist := ud.distTo(top, d)
+		for _, s := range hosted {
+			if dist[2*s] < 0 {
+				return false
 			}
 		}
-		key = hops(centre)
 	}
-	order := make([]int, n)
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return key[a] - key[b] })
-	ud := &upDownTables{off: off, rank: make([]int, n), dist: map[int][]int{}}
-	for r, x := range order {
-		ud.rank[x] = r
-	}
-	return ud, nil
+	return true
 }
 
 // step is one legal hop from switch x in phase ph: the phase after it, or

@@ -85,11 +85,14 @@ func PathOff(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, 
 //     (upDown). The paper routes renamed VLANs by "an existing routing
 //     algorithm" that is deadlock-free (Theorem 1: then broadcasts
 //     terminate); dimension order with a link missing is not, and
-//     up*/down* is on any connected topology. It moves pairs that did not
+//     up*/down* is on any topology whose switches with hosts stay
+//     connected. It moves pairs that did not
 //     cross the link too; the safe order's transit table
 //     (controller/vlan.go) moves them without loss.
 //
-// A topology the links off cut in two is refused, naming a pair.
+// A topology the links off cut in two is refused, naming a pair. The
+// path set fills its tables on first use: it is not safe for concurrent
+// use.
 func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
 	if len(off) == 0 {
 		return func(s, port, d int) ([]Hop, error) { return Path(top, m, s, port, d) }

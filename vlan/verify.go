@@ -175,9 +175,12 @@ func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) str
 		}
 		sw := &a.Switches[at]
 		if a.Method == Renamed || hop == 0 {
-			vid = sw.PVID[in-1] // untagged on the wire
+			vid = sw.PVID[in-1] // untagged on the wire, or a tagged host's own VLAN
 			if vid == 0 {
 				return fmt.Sprintf("%s has no PVID on port %d", sw.Name, in)
+			}
+			if hop == 0 && a.TaggedHosts[src.ID] && sw.member(vid, in) != tagged {
+				return fmt.Sprintf("%s does not take %s's frames tagged %d on port %d", sw.Name, src.Name, vid, in)
 			}
 		} else if sw.member(vid, in) != tagged {
 			return fmt.Sprintf("%s does not take VLAN %d on port %d", sw.Name, vid, in)

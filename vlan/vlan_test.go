@@ -327,6 +327,35 @@ func TestLinkOffEverywhere(t *testing.T) {
 		}
 		t.Logf("%s: %d sets of links off, %v", spec, len(offs), time.Since(start))
 	}
+	// Fat trees where the levels leave no up/down path but the fabric is
+	// connected (renamed then ranks by distance), and a top switch with
+	// every link off (no hosts behind it: nothing to reach there).
+	ft := build(t, "fattree:u=2,d=4,r=2")
+	id := map[string]int{}
+	for i := range ft.Switches {
+		id[ft.Switches[i].Name] = i
+	}
+	for _, links := range [][][2]string{
+		{{"t0s0", "t1s1"}, {"t1s0", "t2s0"}, {"t1s0", "t2s1"}},
+		{{"t2s0", "t1s0"}, {"t2s0", "t1s1"}, {"t2s0", "t1s2"}, {"t2s0", "t1s3"}},
+	} {
+		off := Off{}
+		for _, l := range links {
+			if ft.PortTo(id[l[0]], id[l[1]]) == 0 {
+				t.Fatalf("no link %v", l)
+			}
+			off.Add(id[l[0]], id[l[1]])
+		}
+		for _, m := range []Method{Fixed, Renamed} {
+			a, err := AssignOff(ft, m, off)
+			if err != nil {
+				t.Fatalf("fat tree, %v off, %s: %v", links, m, err)
+			}
+			if r, err := Verify(ft, a); err != nil || r.Failures+r.BroadcastFailures != 0 {
+				t.Errorf("fat tree, %v off, %s: %+v, %v", links, m, r, err)
+			}
+		}
+	}
 	top := build(t, "mtree:dims=4x4")
 	l := top.Links[len(top.Links)-1]
 	off := Off{}

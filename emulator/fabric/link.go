@@ -223,8 +223,15 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 			}
 		}
 	}
+	// The state says what the switches hold from here on.
+	l.VLANOff = offPairs
+	if err := l.save(); err != nil {
+		return err
+	}
 	// A tagged host whose port's VLAN changed tags its frames with the
-	// new one (until then its switch sends them on in transit).
+	// new one. Until then its switch still takes the old one's: into that
+	// VLAN where the port is still a member of it (fixed), else in
+	// transit.
 	var retag []int
 	for _, h := range tagged {
 		hs := &top.Hosts[h]
@@ -233,10 +240,9 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 		}
 	}
 	if err := tagHostPorts(l, top, ctl.VLANAssignment(), retag, l.OVS.Datapath == ovs.DatapathNetdev); err != nil {
-		return fmt.Errorf("lab %s: %w", l.Lab, err)
+		return fmt.Errorf("lab %s: re-tagging hosts: %w", l.Lab, err)
 	}
-	l.VLANOff = offPairs
-	return l.save()
+	return nil
 }
 
 // turns says whether a switch sends some frame another way in b than in

@@ -18,11 +18,14 @@ import (
 var vlanPortObject []byte
 
 // tagHostPorts gives the tagged hosts (routing.vlan.tagged_hosts) their
-// 802.1Q interface: on the host's end of its link, every frame it sends
+// 802.1Q interfaces: on the host's end of its link, every frame it sends
 // leaves tagged with its port's VLAN (the PVID the assignment gave that
 // port), the tag in the frame's bytes before the link's tbf, which
-// charges it (kernel.ChargeQueuedLength), and every
-// tagged frame it receives reaches its stack untagged; on the switch's
+// charges it (kernel.ChargeQueuedLength), and every tagged frame it
+// receives reaches its stack untagged, whatever its VLAN: frames come in
+// the VLAN they crossed the fabric in (the source's, with the fixed
+// assignment), as to a host with an interface in every VLAN (seed 002's
+// learning procedure gives its hosts one per VLAN); on the switch's
 // end (userspace datapath only, whose switch reads the port through a
 // packet socket) the kernel stops counting the tagged frames it has no
 // VLAN device for as dropped, after Open vSwitch has taken them.
@@ -74,8 +77,12 @@ func tagHostPorts(l *Lab, top *topology.Topology, a *vlan.Assignment, hosts []in
 			return err
 		}
 		hostEnd, swEnd := link.B, link.A
-		if sh := link.Shape; sh != nil && sh.RateBps > 0 && !sh.NeedsNetem() {
-			if err := kernel.ChargeQueuedLength(hostEnd.NetNS, hostEnd.Iface); err != nil {
+		if sh := link.Shape; sh != nil && (sh.RateBps > 0 || sh.NeedsNetem()) {
+			root := "tbf"
+			if sh.NeedsNetem() {
+				root = "netem"
+			}
+			if err := kernel.ChargeQueuedLength(hostEnd.NetNS, hostEnd.Iface, root); err != nil {
 				return err
 			}
 		}

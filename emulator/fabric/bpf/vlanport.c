@@ -12,8 +12,10 @@
 //                      learning broadcasts) pass as they are.
 //   ethfab_vlan_pop    host side, ingress: the kernel has moved a received
 //                      frame's tag into the skb before tc; this drops it,
-//                      so the host's stack takes the frame as a VLAN
-//                      interface would hand it over. Packet sockets (the
+//                      whatever the VLAN, so the host's stack takes the
+//                      frame as a VLAN interface of that VLAN would hand it
+//                      over (a host with one in every VLAN, as seed 002's
+//                      learning procedure has). Packet sockets (the
 //                      traffic sinks) saw it first, tag in auxdata.
 //   ethfab_vlan_taken  switch side, ingress (userspace datapath): Open
 //                      vSwitch's packet socket has the tagged frame by
