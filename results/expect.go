@@ -87,6 +87,19 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 			return 0, false
 		}
 		return *v, true
+	case scenario.FlowAcceptedMin, scenario.FlowAcceptedMax:
+		if len(p.Flows) == 0 {
+			return 0, false
+		}
+		v := p.Flows[0].AcceptedLoad
+		for _, f := range p.Flows[1:] {
+			if m == scenario.FlowAcceptedMin {
+				v = math.Min(v, f.AcceptedLoad)
+			} else {
+				v = math.Max(v, f.AcceptedLoad)
+			}
+		}
+		return v, true
 	case scenario.UnknownFloods:
 		// Counted by the switches' rule counters (kind vlan-flood); a
 		// point without them measured none.

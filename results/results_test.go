@@ -331,25 +331,27 @@ func TestNewDistributionNearestRank(t *testing.T) {
 	}
 }
 
-// The probe, link and power metrics read the point's probes, link events
-// and power; without them they are not measured.
+// The probe, link, power and flow metrics read the point's probes, link
+// events, power and flows; without them they are not measured.
 func TestLinkMetrics(t *testing.T) {
 	rec, rec2 := 3.25, 0.0
 	p := &Point{
 		Probes:     &traffic.ProbeResult{Lost: 30, MaxLost: 24, PairsLosing: 2, LongestOutageS: 1.2, P50US: 208, Received: 5},
 		LinkEvents: []LinkEvent{{Op: "off"}, {Op: "on", HoldS: 3.2, RecoveryS: &rec}, {Op: "rate", RecoveryS: &rec2}},
 		Power:      &Power{SwitchW: 73.9, AllOnW: 74.4, Saving: 1 - 73.9/74.4},
+		Flows:      []Flow{{AcceptedLoad: 0.4}, {AcceptedLoad: 0.95}, {AcceptedLoad: 0.3}},
 	}
 	for m, want := range map[scenario.Metric]float64{
 		scenario.ProbesLost: 30, scenario.ProbesLostMax: 24, scenario.ProbePairsLosing: 2, scenario.LongestOutage: 1.2,
 		scenario.ProbeP50Latency: 208e-6, scenario.LinkRecovery: 3.25, scenario.LinkRecoveryErr: 0.05,
 		scenario.SwitchPower: 73.9, scenario.PowerSaving: 1 - 73.9/74.4,
+		scenario.FlowAcceptedMin: 0.3, scenario.FlowAcceptedMax: 0.95,
 	} {
 		if v, ok := MetricValue(p, m); !ok || math.Abs(v-want) > 1e-9 {
 			t.Errorf("%s = %v, %v; want %v", m, v, ok, want)
 		}
 		if _, ok := MetricValue(&Point{}, m); ok {
-			t.Errorf("%s measured on a point without probes, link events or power", m)
+			t.Errorf("%s measured on a point without probes, link events, power or flows", m)
 		}
 	}
 	e, err := scenario.ParseExpectation("link_recovery_error <= 100ms")

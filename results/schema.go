@@ -131,6 +131,9 @@ type Point struct {
 	// switch_profile (seed 002 Table 2), with the links it turned off or
 	// slowed.
 	Power *Power `json:"power,omitempty"`
+	// Flows are a flows pattern's pairs over the measured window, each
+	// once.
+	Flows []Flow `json:"flows,omitempty"`
 	// Probes is what the phase's probes found (seed 002's ping every
 	// 100 ms), with each pair's outages.
 	Probes *traffic.ProbeResult `json:"probes,omitempty"`
@@ -447,4 +450,19 @@ type LinkEvent struct {
 	// to the next probe answered between a pair whose probes were
 	// lost then; 0 when none was.
 	RecoveryS *float64 `json:"recovery_s,omitempty"`
+}
+
+// Flow is one source-destination pair of a flows pattern: the frames the
+// source's kernel took for the destination in the measured window, what
+// arrived, the share of the host link rate that is, the frame bytes
+// delivered per second, and the pair's one-way latency.
+type Flow struct {
+	Src          string  `json:"src"`
+	Dst          string  `json:"dst"`
+	Sent         uint64  `json:"sent_frames"`
+	Received     uint64  `json:"received_frames"`
+	Lost         uint64  `json:"lost_frames"`
+	AcceptedLoad float64 `json:"accepted_load"`
+	DeliveredBps float64 `json:"delivered_bps"`
+	LatencyUS    Latency `json:"latency_us"`
 }

@@ -121,6 +121,7 @@ func Summary(m *Metrics, files []string) string {
 
 	conditionsSummary(&b, m)
 	qcnSummary(&b, m)
+	flowsSummary(&b, m)
 	linksSummary(&b, m)
 
 	b.WriteString("## Expectations\n\n")
@@ -178,6 +179,26 @@ func expValue(expect string, v float64) string {
 		return fmt.Sprintf("%.1f%%", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// flowsSummary renders each flows-pattern point's pairs.
+func flowsSummary(b *strings.Builder, m *Metrics) {
+	first := true
+	for i := range m.Phases {
+		p := &m.Phases[i]
+		if len(p.Flows) == 0 {
+			continue
+		}
+		if first {
+			b.WriteString("## Flows\n\n")
+			first = false
+		}
+		fmt.Fprintf(b, "### %s at load %g\n\n| src | dst | sent | received | lost | accepted | Mbit/s | p50 µs | p99 µs |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n", p.Name, p.Load)
+		for _, f := range p.Flows {
+			fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %.4f | %.3f | %.0f | %.0f |\n", f.Src, f.Dst, f.Sent, f.Received, f.Lost, f.AcceptedLoad, f.DeliveredBps/1e6, f.LatencyUS.P50, f.LatencyUS.P99)
+		}
+		b.WriteString("\n")
+	}
 }
 
 // linksSummary renders what the points' link events, probes and switch

@@ -61,16 +61,22 @@ const (
 	// first-group switches' local ports towards it (spec check A.6-14).
 	SOutGlobalP  Metric = "s_out_global_p"
 	ToSOutLocalP Metric = "to_s_out_local_p"
+	// FlowAcceptedMin and FlowAcceptedMax are the least and the most
+	// accepted load (a fraction of the host link rate) of any pair of a
+	// flows pattern over the measured window.
+	FlowAcceptedMin Metric = "flow_accepted_min"
+	FlowAcceptedMax Metric = "flow_accepted_max"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
-	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP}
+	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP,
+	FlowAcceptedMin, FlowAcceptedMax}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
 func (m Metric) Dimension() string {
 	switch m {
-	case Accepted, Offered:
+	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax:
 		return "load"
 	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving:
 		return "fraction"

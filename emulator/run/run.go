@@ -530,8 +530,15 @@ func (r *runner) deliveredBySwitch(res *traffic.Result) map[string]float64 {
 func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Result) results.Point {
 	a := res.Aggregate
 	f := res.Fidelity
+	var flows []results.Flow
+	for _, fl := range res.Flows {
+		flows = append(flows, results.Flow{Src: fl.Src, Dst: fl.Dst, Sent: fl.Sent, Received: fl.Received, Lost: fl.Lost,
+			AcceptedLoad: fl.AcceptedLoad, DeliveredBps: fl.DeliveredBps,
+			LatencyUS: results.Latency{Mean: fl.Latency.Mean, P50: fl.Latency.P50, P99: fl.Latency.P99, Max: fl.Latency.Max}})
+	}
 	return results.Point{
-		Name: ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
+		Flows: flows,
+		Name:  ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
 		OfferedLoad: a.OfferedLoad, AcceptedLoad: a.AcceptedLoad, Loss: a.Loss,
 		LatencyUS:  results.Latency{Mean: a.Latency.Mean, P50: a.Latency.P50, P99: a.Latency.P99, Max: a.Latency.Max},
 		Seed:       res.Seed,

@@ -278,9 +278,25 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 		s.resumeReading()
 	}
 	sinks := make([]*sink, n)
+	srcs := make([]*source, n)
+	for i := range srcs {
+		sinks[i] = newSink(i, n, run)
+		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
+	}
+	pairs, err := e.flowPairs(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: %w", err)
+	}
+	for _, p := range pairs {
+		if srcs[p[0]].sentTo == nil {
+			srcs[p[0]].sentTo = map[int32]uint64{}
+		}
+		if f := &sinks[p[1]].flows[p[0]]; f.hist == nil {
+			f.hist = &pat.Histogram{}
+		}
+	}
 	var rwg sync.WaitGroup
 	for i := range sinks {
-		sinks[i] = newSink(i, n, run)
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
@@ -293,10 +309,6 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 		start:    start,
 		measFrom: int64(cfg.Warmup),
 		measTo:   int64(cfg.Warmup + cfg.Duration),
-	}
-	srcs := make([]*source, n)
-	for i := range srcs {
-		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
 	}
 	if e.stamp == nil {
 		cfg.Batch = 1 // a batch needs the kernel's send stamp
@@ -329,6 +341,7 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 		drops[i] = s.drops()
 	}
 	res := e.result(&cfg, srcs, sinks, drops)
+	res.Flows = e.flowStats(&cfg, pairs, srcs, sinks)
 	if pr != nil {
 		res.Probes = pr.result(sinks)
 	}

@@ -1,6 +1,7 @@
 package traffic
 
 import (
+	"fmt"
 	"time"
 
 	pat "github.com/ethfab/ethfab/traffic"
@@ -26,6 +27,9 @@ type Result struct {
 	Fidelity  Fidelity     `json:"fidelity"`
 	// Probes is what Config.Probes found.
 	Probes *pat.ProbeResult `json:"probes,omitempty"`
+	// Flows are a flows pattern's pairs, each once, in the order the
+	// pattern first lists them (FlowStats).
+	Flows []FlowStats `json:"flows,omitempty"`
 	// Latency is the merged histogram behind Aggregate.Latency, for merging
 	// several results.
 	Latency *pat.Histogram `json:"-"`
@@ -115,6 +119,66 @@ func latencyOf(h *pat.Histogram) Latency {
 		Min:  float64(h.Min) / 1e3,
 		Max:  float64(h.Max) / 1e3,
 	}
+}
+
+// FlowStats is one source-destination pair of a flows pattern over the
+// measured window: what the kernel took from the source for that
+// destination, what the destination received of it, the share of the
+// host link that is (a frame a slot at load 1), and its one-way latency.
+type FlowStats struct {
+	Src          string  `json:"src"`
+	Dst          string  `json:"dst"`
+	Sent         uint64  `json:"sent_frames"`
+	Received     uint64  `json:"received_frames"`
+	Lost         uint64  `json:"lost_frames"`
+	AcceptedLoad float64 `json:"accepted_load"` // fraction of the host link rate
+	DeliveredBps float64 `json:"delivered_bps"` // frame bytes received, as bits per second
+	Latency      Latency `json:"latency_us"`
+}
+
+// flowPairs are a flows pattern's (source, destination) host indexes,
+// each pair once; nil for every other pattern.
+func (e *Engine) flowPairs(cfg *Config) ([][2]int, error) {
+	spec := cfg.Pattern.Spec()
+	if spec.Kind != pat.Flows {
+		return nil, nil
+	}
+	id := make(map[string]int, len(e.hosts))
+	for i, h := range e.hosts {
+		id[h.Name] = i
+	}
+	var out [][2]int
+	seen := map[[2]int]bool{}
+	for _, f := range spec.Flows {
+		s, okS := id[f.Src]
+		d, okD := id[f.Dst]
+		if !okS || !okD {
+			return nil, fmt.Errorf("flow %s -> %s: no such host", f.Src, f.Dst)
+		}
+		if p := [2]int{s, d}; !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// flowStats reads each pair's counts off its source and its sink.
+func (e *Engine) flowStats(cfg *Config, pairs [][2]int, srcs []*source, sinks []*sink) []FlowStats {
+	capacity := float64(cfg.Duration) / float64(cfg.slotNs())
+	var out []FlowStats
+	for _, p := range pairs {
+		f := &sinks[p[1]].flows[p[0]]
+		st := FlowStats{Src: e.hosts[p[0]].Name, Dst: e.hosts[p[1]].Name, Sent: srcs[p[0]].sentTo[int32(p[1])], Received: f.recv}
+		st.Lost = st.Sent - min(st.Received, st.Sent)
+		st.AcceptedLoad = float64(st.Received) / capacity
+		st.DeliveredBps = float64(st.Received) * float64(cfg.FrameSize) * 8 / cfg.Duration.Seconds()
+		if f.hist != nil {
+			st.Latency = latencyOf(f.hist)
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint64) *Result {

@@ -32,6 +32,9 @@ type source struct {
 	next  int64   // slot of the next arrival
 	seq   map[int32]uint64
 	stats srcStats
+	// sentTo counts the measured frames the kernel took, by destination,
+	// for a flows pattern's pairs (Result.Flows); nil elsewhere.
+	sentTo map[int32]uint64
 }
 
 type srcStats struct {
@@ -126,6 +129,7 @@ type batch struct {
 	bufs   [][]byte
 	meas   []bool
 	sent   []*source // the sources of bufs
+	dsts   []int32   // and their destinations
 	res    []int32
 }
 
@@ -239,7 +243,7 @@ const unsentDrawBudget = 1 << 20
 // frame built, and all go to the kernel in one io_uring submission (or a
 // write(2) each).
 func (w *senders) send(b *batch, now int64, h *pat.Header) {
-	b.fds, b.bufs, b.meas, b.sent = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0]
+	b.fds, b.bufs, b.meas, b.sent, b.dsts = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0], b.dsts[:0]
 	for i, s := range b.srcs {
 		at, d := b.at[i], b.dst[i]
 		if d == pat.Silent {
@@ -273,6 +277,7 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		b.bufs = append(b.bufs, frame)
 		b.meas = append(b.meas, measured)
 		b.sent = append(b.sent, s)
+		b.dsts = append(b.dsts, int32(d))
 	}
 	if len(b.bufs) == 0 {
 		return
@@ -311,6 +316,9 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		case r >= 0:
 			if b.meas[i] {
 				s.stats.sent++
+				if s.sentTo != nil {
+					s.sentTo[b.dsts[i]]++
+				}
 			}
 		case !b.meas[i]:
 		case unix.Errno(-r) == unix.ENOBUFS:

@@ -18,6 +18,9 @@ type flow struct {
 	win  uint64
 	recv uint64
 	any  bool
+	// hist is the flow's own latency histogram, for the pairs of a flows
+	// pattern (Result.Flows); nil elsewhere.
+	hist *pat.Histogram
 }
 
 // sink is one host's receiving side. Only its goroutine touches it until
@@ -121,9 +124,9 @@ func (k *sink) frame(b []byte, h *pat.Header, now int64) {
 	}
 	f.recv++
 	k.st.received++
-	if lat := now - int64(h.SendNs); lat > 0 {
-		k.hist.Add(uint64(lat))
-	} else {
-		k.hist.Add(0)
+	lat := uint64(max(now-int64(h.SendNs), 0))
+	k.hist.Add(lat)
+	if f.hist != nil {
+		f.hist.Add(lat)
 	}
 }
