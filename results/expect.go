@@ -100,6 +100,17 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 			}
 		}
 		return v, true
+	case scenario.FlowP50LatencyRatio:
+		lo, hi := math.Inf(1), 0.0
+		for _, f := range p.Flows {
+			if f.Received > 0 {
+				lo, hi = math.Min(lo, f.LatencyUS.P50), math.Max(hi, f.LatencyUS.P50)
+			}
+		}
+		if hi == 0 || lo <= 0 {
+			return 0, false
+		}
+		return hi / lo, true
 	case scenario.UnknownFloods:
 		// Counted by the switches' rule counters (kind vlan-flood); a
 		// point without them measured none.

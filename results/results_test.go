@@ -339,13 +339,14 @@ func TestLinkMetrics(t *testing.T) {
 		Probes:     &traffic.ProbeResult{Lost: 30, MaxLost: 24, PairsLosing: 2, LongestOutageS: 1.2, P50US: 208, Received: 5},
 		LinkEvents: []LinkEvent{{Op: "off"}, {Op: "on", HoldS: 3.2, RecoveryS: &rec}, {Op: "rate", RecoveryS: &rec2}},
 		Power:      &Power{SwitchW: 73.9, AllOnW: 74.4, Saving: 1 - 73.9/74.4},
-		Flows:      []Flow{{AcceptedLoad: 0.4}, {AcceptedLoad: 0.95}, {AcceptedLoad: 0.3}},
+		Flows: []Flow{{AcceptedLoad: 0.4, Received: 9, LatencyUS: Latency{P50: 200}}, {AcceptedLoad: 0.95, Received: 9, LatencyUS: Latency{P50: 210}},
+			{AcceptedLoad: 0.3, Received: 9, LatencyUS: Latency{P50: 205}}, {}},
 	}
 	for m, want := range map[scenario.Metric]float64{
 		scenario.ProbesLost: 30, scenario.ProbesLostMax: 24, scenario.ProbePairsLosing: 2, scenario.LongestOutage: 1.2,
 		scenario.ProbeP50Latency: 208e-6, scenario.LinkRecovery: 3.25, scenario.LinkRecoveryErr: 0.05,
 		scenario.SwitchPower: 73.9, scenario.PowerSaving: 1 - 73.9/74.4,
-		scenario.FlowAcceptedMin: 0.3, scenario.FlowAcceptedMax: 0.95,
+		scenario.FlowAcceptedMin: 0, scenario.FlowAcceptedMax: 0.95, scenario.FlowP50LatencyRatio: 1.05,
 	} {
 		if v, ok := MetricValue(p, m); !ok || math.Abs(v-want) > 1e-9 {
 			t.Errorf("%s = %v, %v; want %v", m, v, ok, want)

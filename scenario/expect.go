@@ -66,11 +66,15 @@ const (
 	// flows pattern over the measured window.
 	FlowAcceptedMin Metric = "flow_accepted_min"
 	FlowAcceptedMax Metric = "flow_accepted_max"
+	// FlowP50LatencyRatio is the largest pair's median one-way latency
+	// over the smallest's (1 when they agree): pairs measured together,
+	// through one switch at one time, compared with each other.
+	FlowP50LatencyRatio Metric = "flow_p50_latency_ratio"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
 	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP,
-	FlowAcceptedMin, FlowAcceptedMax}
+	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
@@ -78,7 +82,7 @@ func (m Metric) Dimension() string {
 	switch m {
 	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax:
 		return "load"
-	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving:
+	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio:
 		return "fraction"
 	case SwitchPower:
 		return "power"
