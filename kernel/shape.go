@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
-	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -203,32 +201,14 @@ func netem(ifindex int, s Shaping) *netlink.Netem {
 // of them, and the host's tbf had charged 2,188,000.
 //
 // A size table charges a segmentation-offloaded TCP packet its bare
-// length, not the headers of every segment it becomes, so the
-// interface's segmentation offloads go off too: every frame reaches the
-// queue as sent. A replace of the qdisc (Shape again) drops the table.
+// length, not the headers of every segment it becomes: turn the
+// interface's segmentation off too (DisableSegmentation). A replace of
+// the qdisc (Shape again) drops the table.
 func ChargeQueuedLength(ns, ifname string, root string) error {
 	return InNamespace(ns, func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
 			return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
-		}
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return fmt.Errorf("ethtool socket: %w", err)
-		}
-		defer e.Close()
-		feats, err := e.Features(ifname)
-		if err != nil {
-			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
-		}
-		off := map[string]bool{}
-		for f, on := range feats { // the kernel's TCP segmentation offloads vary: tx-tcp6-, -ecn-, -mangleid-, -accecn-
-			if on && (f == "tx-generic-segmentation" || strings.HasPrefix(f, "tx-tcp") && strings.HasSuffix(f, "-segmentation")) {
-				off[f] = false
-			}
-		}
-		if err := e.Change(ifname, off); err != nil {
-			return fmt.Errorf("netns %q link %s: segmentation offloads off: %w", ns, ifname, err)
 		}
 		c, err := newRtconn()
 		if err != nil {

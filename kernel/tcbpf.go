@@ -69,28 +69,19 @@ func AttachEgressAfter(ns string, ifindexes []int, progFD int, name string) erro
 
 // DetachEgress removes the filter AttachEgress added (the clsact qdisc
 // stays: another filter may hang on it).
-func DetachEgress(ns string, ifindex int) error {
-	h, err := handleAt(ns)
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, "", 1))
-}
+func DetachEgress(ns string, ifindex int) error { return detachEgress(ns, ifindex, 1) }
 
 // DetachEgressAfter removes the filter AttachEgressAfter added.
-func DetachEgressAfter(ns string, ifindex int) error {
+func DetachEgressAfter(ns string, ifindex int) error { return detachEgress(ns, ifindex, 2) }
+
+func detachEgress(ns string, ifindex int, prio uint16) error {
 	h, err := handleAt(ns)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
-	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, "", 2))
+	return h.FilterDel(bpfFilter(ifindex, netlink.HANDLE_MIN_EGRESS, -1, "", prio))
 }
-
-// FilterExists says whether an attach failed because the interface has
-// that filter already.
-func FilterExists(err error) bool { return errors.Is(err, unix.EEXIST) }
 
 func attachBPF(ns string, ifindexes []int, progFD int, name string, parent uint32, prio uint16) error {
 	h, err := handleAt(ns)

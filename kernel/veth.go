@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/safchain/ethtool"
@@ -285,12 +286,7 @@ const txChecksumFeature = "tx-checksum-ip-generic"
 // the OVS userspace datapath, which forwards them unchecksummed and the
 // receiver drops them.
 func DisableTxChecksum(ns string, ifnames ...string) error {
-	return InNamespace(ns, func() error {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return fmt.Errorf("ethtool socket: %w", err)
-		}
-		defer e.Close()
+	return withEthtool(ns, func(e *ethtool.Ethtool) error {
 		for _, ifn := range ifnames {
 			if err := e.Change(ifn, map[string]bool{txChecksumFeature: false}); err != nil {
 				return fmt.Errorf("netns %q link %s: %s off: %w", ns, ifn, txChecksumFeature, err)
@@ -300,15 +296,32 @@ func DisableTxChecksum(ns string, ifnames ...string) error {
 	})
 }
 
+// DisableSegmentation turns an interface's TCP and generic segmentation
+// offloads off, so every frame reaches its qdisc as it goes on the wire
+// (ChargeQueuedLength's size table charges a frame its bare length).
+func DisableSegmentation(ns, ifname string) error {
+	return withEthtool(ns, func(e *ethtool.Ethtool) error {
+		feats, err := e.Features(ifname)
+		if err != nil {
+			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
+		}
+		off := map[string]bool{}
+		for f, on := range feats { // the kernel's TCP segmentation offloads vary: tx-tcp6-, -ecn-, -mangleid-, -accecn-
+			if on && (f == "tx-generic-segmentation" || strings.HasPrefix(f, "tx-tcp") && strings.HasSuffix(f, "-segmentation")) {
+				off[f] = false
+			}
+		}
+		if err := e.Change(ifname, off); err != nil {
+			return fmt.Errorf("netns %q link %s: segmentation offloads off: %w", ns, ifname, err)
+		}
+		return nil
+	})
+}
+
 // TxChecksumOn reports whether tx checksum offload is on for an interface.
 func TxChecksumOn(ns, ifname string) (bool, error) {
 	var on bool
-	err := InNamespace(ns, func() error {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return fmt.Errorf("ethtool socket: %w", err)
-		}
-		defer e.Close()
+	err := withEthtool(ns, func(e *ethtool.Ethtool) error {
 		f, err := e.Features(ifname)
 		if err != nil {
 			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
@@ -321,6 +334,18 @@ func TxChecksumOn(ns, ifname string) (bool, error) {
 		return nil
 	})
 	return on, err
+}
+
+// withEthtool runs fn with an ethtool socket in namespace ns.
+func withEthtool(ns string, fn func(e *ethtool.Ethtool) error) error {
+	return InNamespace(ns, func() error {
+		e, err := ethtool.NewEthtool()
+		if err != nil {
+			return fmt.Errorf("ethtool socket: %w", err)
+		}
+		defer e.Close()
+		return fn(e)
+	})
 }
 
 // SetLinkUp brings an interface up or down (a veth's peer then sees its

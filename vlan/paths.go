@@ -62,10 +62,27 @@ func (o Off) Has(a, b int) bool { return o[[2]int{min(a, b), max(a, b)}] }
 // Add turns the link between switches a and b off.
 func (o Off) Add(a, b int) { o[[2]int{min(a, b), max(a, b)}] = true }
 
-// PathOff is Path around links turned off (OffPaths), one path: it
-// computes the whole path set each call; AssignOff keeps one.
-func PathOff(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, error) {
-	return OffPaths(top, m, off)(s, port, d)
+// OffByName is the links between the switches named in pairs, each
+// checked: both switches exist and a link joins them.
+func OffByName(top *topology.Topology, pairs [][2]string) (Off, error) {
+	id := make(map[string]int, len(top.Switches))
+	for i := range top.Switches {
+		id[top.Switches[i].Name] = i
+	}
+	off := Off{}
+	for _, p := range pairs {
+		for _, n := range p {
+			if _, ok := id[n]; !ok {
+				return nil, fmt.Errorf("link %s-%s off: %s has no switch %s", p[0], p[1], top.Spec, n)
+			}
+		}
+		a, b := id[p[0]], id[p[1]]
+		if top.PortTo(a, b) == 0 {
+			return nil, fmt.Errorf("link %s-%s off: no link joins them", p[0], p[1])
+		}
+		off.Add(a, b)
+	}
+	return off, nil
 }
 
 // OffPaths is the path set around links turned off, computed once and

@@ -235,7 +235,7 @@ func TestMeshLinkOff(t *testing.T) {
 		}
 		for _, h := range top.Hosts {
 			for _, g := range top.Hosts {
-				p, _ := PathOff(top, Renamed, off, h.Switch, h.Port, g.Switch)
+				p, _ := a.path(h.Switch, h.Port, g.Switch)
 				for i := 0; i+1 < len(p); i++ {
 					if off.Has(p[i].Switch, p[i+1].Switch) {
 						t.Fatalf("%s: %s -> %s crosses the link off", c.dims, h.Name, g.Name)

@@ -140,15 +140,7 @@ func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
 func TestRewriteReachesEveryPair(t *testing.T) {
 	roottest.NeedOVS(t, "ping")
 	const name = "eft-rw"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 2, a: 2, h: 1}\naddressing: {assign: rewrite}\nlinks: {host: {rate: 50mbit}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(name) })
-	l, err := Up(context.Background(), sc, UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := upYAML(t, name, "topology: {kind: dragonfly, p: 2, a: 2, h: 1}\naddressing: {assign: rewrite}\nlinks: {host: {rate: 50mbit}}\n")
 	for _, h := range l.Hosts {
 		out, err := exec.Command("ip", "-n", h.NetNS, "-br", "link", "show", HostIface).Output()
 		if err != nil || !strings.Contains(string(out), h.MAC) || h.MAC == h.PseudoMAC || !strings.HasPrefix(h.MAC, "0e:") {
@@ -355,16 +347,10 @@ func TestLinkSafeOrder(t *testing.T) {
 
 func linkSafeOrder(t *testing.T, name, yaml, swA, swB, src, dst string) {
 	lab := upYAML(t, name, yaml)
-	host := func(n string) Host {
-		for _, h := range lab.Hosts {
-			if h.Name == n {
-				return h
-			}
-		}
-		t.Fatalf("no host %s", n)
-		return Host{}
+	a, b := lab.Host(src), lab.Host(dst)
+	if a == nil || b == nil {
+		t.Fatalf("no host %s or %s", src, dst)
 	}
-	a, b := host(src), host(dst)
 	ping := exec.Command("ip", "netns", "exec", a.NetNS, "ping", "-n", "-i", "0.1", "-c", "40", "-W", "1", b.IP)
 	var out strings.Builder
 	ping.Stdout = &out

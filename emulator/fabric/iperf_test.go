@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"context"
 	"encoding/json"
 	"os/exec"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ethfab/ethfab/internal/roottest"
-	"github.com/ethfab/ethfab/scenario"
 )
 
 // TCP between two hosts whose path crosses host, local and global links,
@@ -24,18 +22,10 @@ func TestIperfOnShapedPath(t *testing.T) {
 		t.Skip("needs iperf3")
 	}
 	const lab, rate = "eft-iperf", 50e6
-	sc, err := scenario.Parse(lab+".yaml", []byte("name: "+lab+`
+	l := upYAML(t, lab, `
 topology: {kind: dragonfly, p: 1, a: 2, h: 1}
 links: {host: {rate: 50mbit}, local: {rate: 50mbit}, global: {rate: 50mbit}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(lab) })
-	l, err := Up(context.Background(), sc, UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	// Every link end is shaped, the switch side included: vswitchd must
 	// not have replaced the tbf qdiscs of the ports it took.
 	for _, lk := range l.Links {

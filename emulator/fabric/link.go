@@ -155,13 +155,6 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	for i := range top.Switches {
 		id[top.Switches[i].Name] = i
 	}
-	offOf := func(pairs [][2]string) vlan.Off {
-		off := vlan.Off{}
-		for _, p := range pairs {
-			off.Add(id[p[0]], id[p[1]])
-		}
-		return off
-	}
 	plan, err := addressing.New(top, l.Addressing, l.Compact)
 	if err != nil {
 		return err
@@ -170,7 +163,11 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if err != nil {
 		return err
 	}
-	compile := func(off vlan.Off, was *vlan.Assignment) (*controller.Controller, error) {
+	compile := func(pairs [][2]string, was *vlan.Assignment) (*controller.Controller, error) {
+		off, err := vlan.OffByName(top, pairs)
+		if err != nil {
+			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
+		}
 		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off,
 			VLANWas: was, VLANLearn: l.VLANLearn, VLANAging: l.VLANAging, VLANTagged: tagged})
 		if err != nil {
@@ -178,13 +175,13 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 		}
 		return ctl, nil
 	}
-	was, err := compile(offOf(l.VLANOff), nil)
+	was, err := compile(l.VLANOff, nil)
 	if err != nil {
 		return err
 	}
 	// The new tables keep the old routes below their own (make before
 	// break, controller.vlanTransit).
-	ctl, err := compile(offOf(offPairs), was.VLANAssignment())
+	ctl, err := compile(offPairs, was.VLANAssignment())
 	if err != nil {
 		return err
 	}
@@ -239,7 +236,7 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 			retag = append(retag, h)
 		}
 	}
-	if err := tagHostPorts(l, top, ctl.VLANAssignment(), retag, l.OVS.Datapath == ovs.DatapathNetdev); err != nil {
+	if err := tagHostPorts(l, top, ctl.VLANAssignment(), retag, false); err != nil {
 		return fmt.Errorf("lab %s: re-tagging hosts: %w", l.Lab, err)
 	}
 	return nil

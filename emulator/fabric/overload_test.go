@@ -12,7 +12,6 @@ import (
 
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/internal/roottest"
-	"github.com/ethfab/ethfab/scenario"
 	pat "github.com/ethfab/ethfab/traffic"
 )
 
@@ -40,16 +39,8 @@ func (h hotspot) Seed() int64    { return 0 }
 func TestFullQueueDoesNotStarveOtherPorts(t *testing.T) {
 	roottest.NeedOVS(t, "ping")
 	const name = "eft-hot"
-	sc, err := scenario.Parse(name+".yaml", []byte("name: "+name+"\ntopology: {kind: dragonfly, p: 3, a: 2, h: 1}\n"+
-		"links: {host: {rate: 20mbit}, local: {rate: 20mbit}, global: {rate: 20mbit}}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { Down(name) })
-	l, err := Up(context.Background(), sc, UpOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := upYAML(t, name, "topology: {kind: dragonfly, p: 3, a: 2, h: 1}\n"+
+		"links: {host: {rate: 20mbit}, local: {rate: 20mbit}, global: {rate: 20mbit}}\n")
 	hosts := make([]traffic.Host, len(l.Hosts))
 	for i, h := range l.Hosts {
 		hosts[i] = traffic.Host{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface}

@@ -38,17 +38,8 @@ func TestVLANTaggedHosts(t *testing.T) {
 			if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
 				t.Fatalf("%d of %d pairs reached (%v), %v", r.Reached, r.Pairs, r.Unreachable, err)
 			}
-			hosts := map[string]Host{}
-			for _, h := range lab.Hosts {
-				hosts[h.Name] = h
-			}
-			tagged, plain := hosts["s1h0"], hosts["s0h0"]
-			var swEnd LinkEnd
-			for _, l := range lab.Links {
-				if l.B.Node == tagged.Name {
-					swEnd = l.A
-				}
-			}
+			tagged, plain := *lab.Host("s1h0"), *lab.Host("s0h0")
+			swEnd := lab.hostLink(tagged.Name).A
 			top := lab.compiled.Top
 			th := top.Hosts[0]
 			for _, h := range top.Hosts {

@@ -172,7 +172,7 @@ func Run(o Options) (*Report, error) {
 	if o.Mode == controller.VLAN && o.VLAN == "" {
 		o.VLAN = vlan.Renamed
 	}
-	off, err := linksOff(top, o.LinksOff)
+	off, err := vlan.OffByName(top, o.LinksOff)
 	if err != nil {
 		return nil, err
 	}
@@ -191,28 +191,6 @@ func Run(o Options) (*Report, error) {
 	}
 	r.VLAN, err = vlanReport(top, o.VLAN, off, ctl.VLANAssignment(), o.Verify)
 	return r, err
-}
-
-// linksOff resolves links named by their switches.
-func linksOff(top *topology.Topology, pairs [][2]string) (vlan.Off, error) {
-	id := map[string]int{}
-	for i := range top.Switches {
-		id[top.Switches[i].Name] = i
-	}
-	off := vlan.Off{}
-	for _, p := range pairs {
-		for _, n := range p {
-			if _, ok := id[n]; !ok {
-				return nil, fmt.Errorf("link %s-%s off: %s has no switch %s", p[0], p[1], top.Spec, n)
-			}
-		}
-		a, b := id[p[0]], id[p[1]]
-		if top.PortTo(a, b) == 0 {
-			return nil, fmt.Errorf("link %s-%s off: no link joins them", p[0], p[1])
-		}
-		off.Add(a, b)
-	}
-	return off, nil
 }
 
 // Describe is Run's report on tables already compiled (a lab's), which it
