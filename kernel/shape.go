@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -192,19 +193,21 @@ func netem(ifindex int, s Shaping) *netlink.Netem {
 
 // ChargeQueuedLength makes an interface's root qdisc (Shape's tbf, or
 // its netem, whose tbf child takes the length the root gave) charge each
-// frame's length as the frame reaches it: a size table with no overhead
-// and no cells. Without one, the kernel fixes a frame's length for the
-// qdisc before the tc egress hook runs (qdisc_pkt_len_init in
+// frame's length as the frame reaches it, plus overhead bytes: a size
+// table with no cells. Without one, the kernel fixes a frame's length for
+// the qdisc before the tc egress hook runs (qdisc_pkt_len_init in
 // __dev_queue_xmit), and bytes a tc program adds there go out uncharged:
-// a tagged host port's push (emulator/fabric/bpf/vlanport.c) made 2,188
-// traffic frames 1,004 bytes each, Open vSwitch counted 2,196,752 bytes
-// of them, and the host's tbf had charged 2,188,000.
+// a tagged host port's push, when it wrote the tag into the bytes, made
+// 2,188 traffic frames 1,004 bytes each, Open vSwitch counted 2,196,752
+// bytes of them, and the host's tbf had charged 2,188,000. A tag kept in
+// the skb (emulator/fabric/bpf/vlanport.c) is in no length: overhead 4
+// charges it.
 //
 // A size table charges a segmentation-offloaded TCP packet its bare
 // length, not the headers of every segment it becomes: turn the
 // interface's segmentation off too (DisableSegmentation). A replace of
 // the qdisc (Shape again) drops the table.
-func ChargeQueuedLength(ns, ifname string, root string) error {
+func ChargeQueuedLength(ns, ifname string, root string, overhead int32) error {
 	return InNamespace(ns, func() error {
 		ifi, err := net.InterfaceByName(ifname)
 		if err != nil {
@@ -221,9 +224,12 @@ func ChargeQueuedLength(ns, ifname string, root string) error {
 		req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifi.Index), Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
 		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(root)))
 		stab := nl.NewRtAttr(nl.TCA_STAB, nil)
-		// struct tc_sizespec, all zero: cell_log, size_log, cell_align,
-		// overhead, linklayer, mpu, mtu, tsize (no table follows).
-		stab.AddRtAttr(tcaStabBase, make([]byte, 24))
+		// struct tc_sizespec: cell_log, size_log, cell_align, overhead,
+		// linklayer, mpu, mtu, tsize (no table follows), all zero but
+		// the overhead.
+		spec := make([]byte, 24)
+		binary.NativeEndian.PutUint32(spec[4:], uint32(overhead))
+		stab.AddRtAttr(tcaStabBase, spec)
 		req.AddData(stab)
 		if err := c.execAcked([]*nl.NetlinkRequest{req}, 1)[0]; err != nil {
 			return fmt.Errorf("netns %q link %s: size table on %s: %w", ns, ifname, root, err)

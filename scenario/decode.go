@@ -1234,8 +1234,16 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 		switch {
 		case s.Topology.Kind != "" && !s.Topology.Kind.Testbed():
 			d.errf(me.val, "routing.mode", "vlan needs one of seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", s.Topology.Kind)
-		case s.OVS.Datapath == DatapathEBPF:
-			d.errf(me.val, "routing.mode", "vlan runs on Open vSwitch: the eBPF datapath has no VLAN actions (ovs.datapath: netdev or auto)")
+		case s.OVS.Datapath == DatapathEBPF && s.Routing.VLAN.MACs == "learn":
+			// The learning bridge is Open vSwitch's learn and resubmit
+			// actions, which the eBPF datapath has no counterpart of.
+			n := me
+			if ve := f["routing"].val.get("vlan"); ve != nil {
+				if mm := ve.val.get("macs"); mm != nil {
+					n = mm
+				}
+			}
+			d.errf(n.val, "routing.vlan.macs", "learn runs on Open vSwitch (its learn action): the eBPF datapath has static registration only (ovs.datapath: netdev or auto)")
 		case s.Addressing.Assign != addressing.AssignStatic:
 			d.errf(me.val, "routing.mode", "vlan needs addressing.assign: static (hosts keep their addresses; the switches register them)")
 		}

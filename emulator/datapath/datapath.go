@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -69,6 +70,27 @@ type IDs struct {
 	// Queues: the queue counters (0 where the program keeps none).
 	Queues   uint32 `json:"queues,omitempty"`
 	Switches int    `json:"switches"`
+	// A datapath loaded Reroutable: its tables' maps and the switches'
+	// generations, which Reroute rewrites, and BankActions, the actions
+	// each bank has room for (bank b's action i is entry b*BankActions+i).
+	Ports       uint32 `json:"ports,omitempty"`
+	Tables      uint32 `json:"tables,omitempty"`
+	Rules       uint32 `json:"rules,omitempty"`
+	Actions     uint32 `json:"actions,omitempty"`
+	Gens        uint32 `json:"gens,omitempty"`
+	BankActions uint32 `json:"bank_actions,omitempty"`
+	BankRules   uint32 `json:"bank_rules,omitempty"`
+}
+
+// LoadOptions are how Load sizes and configures the program.
+type LoadOptions struct {
+	// FlowCache turns the program's flow cache on (FlowCacheFits).
+	FlowCache bool
+	// Reroutable makes room for a second bank of tables, which Reroute
+	// fills while the switches forward by the first: a lab whose paths
+	// change at run time (VLAN routing's link off and on). It doubles
+	// the tables' maps, so others go without.
+	Reroutable bool
 }
 
 // Loaded is a datapath loaded into the kernel, its maps filled.
@@ -79,9 +101,14 @@ type Loaded struct {
 	Fill time.Duration
 }
 
+// bankRoom is the room a bank of a reroutable datapath keeps for n
+// actions or rules: new paths may need more than the first (the make-
+// before-break routes, controller.vlanTransit).
+func bankRoom(n int) int { return 2*n + 256 }
+
 // Load creates the program and its maps, sized for the image, and fills
-// them; flowCache turns the program's flow cache on (FlowCacheFits).
-func Load(img *Image, flowCache bool) (*Loaded, error) {
+// them.
+func Load(img *Image, o LoadOptions) (*Loaded, error) {
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(object))
 	if err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
@@ -91,12 +118,19 @@ func Load(img *Image, flowCache bool) (*Loaded, error) {
 	for k := range img.Ports {
 		ifindexes = max(ifindexes, int(k)+1)
 	}
-	sizes := map[string]int{"ports": ifindexes, "tables": nTables, "rules": len(img.rules),
-		"taps": ifindexes, "queues": ifindexes, "actions": len(img.Actions), "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
+	nActions, nRules := len(img.Actions), len(img.rules)
+	if o.Reroutable {
+		nTables, nActions, nRules = 2*nTables, 2*bankRoom(nActions), 2*bankRoom(nRules)
+	}
+	sizes := map[string]int{"ports": ifindexes, "tables": nTables, "rules": nRules, "gens": img.Switches,
+		"taps": ifindexes, "queues": ifindexes, "actions": nActions, "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
 	for name, n := range sizes {
 		spec.Maps[name].MaxEntries = uint32(max(1, n))
 	}
-	if err := spec.Variables["flow_cache"].Set(uint32(b2u(flowCache))); err != nil {
+	if err := spec.Variables["flow_cache"].Set(uint32(b2u(o.FlowCache))); err != nil {
+		return nil, fmt.Errorf("datapath object: %w", err)
+	}
+	if err := spec.Variables["switches"].Set(uint32(img.Switches)); err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	if err := spec.Variables["queue_counters"].Set(uint32(b2u(len(img.queues) > 0))); err != nil {
@@ -112,22 +146,31 @@ func Load(img *Image, flowCache bool) (*Loaded, error) {
 	}
 	l := &Loaded{coll: coll}
 	t0 := time.Now()
-	if err := l.fill(img); err != nil {
+	if err := fill(coll.Maps, img, bank{switches: img.Switches}, true); err != nil {
 		coll.Close()
 		return nil, err
 	}
+	if len(img.queues) > 0 {
+		if err := fillQueues(coll.Maps["queues"], img); err != nil {
+			coll.Close()
+			return nil, err
+		}
+	}
 	l.Fill = time.Since(t0)
-	if l.ids, err = idsOf(coll, img.Switches); err != nil {
+	if l.ids, err = idsOf(coll, img.Switches, o.Reroutable); err != nil {
 		coll.Close()
 		return nil, err
 	}
 	if len(img.queues) == 0 {
 		l.ids.Queues = 0 // the program keeps none
 	}
+	if o.Reroutable {
+		l.ids.BankActions, l.ids.BankRules = uint32(bankRoom(len(img.Actions))), uint32(bankRoom(len(img.rules)))
+	}
 	return l, nil
 }
 
-func idsOf(coll *ebpf.Collection, switches int) (IDs, error) {
+func idsOf(coll *ebpf.Collection, switches int, reroutable bool) (IDs, error) {
 	ids := IDs{Switches: switches}
 	pi, err := coll.Programs[programName].Info()
 	if err != nil {
@@ -135,7 +178,13 @@ func idsOf(coll *ebpf.Collection, switches int) (IDs, error) {
 	}
 	id, _ := pi.ID()
 	ids.Program = uint32(id)
-	for name, dst := range map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped, "queues": &ids.Queues} {
+	maps := map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped, "queues": &ids.Queues}
+	if reroutable {
+		for name, dst := range map[string]*uint32{"ports": &ids.Ports, "tables": &ids.Tables, "rules": &ids.Rules, "actions": &ids.Actions, "gens": &ids.Gens} {
+			maps[name] = dst
+		}
+	}
+	for name, dst := range maps {
 		mi, err := coll.Maps[name].Info()
 		if err != nil {
 			return ids, err
@@ -146,44 +195,168 @@ func idsOf(coll *ebpf.Collection, switches int) (IDs, error) {
 	return ids, nil
 }
 
-// fill writes the image into the maps, in batches: DF(4,8,4)'s rules in
-// one system call per map rather than one per rule.
-func (l *Loaded) fill(img *Image) error {
-	m := l.coll.Maps
-	ports := make([]uint32, 0, len(img.Ports))
+// bank is where in the maps a bank of tables lives: its table sets
+// follow the other bank's (switches of them), its actions from
+// actionBase on.
+type bank struct {
+	n          int // 0 or 1
+	switches   int
+	actionBase uint32
+}
+
+func (b bank) tset(sw uint16) uint16 { return uint16(b.n*b.switches) + sw }
+
+// fill writes the image into one bank of the maps, in batches: DF(4,8,4)'s
+// rules in one system call per map rather than one per rule. With
+// ports, the ports' entries are the image's; without, only their probe
+// masks for this bank change (Reroute: the other bank's are in use).
+// Every table of the bank is written, empty where the image has none.
+func fill(m map[string]*ebpf.Map, img *Image, b bank, ports bool) error {
+	pkeys := make([]uint32, 0, len(img.Ports))
 	pvals := make([]Port, 0, len(img.Ports))
 	for k, v := range img.Ports {
-		ports = append(ports, k)
+		if !ports {
+			var now Port
+			if err := m["ports"].Lookup(k, &now); err != nil || now.Used == 0 || now.Sw != v.Sw || now.Num != v.Num {
+				return fmt.Errorf("ifindex %d is not port %d of switch %d in the running datapath (%v)", k, v.Num, v.Sw, err)
+			}
+			now.Probe[b.n] = v.Probe[0]
+			v = now
+		}
+		pkeys = append(pkeys, k)
 		pvals = append(pvals, v)
 	}
-	tkeys := make([]uint32, 0, len(img.Tables))
-	tvals := make([]Table, 0, len(img.Tables))
-	for k, v := range img.Tables {
-		tkeys = append(tkeys, k)
-		tvals = append(tvals, v)
+	tkeys := make([]uint32, 0, img.Switches*MaxTables)
+	tvals := make([]Table, 0, img.Switches*MaxTables)
+	for sw := range img.Switches {
+		for t := range MaxTables {
+			v := img.Tables[uint32(sw*MaxTables+t)]
+			for i := range v.N {
+				if v.Sub[i].Always != 0 {
+					v.Sub[i].AlwaysAction += b.actionBase
+				}
+			}
+			tkeys = append(tkeys, uint32(int(b.tset(uint16(sw)))*MaxTables+t))
+			tvals = append(tvals, v)
+		}
 	}
 	akeys := make([]uint32, len(img.Actions))
 	for i := range akeys {
-		akeys[i] = uint32(i)
+		akeys[i] = b.actionBase + uint32(i)
 	}
 	rkeys, rvals := img.ruleEntries()
+	for i := range rkeys {
+		rkeys[i].Sw = b.tset(rkeys[i].Sw)
+		rvals[i].Action += b.actionBase
+	}
+	for _, w := range []struct {
+		name       string
+		keys, vals any
+		n          int
+	}{{"ports", pkeys, pvals, len(pkeys)}, {"tables", tkeys, tvals, len(tkeys)}, {"actions", akeys, img.Actions, len(akeys)}, {"rules", rkeys, rvals, len(rkeys)}} {
+		if w.n == 0 {
+			continue
+		}
+		if _, err := m[w.name].BatchUpdate(w.keys, w.vals, nil); err != nil {
+			return fmt.Errorf("filling the datapath's %s map: %w", w.name, err)
+		}
+	}
+	return nil
+}
+
+func fillQueues(m *ebpf.Map, img *Image) error {
 	qkeys := make([]uint32, 0, len(img.queues))
 	qvals := make([]Queue, 0, len(img.queues))
 	for k, limit := range img.queues {
 		qkeys = append(qkeys, k)
 		qvals = append(qvals, Queue{Limit: limit})
 	}
-	for _, b := range []struct {
-		name       string
-		keys, vals any
-		n          int
-	}{{"ports", ports, pvals, len(ports)}, {"tables", tkeys, tvals, len(tkeys)}, {"actions", akeys, img.Actions, len(akeys)}, {"rules", rkeys, rvals, len(rkeys)},
-		{"queues", qkeys, qvals, len(qkeys)}} {
-		if b.n == 0 {
-			continue
+	if _, err := m.BatchUpdate(qkeys, qvals, nil); err != nil {
+		return fmt.Errorf("filling the datapath's queues map: %w", err)
+	}
+	return nil
+}
+
+// Reroute replaces a running datapath's tables with the image's, built
+// for the same ports, switch by switch: it writes them into the bank no
+// switch forwards by, then moves the switches to it, order[0]'s first,
+// then order[1]'s, and so on (every switch once). A switch moves with one
+// map write, so each frame meets its old tables or its new ones, never a
+// mix; the frames already queued keep the way they were sent.
+func Reroute(ids IDs, img *Image, order [][]int) error {
+	if ids.Gens == 0 {
+		return errors.New("the lab's datapath was not loaded to change its tables (only VLAN-routed labs are)")
+	}
+	if img.Switches != ids.Switches {
+		return fmt.Errorf("new tables for %d switches, the datapath has %d", img.Switches, ids.Switches)
+	}
+	if len(img.Actions) > int(ids.BankActions) || len(img.rules) > int(ids.BankRules) {
+		return fmt.Errorf("the new tables have %d actions and %d rules; a bank of this datapath holds %d and %d", len(img.Actions), len(img.rules), ids.BankActions, ids.BankRules)
+	}
+	seen := make([]bool, img.Switches)
+	for _, g := range order {
+		for _, sw := range g {
+			if sw < 0 || sw >= img.Switches || seen[sw] {
+				return fmt.Errorf("switch %d: out of range or moved twice", sw)
+			}
+			seen[sw] = true
 		}
-		if _, err := m[b.name].BatchUpdate(b.keys, b.vals, nil); err != nil {
-			return fmt.Errorf("filling the datapath's %s map: %w", b.name, err)
+	}
+	if i := slices.Index(seen, false); i >= 0 {
+		return fmt.Errorf("switch %d is in no group of the order", i)
+	}
+	m := map[string]*ebpf.Map{}
+	defer func() {
+		for _, mp := range m {
+			mp.Close()
+		}
+	}()
+	for name, id := range map[string]uint32{"ports": ids.Ports, "tables": ids.Tables, "rules": ids.Rules, "actions": ids.Actions, "gens": ids.Gens} {
+		mp, err := openMap(id, name)
+		if err != nil {
+			return err
+		}
+		m[name] = mp
+	}
+	gens := make([]uint32, img.Switches)
+	for sw := range gens {
+		if err := m["gens"].Lookup(uint32(sw), &gens[sw]); err != nil {
+			return fmt.Errorf("switch %d's generation: %w", sw, err)
+		}
+		if gens[sw]&1 != gens[0]&1 {
+			return fmt.Errorf("switch %d forwards by bank %d, switch 0 by %d: a change of tables stopped half-way; bring the lab up again", sw, gens[sw]&1, gens[0]&1)
+		}
+	}
+	spare := bank{n: int(gens[0]&1) ^ 1, switches: img.Switches}
+	spare.actionBase = uint32(spare.n) * ids.BankActions
+	// The spare bank's rules are the tables before the last change: no
+	// switch has looked at them since it moved (a frame's lookups take
+	// microseconds, the last change was a command ago).
+	var stale []RuleKey
+	var k RuleKey
+	var v RuleVal
+	it := m["rules"].Iterate()
+	for it.Next(&k, &v) {
+		if int(k.Sw)/img.Switches == spare.n {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("reading the datapath's rules: %w", err)
+	}
+	if len(stale) > 0 {
+		if _, err := m["rules"].BatchDelete(stale, nil); err != nil {
+			return fmt.Errorf("clearing the datapath's spare tables: %w", err)
+		}
+	}
+	if err := fill(m, img, spare, false); err != nil {
+		return err
+	}
+	for _, g := range order {
+		for _, sw := range g {
+			if err := m["gens"].Update(uint32(sw), gens[sw]+1, ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("moving switch %d to its new tables: %w", sw, err)
+			}
 		}
 	}
 	return nil
@@ -547,7 +720,7 @@ const Name = "ebpf"
 // Probe loads the program with empty tables and unloads it: whether this
 // kernel runs the eBPF datapath (ethfab doctor).
 func Probe() error {
-	l, err := Load(&Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: 1, rules: map[RuleKey]RuleVal{}}, true)
+	l, err := Load(&Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: 1, rules: map[RuleKey]RuleVal{}}, LoadOptions{FlowCache: true})
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,10 @@
 // matches, exact source and EtherType, the ingress port, table-0 stages
 // that continue in table 1 (goto_table), the condition bitmask that
 // conditional routing loads into metadata, set-field rewrites, output
-// lists with IN_PORT, and drop. Image is the translation, pure data; it
+// lists with IN_PORT, and drop; and 802.1Q: vlan_tci matches (untagged,
+// tagged, a VLAN ID), push and pop, and a VLAN's untagged members among a
+// rule's outputs (seed 002's VLAN routing, with static registration).
+// Image is the translation, pure data; it
 // carries a Go rendering of the program's lookup so tests can check it
 // against the controller's own Table.LookupPaused on every frame.
 package datapath
@@ -29,17 +32,17 @@ const (
 	MaxSubtables = 32 // distinct masks per (switch, table)
 	MaxTables    = 4  // tables per switch
 	MaxOut       = 64 // outputs of one rule
-	KindSlots    = 16 // counter slots per switch: one per rule kind, then these:
+	KindSlots    = 20 // counter slots per switch: one per rule kind (16), then these:
 	// SlotDropped counts frames the program could not forward (a clone
 	// not redirected, an unreadable header, an action missing): the
 	// datapath's own drops. A failed final redirect happens after the
 	// program returns and shows in the kernel's drop counters instead.
-	SlotDropped = 14
+	SlotDropped = 17
 	// SlotTapLost counts tap records the ring had no room for.
-	SlotTapLost = 13
+	SlotTapLost = 16
 	// SlotHostBroadcast counts broadcast-rule frames that entered on a host
 	// port: injected, but not unicast data.
-	SlotHostBroadcast = 15
+	SlotHostBroadcast = 18
 	outInPort         = 0xffffffff
 )
 
@@ -54,9 +57,10 @@ type Port struct {
 	Host    uint8
 	Used    uint8 // 1: the entry is a switch port (the map is an array)
 	Pad     [2]uint8
-	// Probe[t] bit i: subtable i of table t may hold a rule for a frame on
-	// this port; an in_port subtable with no rule for it is skipped.
-	Probe [MaxTables]uint32
+	// Probe[b][t] bit i: subtable i of bank b's table t may hold a rule
+	// for a frame on this port; an in_port subtable with no rule for it is
+	// skipped. Build fills bank 0's.
+	Probe [2][MaxTables]uint32
 	// Peer: with queue counters, the switch port at the far end of the
 	// link (0: none); a frame arriving here has left its queue.
 	Peer, Pad2 uint32
@@ -74,10 +78,11 @@ type Subtable struct {
 	Always       uint8
 	Pad          uint8
 	AlwaysAction uint32
-	Pad2         uint32
-	SrcMask      uint64
-	DstMask      uint64
-	MetaMask     uint64
+	// VLANMask: which bits of the frame's vlan_tci its rules match.
+	VLANMask, Pad2 uint16
+	SrcMask        uint64
+	DstMask        uint64
+	MetaMask       uint64
 	// DstReqMask and DstReqVal: the destination bits all its rules share,
 	// and their value; a frame whose destination differs there skips the
 	// subtable (the multicast bit of the broadcast rules, a group's
@@ -92,12 +97,16 @@ type Table struct {
 	Sub [MaxSubtables]Subtable
 }
 
-// RuleKey is a rule's masked match within its subtable.
+// RuleKey is a rule's masked match within its subtable. Sw is the
+// switch's table set: bank*switches + switch in the map, the switch in an
+// Image.
 type RuleKey struct {
 	Sw           uint16
 	Table, Sub   uint8
 	InPort       uint16
 	DlType       uint16
+	VLAN         uint16 // vlan_tci under the subtable's VLANMask
+	Pad          [3]uint16
 	Src, Dst, Md uint64
 }
 
@@ -106,13 +115,20 @@ type RuleVal struct {
 	Prio, Action uint32
 }
 
-// Action is what a rule does.
+// Action is what a rule does. Out[:NUntagged] are a VLAN's untagged
+// members (controller.Rule.Untagged): the frame leaves them without its
+// tag, and the others with the tag it has after Pop and Push.
 type Action struct {
 	SetSrc, SetDst              uint64
 	Kind, GoTo, WriteCond, NOut uint8
-	Pad                         uint32
+	Pop, NUntagged              uint8
+	Push                        uint16         // vlan_tci: VLANPresent | VID; 0: none
 	Out                         [MaxOut]uint32 // ifindex, or IN_PORT
 }
+
+// VLANPresent is the bit of OpenFlow's vlan_tci that says a frame has a
+// tag; the low 12 bits are its VLAN ID.
+const VLANPresent = 0x1000
 
 // Counter is one counter slot on one CPU.
 type Counter struct {
@@ -157,8 +173,8 @@ func (img *Image) hosts() int {
 // with the ifindex of its device in the fabric namespace.
 func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 	img := &Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: len(tables), rules: map[RuleKey]RuleVal{}, queues: map[uint32]uint64{}}
-	if len(tables) > 1<<16 {
-		return nil, fmt.Errorf("%d switches: the eBPF datapath numbers them in 16 bits", len(tables))
+	if len(tables) > 1<<15 {
+		return nil, fmt.Errorf("%d switches: the eBPF datapath numbers two banks of them in 16 bits", len(tables))
 	}
 	ifindex := map[[2]int]uint32{}
 	swPorts := map[int][]uint32{}
@@ -204,6 +220,7 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 
 type maskOf struct {
 	inPort, dlType     bool
+	vlan               uint16
 	src, dst, metadata uint64
 }
 
@@ -260,7 +277,7 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 		probe[tab] = map[uint16]uint32{}
 		all := uint32(0) // the subtables every port searches
 		for si, s := range list {
-			tt.Sub[si] = Subtable{InPort: b2u(s.mask.inPort), DlType: b2u(s.mask.dlType), MaxPrio: s.max,
+			tt.Sub[si] = Subtable{InPort: b2u(s.mask.inPort), DlType: b2u(s.mask.dlType), MaxPrio: s.max, VLANMask: s.mask.vlan,
 				SrcMask: s.mask.src, DstMask: s.mask.dst, MetaMask: s.mask.metadata}
 			if !s.mask.inPort {
 				all |= 1 << si
@@ -287,8 +304,9 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 				if err != nil {
 					return fmt.Errorf("rule %d (%s): %w", i, r.OpenFlow(), err)
 				}
+				vid, _ := vlanMatch(r.Match.VLAN)
 				k := RuleKey{Sw: uint16(sw), Table: uint8(tab), Sub: uint8(si), InPort: uint16(r.Match.InPort), DlType: r.Match.DlType,
-					Src: uint64(r.Match.Src), Dst: uint64(r.Match.Dst & r.Match.DstMask)}
+					VLAN: vid, Src: uint64(r.Match.Src), Dst: uint64(r.Match.Dst & r.Match.DstMask)}
 				if old, dup := img.rules[k]; dup && old.Prio >= uint32(r.Priority) {
 					continue // shadowed by an equal match of higher priority, as in OVS
 				}
@@ -308,7 +326,7 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 		img.Tables[uint32(sw*MaxTables+tab)] = tt
 		for _, idx := range ports {
 			p := img.Ports[idx]
-			p.Probe[tab] = all | probe[tab][p.Num]
+			p.Probe[0][tab] = all | probe[tab][p.Num]
 			img.Ports[idx] = p
 		}
 	}
@@ -357,13 +375,19 @@ func overlap(a, b *controller.Rule) bool {
 	if a.Match.Src != 0 && b.Match.Src != 0 && a.Match.Src != b.Match.Src {
 		return false
 	}
+	va, ma := vlanMatch(a.Match.VLAN)
+	vb, mb := vlanMatch(b.Match.VLAN)
+	if (va^vb)&ma&mb != 0 {
+		return false
+	}
 	both := a.Match.DstMask & b.Match.DstMask
 	return (a.Match.Dst^b.Match.Dst)&both == 0
 }
 
 func sameAction(a, b *controller.Rule) bool {
 	return a.SetSrc == b.SetSrc && a.SetDst == b.SetDst && a.Goto == b.Goto && a.WriteCond == b.WriteCond &&
-		a.Kind == b.Kind && slices.Equal(a.Out, b.Out)
+		a.Kind == b.Kind && slices.Equal(a.Out, b.Out) && a.PopVLAN == b.PopVLAN && a.PushVLAN == b.PushVLAN &&
+		slices.Equal(a.Untagged, b.Untagged)
 }
 
 func b2u(b bool) uint8 {
@@ -377,6 +401,7 @@ func b2u(b bool) uint8 {
 // metadata=0/(1<<CondBit): its bit of the condition bitmask, clear.
 func ruleMask(r *controller.Rule) maskOf {
 	m := maskOf{inPort: r.Match.InPort != 0, dlType: r.Match.DlType != 0, dst: uint64(r.Match.DstMask)}
+	_, m.vlan = vlanMatch(r.Match.VLAN)
 	if r.Match.Src != 0 {
 		m.src = uint64(addressing.MAC(0xffffffffffff))
 	}
@@ -386,21 +411,44 @@ func ruleMask(r *controller.Rule) maskOf {
 	return m
 }
 
+// vlanMatch is a rule's VLAN match as a value and mask of vlan_tci, as
+// Open vSwitch writes them: untagged 0/0x1fff, tagged 0x1000/0x1000, a
+// VLAN ID 0x1000|VID/0x1fff; none 0/0.
+func vlanMatch(v uint16) (val, mask uint16) {
+	switch v {
+	case 0:
+		return 0, 0
+	case controller.VLANUntagged:
+		return 0, VLANPresent | 0xfff
+	case controller.VLANTagged:
+		return VLANPresent, VLANPresent
+	}
+	return VLANPresent | v&0xfff, VLANPresent | 0xfff
+}
+
 func actionOf(sw int, r *controller.Rule, ifindex map[[2]int]uint32) (Action, error) {
-	a := Action{SetSrc: uint64(r.SetSrc), SetDst: uint64(r.SetDst), Kind: uint8(r.Kind), GoTo: r.Goto, WriteCond: b2u(r.WriteCond)}
-	if r.PushVLAN != 0 || len(r.Untagged) > 0 || r.Match.VLAN != 0 {
-		return a, fmt.Errorf("VLAN match or actions: the eBPF datapath has none (routing.mode vlan runs on Open vSwitch)")
+	a := Action{SetSrc: uint64(r.SetSrc), SetDst: uint64(r.SetDst), Kind: uint8(r.Kind), GoTo: r.Goto, WriteCond: b2u(r.WriteCond), Pop: b2u(r.PopVLAN)}
+	if r.Actions != "" || r.Match.Reg0Set {
+		return a, fmt.Errorf("Open vSwitch's learn, resubmit and registers (routing.vlan.macs: learn): the eBPF datapath has none")
+	}
+	if r.PushVLAN != 0 {
+		if r.PushVLAN > 0xfff {
+			return a, fmt.Errorf("VLAN ID %d: 802.1Q has 12 bits", r.PushVLAN)
+		}
+		a.Push = VLANPresent | r.PushVLAN
 	}
 	if int(r.Kind) >= SlotTapLost {
 		return a, fmt.Errorf("kind %d has no counter slot", r.Kind)
 	}
-	if r.Goto != 0 && len(r.Out) > 0 {
+	if r.Goto != 0 && len(r.Out)+len(r.Untagged) > 0 {
 		return a, fmt.Errorf("outputs and goto_table in one rule: the eBPF datapath outputs only at the end of the pipeline")
 	}
-	if len(r.Out) > MaxOut {
-		return a, fmt.Errorf("%d outputs: the eBPF datapath holds %d", len(r.Out), MaxOut)
+	if len(r.Out)+len(r.Untagged) > MaxOut {
+		return a, fmt.Errorf("%d outputs: the eBPF datapath holds %d", len(r.Out)+len(r.Untagged), MaxOut)
 	}
-	for i, p := range r.Out {
+	// The untagged members first: the program sends them the frame
+	// before it writes the tag into the bytes for the others.
+	for i, p := range append(slices.Clone(r.Untagged), r.Out...) {
 		if p == controller.PortInPort {
 			a.Out[i] = outInPort
 			continue
@@ -411,7 +459,7 @@ func actionOf(sw int, r *controller.Rule, ifindex map[[2]int]uint32) (Action, er
 		}
 		a.Out[i] = idx
 	}
-	a.NOut = uint8(len(r.Out))
+	a.NOut, a.NUntagged = uint8(len(r.Out)+len(r.Untagged)), uint8(len(r.Untagged))
 	return a, nil
 }
 
@@ -438,19 +486,22 @@ func (img *Image) ruleEntries() ([]RuleKey, []RuleVal) {
 }
 
 // Decision is what the program does with a frame: the last action's
-// rewritten addresses and output devices (nil: dropped), and the kind of
-// every rule it met.
+// rewritten addresses and output devices (nil: dropped), the tag each
+// output gets (OutTCI, vlan_tci: 0 none), and the kind of every rule it
+// met.
 type Decision struct {
 	Src, Dst addressing.MAC
 	Out      []uint32
+	OutTCI   []uint16
 	Kinds    []controller.Kind
 	Rule     *Action // the last rule's action; nil on a table miss
 }
 
 // Forward runs the program's lookup in Go on a frame entering on the
-// device ifindex, with the switch's condition bitmask cond: the same
-// algorithm as bpf/switch.c, on the same maps.
-func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16, cond uint64) (Decision, bool) {
+// device ifindex, tagged tci (vlan_tci; 0: untagged), with the switch's
+// condition bitmask cond: the same algorithm as bpf/switch.c, on the
+// same maps.
+func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType, tci uint16, cond uint64) (Decision, bool) {
 	p, ok := img.Ports[ifindex]
 	if !ok {
 		return Decision{}, false
@@ -469,7 +520,7 @@ func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16
 			if best >= 0 && uint32(s.MaxPrio) <= bestPrio {
 				break
 			}
-			if p.Probe[t]&(1<<i) == 0 || (s.OnlyDlType != 0 && s.OnlyDlType != dlType) || uint64(d.Dst)&s.DstReqMask != s.DstReqVal {
+			if p.Probe[0][t]&(1<<i) == 0 || (s.OnlyDlType != 0 && s.OnlyDlType != dlType) || uint64(d.Dst)&s.DstReqMask != s.DstReqVal {
 				continue
 			}
 			if s.Always != 0 {
@@ -478,7 +529,7 @@ func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16
 				}
 				continue
 			}
-			k := RuleKey{Sw: p.Sw, Table: t, Sub: uint8(i), Src: uint64(d.Src) & s.SrcMask, Dst: uint64(d.Dst) & s.DstMask, Md: meta & s.MetaMask}
+			k := RuleKey{Sw: p.Sw, Table: t, Sub: uint8(i), VLAN: tci & s.VLANMask, Src: uint64(d.Src) & s.SrcMask, Dst: uint64(d.Dst) & s.DstMask, Md: meta & s.MetaMask}
 			if s.InPort != 0 {
 				k.InPort = p.Num
 			}
@@ -504,14 +555,25 @@ func (img *Image) Forward(ifindex uint32, src, dst addressing.MAC, dlType uint16
 		if a.WriteCond != 0 {
 			meta = cond
 		}
+		if a.Pop != 0 {
+			tci = 0
+		}
+		if a.Push != 0 {
+			tci = a.Push
+		}
 		if a.GoTo == 0 {
-			for _, o := range a.Out[:a.NOut] {
+			for i, o := range a.Out[:a.NOut] {
 				switch o {
 				case outInPort:
-					d.Out = append(d.Out, ifindex)
+					o = ifindex
 				case ifindex:
-				default:
-					d.Out = append(d.Out, o)
+					continue
+				}
+				d.Out = append(d.Out, o)
+				if i < int(a.NUntagged) {
+					d.OutTCI = append(d.OutTCI, 0)
+				} else {
+					d.OutTCI = append(d.OutTCI, tci)
 				}
 			}
 			return d, true

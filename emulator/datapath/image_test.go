@@ -32,6 +32,12 @@ var cases = []fabricCase{
 // fabric compiles a case's tables and gives every switch port a made-up
 // ifindex.
 func fabric(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, []*controller.Table, []PortRef) {
+	top, plan, _, tables, ports := compileCase(t, c)
+	return top, plan, tables, ports
+}
+
+// compileCase is fabric, with the controller.
+func compileCase(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, *controller.Controller, []*controller.Table, []PortRef) {
 	t.Helper()
 	sp, err := topology.ParseSpec(c.spec)
 	if err != nil {
@@ -59,7 +65,7 @@ func fabric(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, [
 			ports = append(ports, PortRef{Switch: i, Port: p.Num, Ifindex: ifindexOf(i, p.Num), Host: p.Class == topology.ClassHost})
 		}
 	}
-	return top, plan, tables, ports
+	return top, plan, ctl, tables, ports
 }
 
 func ifindexOf(sw, port int) uint32 { return uint32(1000 + sw*256 + port) }
@@ -105,7 +111,7 @@ func TestForwardMatchesTheController(t *testing.T) {
 								return i >= 0 && mask&(1<<i) != 0
 							}
 							want := tab.LookupPaused(p.Num, dst, dl, paused)
-							got, ok := img.Forward(ifindexOf(sw, p.Num), src, dst, dl, mask)
+							got, ok := img.Forward(ifindexOf(sw, p.Num), src, dst, dl, 0, mask)
 							if !ok {
 								t.Fatalf("%s: port %d of switch %d unknown", c.spec, p.Num, sw)
 							}

@@ -44,7 +44,7 @@ func TestLoadPassesTheVerifier(t *testing.T) {
 			t.Fatal(err)
 		}
 		cache := i%2 == 0 // both programs the flow_cache constant makes
-		l, err := Load(img, cache)
+		l, err := Load(img, LoadOptions{FlowCache: cache})
 		if err != nil {
 			t.Fatalf("%s %s (flow cache %v): %v", c.spec, c.opts.Mode, cache, err)
 		}

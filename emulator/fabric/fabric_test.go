@@ -340,6 +340,12 @@ func TestLinkSafeOrder(t *testing.T) {
 			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
 		{"eft-lf", "topology: {kind: fattree, u: 2, d: 4, r: 2}\nrouting: {mode: vlan, vlan: {assign: fixed}}\nlinks: {host: {rate: 50mbit}}\n",
 			"t0s0", "t1s0", "t0s2h0", "t0s0h0"},
+		// The same on the eBPF datapath: new tables into its spare bank,
+		// each switch moved by one map write (datapath.Reroute).
+		{"eft-lse", "topology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
+			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
+		{"eft-lfe", "topology: {kind: fattree, u: 2, d: 4, r: 2}\nrouting: {mode: vlan, vlan: {assign: fixed}}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
+			"t0s0", "t1s0", "t0s2h0", "t0s0h0"},
 	} {
 		t.Run(c.name, func(t *testing.T) { linkSafeOrder(t, c.name, c.yaml, c.a, c.b, c.src, c.dst) })
 	}

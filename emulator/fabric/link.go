@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
@@ -151,9 +152,13 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if err != nil {
 		return err
 	}
-	id := map[string]int{}
+	if len(l.Switches) != len(top.Switches) {
+		return fmt.Errorf("lab %s: the state lists %d switches, its topology has %d", l.Lab, len(l.Switches), len(top.Switches))
+	}
 	for i := range top.Switches {
-		id[top.Switches[i].Name] = i
+		if l.Switches[i].Name != top.Switches[i].Name {
+			return fmt.Errorf("lab %s: the state's switch %d is %s, its topology's %s", l.Lab, i, l.Switches[i].Name, top.Switches[i].Name)
+		}
 	}
 	plan, err := addressing.New(top, l.Addressing, l.Compact)
 	if err != nil {
@@ -185,40 +190,26 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(l.Dir, "flows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var first, last []ovs.FlowJob
+	tables := make([]*controller.Table, len(top.Switches))
+	var order [2][]int                        // the switches that change first, and last
 	turning := len(offPairs) > len(l.VLANOff) // links going off: turning switches last
-	for _, s := range l.Switches {
-		i := id[s.Name]
-		t, err := ctl.Table(i)
-		if err != nil {
+	for i := range top.Switches {
+		if tables[i], err = ctl.Table(i); err != nil {
 			return err
 		}
-		f := filepath.Join(dir, s.Name+".flows")
-		if err := os.WriteFile(f, []byte(t.OpenFlow()), 0o644); err != nil {
-			return err
-		}
-		job := ovs.FlowJob{Mgmt: s.Mgmt, FlowsFile: f}
 		if turns(&was.VLANAssignment().Switches[i], &ctl.VLANAssignment().Switches[i]) == turning {
-			last = append(last, job)
+			order[1] = append(order[1], i)
 		} else {
-			first = append(first, job)
+			order[0] = append(order[0], i)
 		}
 	}
-	for _, jobs := range [][]ovs.FlowJob{first, last} {
-		if err := ovs.InstallAll(ctx, jobs, 4); err != nil {
-			return fmt.Errorf("lab %s: installing the new paths: %w", l.Lab, err)
-		}
-		// The datapath forwards by the flows it cached from the old
-		// tables until its revalidators have run.
-		for _, in := range l.OVS.Instances {
-			if _, err := ovs.Appctl(ctx, in.RunDir, "revalidator/wait"); err != nil {
-				return fmt.Errorf("lab %s: waiting for the new paths to reach the datapath: %w", l.Lab, err)
-			}
-		}
+	if l.OVS.Datapath == datapath.Name {
+		err = l.rerouteBPF(top, tables, order[:])
+	} else {
+		err = l.rerouteOVS(ctx, tables, order[:])
+	}
+	if err != nil {
+		return fmt.Errorf("lab %s: installing the new paths: %w", l.Lab, err)
 	}
 	// The state says what the switches hold from here on.
 	l.VLANOff = offPairs
@@ -240,6 +231,66 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 		return fmt.Errorf("lab %s: re-tagging hosts: %w", l.Lab, err)
 	}
 	return nil
+}
+
+// rerouteOVS installs the switches' new tables, one bundle per switch,
+// group by group, each group's in the datapath before the next goes in.
+func (l *Lab) rerouteOVS(ctx context.Context, tables []*controller.Table, order [][]int) error {
+	dir := filepath.Join(l.Dir, "flows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, group := range order {
+		var jobs []ovs.FlowJob
+		for _, i := range group {
+			s := &l.Switches[i]
+			f := filepath.Join(dir, s.Name+".flows")
+			if err := os.WriteFile(f, []byte(tables[i].OpenFlow()), 0o644); err != nil {
+				return err
+			}
+			jobs = append(jobs, ovs.FlowJob{Mgmt: s.Mgmt, FlowsFile: f})
+		}
+		if err := ovs.InstallAll(ctx, jobs, 4); err != nil {
+			return err
+		}
+		// The datapath forwards by the flows it cached from the old
+		// tables until its revalidators have run.
+		for _, in := range l.OVS.Instances {
+			if _, err := ovs.Appctl(ctx, in.RunDir, "revalidator/wait"); err != nil {
+				return fmt.Errorf("waiting for the new paths to reach the datapath: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// rerouteBPF writes the switches' new tables into the eBPF datapath's
+// spare bank and moves the switches to it, group by group
+// (datapath.Reroute): each switch's move is one map write, which the
+// next frame it forwards sees.
+func (l *Lab) rerouteBPF(top *topology.Topology, tables []*controller.Table, order [][]int) error {
+	if l.BPF == nil {
+		return fmt.Errorf("the lab's state names no eBPF datapath")
+	}
+	var refs []datapath.PortRef
+	for i := range top.Switches {
+		var names []string
+		for _, p := range top.Switches[i].Ports {
+			names = append(names, PortIface(i, p.Num))
+		}
+		idx, err := kernel.LinkIndexes(l.Switches[i].NetNS, names)
+		if err != nil {
+			return err
+		}
+		for k, p := range top.Switches[i].Ports {
+			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(idx[k])})
+		}
+	}
+	img, err := datapath.Build(tables, refs)
+	if err != nil {
+		return err
+	}
+	return datapath.Reroute(*l.BPF, img, order)
 }
 
 // turns says whether a switch sends some frame another way in b than in

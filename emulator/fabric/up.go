@@ -836,7 +836,8 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", u.sc.Source, err)
 	}
-	l, err := datapath.Load(img, u.cached)
+	// A VLAN-routed lab's paths change at run time (Lab.Reroute).
+	l, err := datapath.Load(img, datapath.LoadOptions{FlowCache: u.cached, Reroutable: comp.Mode == controller.VLAN})
 	if err != nil {
 		return "", err
 	}

@@ -68,8 +68,8 @@ func (l *Lab) hostLink(host string) *Link {
 // tagHostPorts gives the tagged hosts (routing.vlan.tagged_hosts) their
 // 802.1Q interfaces, on the host's end of its link: every frame it sends
 // leaves tagged with its port's VLAN (the PVID the assignment gave that
-// port), the tag in the frame's bytes before the link's tbf, which
-// charges it (kernel.ChargeQueuedLength); and, the first time (first),
+// port), the tag in the skb as a VLAN interface puts it, and the link's
+// tbf charges its 4 bytes (kernel.ChargeQueuedLength); and, the first time (first),
 // every tagged frame it receives reaches its stack untagged, whatever its
 // VLAN: frames come in the VLAN they crossed the fabric in (the source's,
 // with the fixed assignment), as to a host with an interface in every
@@ -107,7 +107,7 @@ func tagHostPorts(l *Lab, top *topology.Topology, a *vlan.Assignment, hosts []in
 				if sh.NeedsNetem() {
 					root = "netem"
 				}
-				if err := kernel.ChargeQueuedLength(end.NetNS, end.Iface, root); err != nil {
+				if err := kernel.ChargeQueuedLength(end.NetNS, end.Iface, root, 4); err != nil {
 					return err
 				}
 				if err := kernel.DisableSegmentation(end.NetNS, end.Iface); err != nil {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/internal/bpftest"
 	"github.com/ethfab/ethfab/internal/ethertype"
 	"github.com/ethfab/ethfab/internal/roottest"
@@ -77,43 +79,7 @@ func TestVLANTaggedHosts(t *testing.T) {
 				return n
 			}
 			const n, size = 200, 200
-			send := func(from, to Host) {
-				rx, err := packet.Open(to.NetNS, to.Iface, packet.Config{Protocol: ethertype.Traffic})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rx.Close()
-				tx, err := packet.OpenSender(from.NetNS, from.Iface)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tx.Close()
-				src, _ := net.ParseMAC(from.MAC)
-				dst, _ := net.ParseMAC(to.MAC)
-				frame := make([]byte, size)
-				copy(frame, dst)
-				copy(frame[6:], src)
-				frame[12], frame[13] = ethertype.Traffic>>8, ethertype.Traffic&0xff
-				copy(frame[14:], "tagged port test")
-				for range n {
-					if err := tx.Send(frame); err != nil {
-						t.Fatal(err)
-					}
-				}
-				got, buf := 0, make([]byte, 2048)
-				_ = rx.SetReadDeadline(time.Now().Add(5 * time.Second))
-				for got < n {
-					k, err := rx.Recv(buf)
-					if err != nil {
-						t.Fatalf("%s -> %s: %d of %d frames, %v", from.Name, to.Name, got, n, err)
-					}
-					// Untagged in the bytes either way: a tag is the
-					// skb's, not the frame's, by the time a socket reads.
-					if k == size && bytes.Equal(buf[14:30], frame[14:30]) {
-						got++
-					}
-				}
-			}
+			send := func(from, to Host) { sendFrames(t, from, to, n, size) }
 			p0, d0 := passed(), rxDropped()
 			q0, err := kernel.Stats(tagged.NetNS, tagged.Iface)
 			if err != nil {
@@ -139,10 +105,112 @@ func TestVLANTaggedHosts(t *testing.T) {
 			if d := rxDropped() - d0; d != 0 {
 				t.Errorf("switch side of %s's link: %d frames counted dropped", tagged.Name, d)
 			}
-			if b, p := q1.Bytes-q0.Bytes, q1.Packets-q0.Packets; p < n || b < n*(size+4) || b-n*(size+4) > (p-n)*1600 {
-				t.Errorf("%s's tbf charged %d bytes for %d frames, want %d for the %d of %d bytes and their tags", tagged.Name, b, p, n*(size+4), n, size)
-			}
+			chargedTags(t, tagged.Name+"'s tbf", q0, q1, n, size)
 		})
+	}
+}
+
+// sendFrames sends n frames of ethfab's own EtherType, size bytes each,
+// from one host to another and waits until the other has them all.
+func sendFrames(t *testing.T, from, to Host, n, size int) {
+	t.Helper()
+	rx, err := packet.Open(to.NetNS, to.Iface, packet.Config{Protocol: ethertype.Traffic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	tx, err := packet.OpenSender(from.NetNS, from.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	src, _ := net.ParseMAC(from.MAC)
+	dst, _ := net.ParseMAC(to.MAC)
+	frame := make([]byte, size)
+	copy(frame, dst)
+	copy(frame[6:], src)
+	frame[12], frame[13] = ethertype.Traffic>>8, ethertype.Traffic&0xff
+	copy(frame[14:], "tagged port test")
+	for range n {
+		if err := tx.Send(frame); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, buf := 0, make([]byte, 2048)
+	_ = rx.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for got < n {
+		k, err := rx.Recv(buf)
+		if err != nil {
+			t.Fatalf("%s -> %s: %d of %d frames, %v", from.Name, to.Name, got, n, err)
+		}
+		// Untagged in the bytes either way: a tag is the skb's, not the
+		// frame's, by the time a socket reads.
+		if k == size && bytes.Equal(buf[14:30], frame[14:30]) {
+			got++
+		}
+	}
+}
+
+// chargedTags checks that a qdisc's counts between two reads are n frames
+// of size bytes with their 802.1Q tags (and maybe some other frames).
+func chargedTags(t *testing.T, what string, q0, q1 kernel.QdiscStats, n, size uint64) {
+	t.Helper()
+	if b, p := q1.Bytes-q0.Bytes, q1.Packets-q0.Packets; p < n || b < n*(size+4) || b-n*(size+4) > (p-n)*1600 {
+		t.Errorf("%s charged %d bytes for %d frames, want %d for the %d of %d bytes and their tags", what, b, p, n*(size+4), n, size)
+	}
+}
+
+// VLAN routing on the eBPF datapath (switch.c's 802.1Q): every pair is
+// reached, ICMP from a tagged host's port too; the fixed assignment's
+// frames cross the trunk with their tags in their bytes (its tbf charges
+// 4 bytes a frame more than the hosts wrote), a tagged host's frames
+// arrive at its switch tagged (its link's tbf charges the tags) and are
+// taken; the program drops nothing it could not forward, and no frame
+// needs the transit table while the paths stand still.
+func TestVLANOnEBPF(t *testing.T) {
+	roottest.NeedOVS(t, "ping")
+	lab := upYAML(t, "eft-ve", "topology: {kind: mesh, dims: [2], t: 2}\n"+
+		"routing: {mode: vlan, vlan: {assign: fixed, tagged_hosts: [s1h0]}}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n")
+	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+		t.Fatalf("%d of %d pairs reached (%v), %v", r.Reached, r.Pairs, r.Unreachable, err)
+	}
+	tagged, plain, far := *lab.Host("s1h0"), *lab.Host("s0h0"), *lab.Host("s1h1")
+	if out, err := exec.Command("ip", "netns", "exec", tagged.NetNS, "ping", "-c", "2", "-W", "3", plain.IP).CombinedOutput(); err != nil {
+		t.Fatalf("ICMP %s -> %s: %v\n%s", tagged.Name, plain.Name, err, out)
+	}
+	links, err := lab.SwitchLinks("s0", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trunk := links[0].A // s0's end: the frames from s0h0 leave by it
+	if links[0].A.Node != "s0" {
+		trunk = links[0].B
+	}
+	const n, size = 200, 200
+	stats := func(ns, iface string) kernel.QdiscStats {
+		q, err := kernel.Stats(ns, iface)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	t0, h0 := stats(trunk.NetNS, trunk.Iface), stats(tagged.NetNS, tagged.Iface)
+	sendFrames(t, plain, far, n, size)
+	sendFrames(t, tagged, plain, n, size)
+	chargedTags(t, "the trunk's tbf", t0, stats(trunk.NetNS, trunk.Iface), n, size)
+	chargedTags(t, tagged.Name+"'s tbf", h0, stats(tagged.NetNS, tagged.Iface), n, size)
+	cs, err := datapath.ReadCounters(*lab.BPF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vlanRules, transit, dropped uint64
+	for _, c := range cs {
+		vlanRules += c[controller.KindVLAN].Packets
+		transit += c[controller.KindVLANTransit].Packets
+		dropped += c[datapath.SlotDropped].Packets
+	}
+	if vlanRules < 3*n || transit != 0 || dropped != 0 {
+		t.Errorf("the datapath's rules: %d frames met VLAN rules (want at least %d), %d took the transit table, %d dropped", vlanRules, 3*n, transit, dropped)
 	}
 }
 

@@ -5,11 +5,11 @@
 // VLANs sends and receives 802.1Q frames, as a host with a VLAN interface
 // does. This kernel has no 8021q module, so three tc programs stand in:
 //
-//   ethfab_vlan_push   host side, egress: every frame leaves with the tag
-//                      in its bytes (VLAN ID vid), before the host link's
-//                      tbf queues it, so the shaper charges the 4 bytes as
-//                      a wire carries them. Frames already tagged (the
-//                      learning broadcasts) pass as they are.
+//   ethfab_vlan_push   host side, egress: every frame leaves tagged with
+//                      VLAN ID vid, before the host link's tbf queues it,
+//                      whose size table charges the 4 bytes as a wire
+//                      carries them. Frames already tagged (the learning
+//                      broadcasts) pass as they are.
 //   ethfab_vlan_pop    host side, ingress: the kernel has moved a received
 //                      frame's tag into the skb before tc; this drops it,
 //                      whatever the VLAN, so the host's stack takes the
@@ -38,19 +38,19 @@ volatile const __u16 vid = 0;
 SEC("tc")
 int ethfab_vlan_push(struct __sk_buff *skb)
 {
-	__u8 mac[12];
 	__u8 et[2];
-	if (bpf_skb_load_bytes(skb, 0, mac, sizeof(mac)) < 0 || bpf_skb_load_bytes(skb, 12, et, 2) < 0)
+	if (bpf_skb_load_bytes(skb, 12, et, 2) < 0)
 		return TC_ACT_OK;
 	__u16 type = (et[0] << 8) | et[1];
-	if (type == ETH_P_8021Q || type == ETH_P_8021AD)
+	if (type == ETH_P_8021Q || type == ETH_P_8021AD || skb->vlan_present)
 		return TC_ACT_OK;
-	// Four bytes in front; the addresses move there and the tag takes
-	// their old place, right before the EtherType.
-	if (bpf_skb_change_head(skb, 4, 0) < 0)
-		return TC_ACT_SHOT;
-	__u8 tag[4] = {ETH_P_8021Q >> 8, ETH_P_8021Q & 0xff, (vid >> 8) & 0x0f, vid & 0xff};
-	if (bpf_skb_store_bytes(skb, 0, mac, sizeof(mac), 0) < 0 || bpf_skb_store_bytes(skb, 12, tag, sizeof(tag), 0) < 0)
+	// In the skb, as Linux's 802.1Q interface puts it where the device
+	// inserts tags (a veth hands it to its peer so): no byte moves.
+	// Written into the bytes (bpf_skb_change_head and a 12-byte move) the
+	// tag cost the frame 3 µs of one-way latency at 5 Mbit/s (T-U 13 µs
+	// against U-U 10, one lab, eBPF datapath). The host link's tbf
+	// charges its 4 bytes through a size table (kernel.ChargeQueuedLength).
+	if (bpf_skb_vlan_push(skb, __builtin_bswap16(ETH_P_8021Q), vid) < 0)
 		return TC_ACT_SHOT;
 	return TC_ACT_OK;
 }
