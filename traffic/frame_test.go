@@ -69,9 +69,13 @@ func TestHistogramQuantiles(t *testing.T) {
 	sort.Float64s(vals)
 	for _, q := range []float64{0.5, 0.9, 0.99} {
 		exact := vals[int(math.Ceil(q*float64(len(vals))))-1]
-		if got := h.Quantile(q); math.Abs(got-exact)/exact > 0.01 {
+		// Read within its bucket, the quantile is closer than the
+		// bucket's half-width (1/128).
+		got := h.Quantile(q)
+		if math.Abs(got-exact)/exact > 0.002 {
 			t.Errorf("q%.2f = %.0f, exact %.0f (off %.2f%%)", q, got, exact, 100*math.Abs(got-exact)/exact)
 		}
+		t.Logf("q%.2f = %.1f, exact %.0f (off %.3f%%)", q, got, exact, 100*math.Abs(got-exact)/exact)
 	}
 	var sum float64
 	for _, v := range vals {

@@ -7,10 +7,12 @@ import (
 
 // Histogram records latencies in log-linear buckets, as HDR histograms do:
 // values below 64 ns are exact, above that each power of two is split into
-// 64 buckets, so a bucket is at most 1/64 of its values wide and a quantile
-// read at a bucket's midpoint is within 0.8% of the truth. Memory is fixed
-// (about 9 KB) whatever the number of samples; values beyond 2^40 ns
-// (18 minutes) land in the last bucket.
+// 64 buckets, so a bucket is at most 1/64 of its values wide. A quantile is
+// read within its bucket, the bucket's samples taken as spread evenly over
+// it: within 1/128 of the truth at worst (the midpoint's bound), and
+// closer on a smooth distribution. Memory is fixed (about 9 KB) whatever
+// the number of samples; values beyond 2^40 ns (18 minutes) land in the
+// last bucket.
 type Histogram struct {
 	Counts [histBuckets]uint32
 	N      uint64
@@ -37,14 +39,13 @@ func histBucket(v uint64) int {
 	return histSub*(shift+1) + int(v>>shift) - histSub
 }
 
-// bucketMid is the value a bucket stands for: its midpoint.
-func bucketMid(b int) float64 {
+// bucketSpan is a bucket's lowest value and how many values it holds.
+func bucketSpan(b int) (lo, width uint64) {
 	if b < histSub {
-		return float64(b)
+		return uint64(b), 1
 	}
 	shift := b/histSub - 1
-	lo := uint64(histSub+b%histSub) << shift
-	return float64(lo) + float64(uint64(1)<<shift)/2 - 0.5
+	return uint64(histSub+b%histSub) << shift, 1 << shift
 }
 
 // Add records one latency in ns.
@@ -87,8 +88,12 @@ func (h *Histogram) Mean() float64 {
 	return h.Sum / float64(h.N)
 }
 
-// Quantile returns the q-quantile (0..1) in ns, accurate to ~1%, clamped to
-// the exact minimum and maximum (0 without samples).
+// Quantile returns the q-quantile (0..1) in ns, clamped to the exact
+// minimum and maximum (0 without samples). The rank's sample is placed
+// within its bucket as if the bucket's samples were spread evenly over
+// it. Read at the bucket's midpoint instead, medians of 2.9 µs moved in
+// steps of 32 ns (1.1%): two runs of one fabric differed by a step, more
+// than seed 002's check 9 allows (1%).
 func (h *Histogram) Quantile(q float64) float64 {
 	if h.N == 0 {
 		return 0
@@ -97,13 +102,20 @@ func (h *Histogram) Quantile(q float64) float64 {
 	rank = max(rank, 1)
 	var seen uint64
 	for b, c := range h.Counts {
-		seen += uint64(c)
-		if seen >= rank {
+		if seen+uint64(c) >= rank {
 			if b == histBuckets-1 {
-				return float64(h.Max) // the overflow bucket has no midpoint
+				return float64(h.Max) // the overflow bucket has no width
 			}
-			return min(max(bucketMid(b), float64(h.Min)), float64(h.Max))
+			lo, w := bucketSpan(b)
+			// The c samples' values are lo .. lo+w-1; the k-th of them
+			// (1-based) sits at the middle of its share of the span.
+			v := float64(lo) - 0.5 + (float64(rank-seen)-0.5)/float64(c)*float64(w)
+			if w == 1 {
+				v = float64(lo) // exact
+			}
+			return min(max(v, float64(h.Min)), float64(h.Max))
 		}
+		seen += uint64(c)
 	}
 	return float64(h.Max)
 }
