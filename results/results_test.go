@@ -383,3 +383,27 @@ func TestExpectationOtherPhase(t *testing.T) {
 		t.Errorf("%+v", rs)
 	}
 }
+
+// bin_accepted_min reads each receiving host's bins between its first
+// and last that delivered anything (both partial): a dip in between is
+// the value, the edges, silent hosts and hosts that got only probes are
+// not.
+func TestBinAcceptedMin(t *testing.T) {
+	tl := &Timeline{BinS: 0.1, DeliveredByHost: map[string][]float64{
+		"a": {0, 0.3, 0.9, 0.95, 0.5, 0.92, 0.2, 0},
+		"b": {0, 0, 0},
+		"c": {1.0, 0.99},
+		"d": {0.0001, 0.0002, 0.0001, 0.0002}, // probes only
+	}}
+	p := &Point{Timeline: tl}
+	if v, ok := MetricValue(p, scenario.BinAcceptedMin); !ok || v != 0.5 {
+		t.Errorf("bin_accepted_min = %v, %v; want 0.5", v, ok)
+	}
+	if _, ok := MetricValue(&Point{}, scenario.BinAcceptedMin); ok {
+		t.Error("a point without a timeline has a bin_accepted_min")
+	}
+	tl.DeliveredByHost = map[string][]float64{"c": {1.0, 0.99}}
+	if _, ok := MetricValue(p, scenario.BinAcceptedMin); ok {
+		t.Error("two bins, both edges: no whole bin, yet a value")
+	}
+}

@@ -70,17 +70,25 @@ const (
 	// over the smallest's (1 when they agree): pairs measured together,
 	// through one switch at one time, compared with each other.
 	FlowP50LatencyRatio Metric = "flow_p50_latency_ratio"
+	// BinAcceptedMin is the least load (a fraction of its link's rate) any
+	// receiving host (1% of its link's rate on average, more than probes)
+	// was delivered in one bin of the point's timeline
+	// (100 ms with probes or link events), over the bins between its first
+	// and its last that delivered anything (those two are partial): a
+	// path change's interruption shows as a dip (seed 002 Table 7's
+	// "bandwidth ... at every 100 mseconds").
+	BinAcceptedMin Metric = "bin_accepted_min"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
 	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP,
-	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio}
+	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio, BinAcceptedMin}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
 func (m Metric) Dimension() string {
 	switch m {
-	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax:
+	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax, BinAcceptedMin:
 		return "load"
 	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio:
 		return "fraction"

@@ -401,9 +401,10 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		return err
 	}
 	// Links turned off and on show in 100 ms bins (seed 002 measured
-	// "at every 100 mseconds").
+	// "at every 100 mseconds"), and so do phases with probes, which are
+	// what such a phase is compared with (Table 7's fixed path).
 	var bin time.Duration
-	if len(ph.LinkEvents) > 0 {
+	if len(ph.LinkEvents) > 0 || probes != nil {
 		bin = linkEventBin
 	}
 	r.sampler.SetBin(bin)
