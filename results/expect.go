@@ -324,7 +324,10 @@ func binAcceptedMin(tl *Timeline) (float64, bool) {
 				last = i
 			}
 		}
-		inner := bins[max(first+1, 0):max(last, 0)]
+		if first < 0 || last <= first+1 {
+			continue // no bin between its first and last
+		}
+		inner := bins[first+1 : last]
 		var sum float64
 		for _, v := range inner {
 			sum += v

@@ -394,6 +394,7 @@ func TestBinAcceptedMin(t *testing.T) {
 		"b": {0, 0, 0},
 		"c": {1.0, 0.99},
 		"d": {0.0001, 0.0002, 0.0001, 0.0002}, // probes only
+		"e": {0, 0, 0.7, 0},                   // one bin: no whole one
 	}}
 	p := &Point{Timeline: tl}
 	if v, ok := MetricValue(p, scenario.BinAcceptedMin); !ok || v != 0.5 {

@@ -9,8 +9,11 @@ import (
 // values below 64 ns are exact, above that each power of two is split into
 // 64 buckets, so a bucket is at most 1/64 of its values wide. A quantile is
 // read within its bucket, the bucket's samples taken as spread evenly over
-// it: within 1/128 of the truth at worst (the midpoint's bound), and
-// closer on a smooth distribution. Memory is fixed (about 9 KB) whatever
+// it: within the bucket's width (1/64) of the truth at worst, as when they
+// all sit at one edge, and far closer on a smooth distribution (a
+// lognormal's median, p90 and p99 within 0.002-0.1%, TestHistogramQuantiles;
+// read at the bucket's midpoint instead, within 1/128 at worst but in
+// steps of a bucket). Memory is fixed (about 9 KB) whatever
 // the number of samples; values beyond 2^40 ns (18 minutes) land in the
 // last bucket.
 type Histogram struct {
@@ -92,8 +95,8 @@ func (h *Histogram) Mean() float64 {
 // minimum and maximum (0 without samples). The rank's sample is placed
 // within its bucket as if the bucket's samples were spread evenly over
 // it. Read at the bucket's midpoint instead, medians of 2.9 µs moved in
-// steps of 32 ns (1.1%): two runs of one fabric differed by a step, more
-// than seed 002's check 9 allows (1%).
+// steps of 32 ns (1.1%): two phases differed by a step, coarser than
+// seed 002's check 9 (1%).
 func (h *Histogram) Quantile(q float64) float64 {
 	if h.N == 0 {
 		return 0

@@ -80,6 +80,9 @@ type IDs struct {
 	Gens        uint32 `json:"gens,omitempty"`
 	BankActions uint32 `json:"bank_actions,omitempty"`
 	BankRules   uint32 `json:"bank_rules,omitempty"`
+	// KindSlots is the counters' slots per switch the program was built
+	// with (16 before the VLAN kinds: such a lab has 0 here).
+	KindSlots int `json:"kind_slots,omitempty"`
 }
 
 // LoadOptions are how Load sizes and configures the program.
@@ -171,7 +174,7 @@ func Load(img *Image, o LoadOptions) (*Loaded, error) {
 }
 
 func idsOf(coll *ebpf.Collection, switches int, reroutable bool) (IDs, error) {
-	ids := IDs{Switches: switches}
+	ids := IDs{Switches: switches, KindSlots: KindSlots}
 	pi, err := coll.Programs[programName].Info()
 	if err != nil {
 		return ids, err
@@ -412,6 +415,10 @@ type Handle struct {
 
 // Open finds a running datapath's maps by the IDs its lab recorded.
 func Open(ids IDs) (*Handle, error) {
+	if ids.KindSlots != KindSlots {
+		// Its counters' keys would be read with another layout.
+		return nil, fmt.Errorf("the lab's eBPF datapath was loaded by another version of ethfab (%d counter slots a switch, this one has %d): bring the lab up again", ids.KindSlots, KindSlots)
+	}
 	h := &Handle{switches: ids.Switches}
 	var err error
 	if h.conditions, err = openMap(ids.Conditions, "conditions"); err != nil {

@@ -46,7 +46,7 @@ const (
 	outInPort         = 0xffffffff
 )
 
-// maxIfindex bounds the ports array (8 bytes an entry: 8 MB at most); a
+// maxIfindex bounds the ports array (48 bytes an entry: 48 MB at most); a
 // fabric namespace's ifindexes count up from 1, two per link.
 const maxIfindex = 1 << 20
 

@@ -518,7 +518,7 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 		}
 		t, c0 := time.Now(), threadCPU()
 		err := s.pollInto(q, nil)
-		took := threadCPU() - c0
+		t1, took := time.Now(), threadCPU()-c0
 		s.mu.Lock()
 		if err != nil {
 			if s.sampErr == nil {
@@ -527,13 +527,13 @@ func (s *Sampler) loop(stop, done chan struct{}) {
 			s.mu.Unlock()
 			return
 		}
-		// The counters were read some time between t and now: stamped at
+		// The counters were read some time between t and t1: stamped at
 		// the middle. Stamped at t, a poll delayed by a busy core (a path
 		// change's compile and map writes in this process) put up to 3.5%
 		// of a 100 ms bin's bytes in the wrong bin (seed 002 Table 7 at
 		// 100 Mbit/s: bins 0.964 and 1.035 of the link around changes,
 		// 0.994-1.008 without them).
-		ts := t.Add(time.Since(t) / 2).Sub(s.t0).Seconds()
+		ts := t.Add(t1.Sub(t) / 2).Sub(s.t0).Seconds()
 		s.record(ts, q)
 		if ts-s.bin.start >= s.opt.Bin.Seconds() {
 			s.closeBin(ts, q, nil)

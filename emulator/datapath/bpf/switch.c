@@ -140,8 +140,8 @@ struct action {
 // A flow is what the pipeline decided for one exact frame header on one
 // port under one condition bitmask: its cache entry spares the next such
 // frame the subtable lookups (OVS's exact-match cache, in the kernel).
-// The tables never change under a running lab; the condition bitmask is
-// in the key, so a flip finds new entries and the old ones age out.
+// The condition bitmask and the switch's table generation are in the
+// key, so a flip or new tables find new entries and the old ones age out.
 struct flow_key {
 	__u32 ifindex;
 	__u16 dl_type;
@@ -578,7 +578,9 @@ int ethfab_switch(struct __sk_buff *skb)
 	__u64 src = mac48(eth + 6);
 	__u16 dl_type = ((__u16)eth[12] << 8) | eth[13];
 	// The tag, which the kernel took out of the bytes (the EtherType read
-	// is the one behind it, as OpenFlow's dl_type). Computed and used
+	// is the one behind it, as OpenFlow's dl_type). Its VLAN ID only: the
+	// priority bits are dropped, and a tag the program writes has
+	// priority 0 (ethfab's hosts send none). Computed and used
 	// without a branch on it: a branch would make the verifier tell apart
 	// tagged and untagged frames' paths through the whole pipeline (from
 	// 150,000 instructions verified to 720,000, of its million).

@@ -9,7 +9,8 @@
 //                      VLAN ID vid, before the host link's tbf queues it,
 //                      whose size table charges the 4 bytes as a wire
 //                      carries them. Frames already tagged (the learning
-//                      broadcasts) pass as they are.
+//                      broadcasts) pass as they are, and the size table
+//                      charges them 4 bytes too many.
 //   ethfab_vlan_pop    host side, ingress: the kernel has moved a received
 //                      frame's tag into the skb before tc; this drops it,
 //                      whatever the VLAN, so the host's stack takes the
