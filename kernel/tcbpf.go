@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -39,7 +40,7 @@ func LinkIndexes(ns string, names []string) ([]int, error) {
 
 // NoTCX says whether a tcx attach failed because the kernel has no tcx
 // (before 6.6; Debian 12's 6.1): callers fall back to cls_bpf under
-// clsact (AttachIngress, AttachEgress).
+// clsact (AttachIngress, AttachEgressAfter).
 func NoTCX(err error) bool {
 	return errors.Is(err, ebpf.ErrNotSupported) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP)
 }
@@ -53,25 +54,74 @@ func AttachIngress(ns string, ifindexes []int, progFD int, name string) error {
 	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_INGRESS, 1)
 }
 
-// AttachEgress is AttachIngress on the egress: the program sees each frame
-// the interface sends before its root qdisc queues it.
-func AttachEgress(ns string, ifindexes []int, progFD int, name string) error {
-	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS, 1)
-}
-
-// AttachEgressAfter is AttachEgress one filter priority later: its program
-// sees each frame after AttachEgress's has passed it on (TC_ACT_UNSPEC),
-// whichever was attached first; after a tcx program too, which runs before
-// every cls_bpf filter.
+// AttachEgressAfter attaches a tc BPF program to the egress of every
+// listed interface, as the cls_bpf filter of priority 2 under clsact: it
+// sees each frame the interface sends before its root qdisc queues it,
+// after the programs AttachEgressFirst put there (tcx's run before every
+// cls_bpf filter, and priority 1 before 2) have passed it on
+// (TC_ACT_UNSPEC).
 func AttachEgressAfter(ns string, ifindexes []int, progFD int, name string) error {
 	return attachBPF(ns, ifindexes, progFD, name, netlink.HANDLE_MIN_EGRESS, 2)
 }
 
-// DetachEgress removes the filter AttachEgress added (the clsact qdisc
-// stays: another filter may hang on it).
-func DetachEgress(ns string, ifindex int) error { return detachEgress(ns, ifindex, 1) }
+// AttachEgressFirst puts a program first on an interface's egress, before
+// the ones attached there by AttachEgressAfter or by tcx without an
+// anchor, earlier or later: at the head of tcx's list where the kernel
+// has tcx (6.6+), else as the cls_bpf filter of priority 1. The
+// attachment holds the program until the interface goes.
+func AttachEgressFirst(ns string, ifindex int, prog *ebpf.Program, name string) error {
+	err := InNamespace(ns, func() error {
+		return link.RawAttachProgram(link.RawAttachProgramOptions{Target: ifindex, Program: prog, Attach: ebpf.AttachTCXEgress, Anchor: link.Head()})
+	})
+	if NoTCX(err) {
+		return attachBPF(ns, []int{ifindex}, prog.FD(), name, netlink.HANDLE_MIN_EGRESS, 1)
+	}
+	if err != nil {
+		return fmt.Errorf("netns %q ifindex %d: tcx attach of %s: %w", ns, ifindex, name, err)
+	}
+	return nil
+}
 
-// DetachEgressAfter removes the filter AttachEgressAfter added.
+// DetachEgressFirst removes the program named name that AttachEgressFirst
+// put on the interface (found by name among the tcx programs there, or the
+// cls_bpf filter of priority 1).
+func DetachEgressFirst(ns string, ifindex int, name string) error {
+	found := false
+	err := InNamespace(ns, func() error {
+		q, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXEgress})
+		if err != nil {
+			return err
+		}
+		for _, ap := range q.Programs {
+			p, err := ebpf.NewProgramFromID(ap.ID)
+			if err != nil {
+				return err
+			}
+			// The kernel keeps 15 bytes of a program's name; the
+			// library may give the whole one from its BTF.
+			info, err := p.Info()
+			if err == nil && (info.Name == name || info.Name == name[:min(len(name), 15)]) {
+				found = true
+				err = link.RawDetachProgram(link.RawDetachProgramOptions{Target: ifindex, Program: p, Attach: ebpf.AttachTCXEgress})
+			}
+			p.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !NoTCX(err) {
+		return fmt.Errorf("netns %q ifindex %d: tcx detach of %s: %w", ns, ifindex, name, err)
+	}
+	if found {
+		return nil
+	}
+	return detachEgress(ns, ifindex, 1)
+}
+
+// DetachEgressAfter removes the filter AttachEgressAfter added (the clsact
+// qdisc stays: another filter may hang on it).
 func DetachEgressAfter(ns string, ifindex int) error { return detachEgress(ns, ifindex, 2) }
 
 func detachEgress(ns string, ifindex int, prio uint16) error {

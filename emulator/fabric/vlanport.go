@@ -117,10 +117,13 @@ func tagHostPorts(l *Lab, top *topology.Topology, a *vlan.Assignment, hosts []in
 			if err := kernel.AttachIngress(end.NetNS, idx, c.Programs["ethfab_vlan_pop"].FD(), "ethfab_vlan_pop"); err != nil {
 				return err
 			}
-		} else if err := kernel.DetachEgressAfter(end.NetNS, idx[0]); err != nil {
+		} else if err := kernel.DetachEgressFirst(end.NetNS, idx[0], "ethfab_vlan_push"); err != nil {
 			return err
 		}
-		if err := kernel.AttachEgressAfter(end.NetNS, idx, c.Programs["ethfab_vlan_push"].FD(), "ethfab_vlan_push"); err != nil {
+		// First on the egress: the traffic engine's send stamp
+		// (hostagent/traffic) comes after it, on the wire's side of the
+		// host's VLAN interface, as a NIC stamps frames its driver tagged.
+		if err := kernel.AttachEgressFirst(end.NetNS, idx[0], c.Programs["ethfab_vlan_push"], "ethfab_vlan_push"); err != nil {
 			return err
 		}
 	}

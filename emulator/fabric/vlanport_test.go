@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/internal/bpftest"
@@ -211,6 +214,76 @@ func TestVLANOnEBPF(t *testing.T) {
 	}
 	if vlanRules < 3*n || transit != 0 || dropped != 0 {
 		t.Errorf("the datapath's rules: %d frames met VLAN rules (want at least %d), %d took the transit table, %d dropped", vlanRules, 3*n, transit, dropped)
+	}
+}
+
+// A tagged host whose port's VLAN changes with the paths (a link off in
+// the safe order, fixed assignment, eBPF datapath) is tagged again: its
+// old push program goes and a new one comes first on its egress, every
+// pair is reached with the link off and on again, and each tagged host's
+// egress holds one push program throughout.
+func TestVLANRetag(t *testing.T) {
+	roottest.NeedOVS(t, "ping")
+	lab := upYAML(t, "eft-vr2", "topology: {kind: mesh, dims: [3, 3]}\n"+
+		"routing: {mode: vlan, vlan: {assign: fixed, tagged_hosts: [s0-0h0, s2-2h0]}}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n")
+	// pushes lists the push programs on a host's egress.
+	pushes := func(name string) []ebpf.ProgramID {
+		h := lab.Host(name)
+		var ids []ebpf.ProgramID
+		err := kernel.InNamespace(h.NetNS, func() error {
+			ifi, err := net.InterfaceByName(h.Iface)
+			if err != nil {
+				return err
+			}
+			q, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
+			if err != nil {
+				return err
+			}
+			for _, ap := range q.Programs {
+				p, err := ebpf.NewProgramFromID(ap.ID)
+				if err != nil {
+					return err
+				}
+				if info, err := p.Info(); err == nil && strings.HasPrefix("ethfab_vlan_push", info.Name) {
+					ids = append(ids, ap.ID)
+				}
+				p.Close()
+			}
+			return nil
+		})
+		if kernel.NoTCX(err) {
+			t.Skip("no tcx here: the push is a cls_bpf filter")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	hosts := []string{"s0-0h0", "s2-2h0"}
+	was := map[string][]ebpf.ProgramID{}
+	for _, h := range hosts {
+		was[h] = pushes(h)
+	}
+	for _, on := range []bool{false, true} {
+		if _, err := SwitchLink(context.Background(), lab, "s0-0", "s1-0", on, 0, true); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached != r.Pairs {
+			t.Fatalf("link on %v: %d of %d pairs reached (%v), %v", on, r.Reached, r.Pairs, r.Unreachable, err)
+		}
+		retagged := 0
+		for _, h := range hosts {
+			now := pushes(h)
+			if len(now) != 1 {
+				t.Errorf("link on %v: push programs %v on %s's egress, want one", on, now, h)
+			} else if now[0] != was[h][0] {
+				retagged++
+			}
+			was[h] = now
+		}
+		if retagged == 0 {
+			t.Errorf("link on %v: no tagged host was tagged again", on)
+		}
 	}
 }
 

@@ -74,7 +74,9 @@ func (s *stamper) attach(ns, iface string) error {
 		return err
 	})
 	if st.ifindex != 0 && kernel.NoTCX(err) {
-		err = kernel.AttachEgress(ns, []int{st.ifindex}, s.prog.FD(), stampProgram)
+		// After a tagged host's push (AttachEgressFirst), as with tcx:
+		// the stamp is the wire's side of the host's VLAN interface.
+		err = kernel.AttachEgressAfter(ns, []int{st.ifindex}, s.prog.FD(), stampProgram)
 	}
 	if err != nil {
 		return fmt.Errorf("send stamp on %s in netns %q: %w", iface, ns, err)
@@ -93,7 +95,7 @@ func (s *stamper) close() error {
 		if st.tcx != nil {
 			err = st.tcx.Close()
 		} else {
-			err = kernel.DetachEgress(st.ns, st.ifindex)
+			err = kernel.DetachEgressAfter(st.ns, st.ifindex)
 		}
 		if err != nil && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("send stamp off %s in netns %q: %w", st.iface, st.ns, err))

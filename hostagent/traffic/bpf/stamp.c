@@ -23,9 +23,10 @@
 #define HDR_LEN (CRC_AT + 4 - HDR_FROM)
 
 // Every frame goes on to the interface's next program, not straight to
-// its queue: with tcx, TC_ACT_OK would end the egress programs here, and a
-// tagged host port's push (emulator/fabric/bpf/vlanport.c, a cls_bpf
-// filter after this one) must still add the tag.
+// its queue: with tcx, TC_ACT_OK would end the egress programs here. A
+// tagged host port's push (emulator/fabric/bpf/vlanport.c) runs before
+// this one, on the host's side of the stamp, and keeps the tag in the
+// skb: the offsets below hold.
 #define PASS TC_ACT_UNSPEC
 
 static const __u32 crc_table[256] = {
