@@ -88,28 +88,10 @@ func AttachEgressFirst(ns string, ifindex int, prog *ebpf.Program, name string) 
 func DetachEgressFirst(ns string, ifindex int, name string) error {
 	found := false
 	err := InNamespace(ns, func() error {
-		q, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXEgress})
-		if err != nil {
-			return err
-		}
-		for _, ap := range q.Programs {
-			p, err := ebpf.NewProgramFromID(ap.ID)
-			if err != nil {
-				return err
-			}
-			// The kernel keeps 15 bytes of a program's name; the
-			// library may give the whole one from its BTF.
-			info, err := p.Info()
-			if err == nil && (info.Name == name || info.Name == name[:min(len(name), 15)]) {
-				found = true
-				err = link.RawDetachProgram(link.RawDetachProgramOptions{Target: ifindex, Program: p, Attach: ebpf.AttachTCXEgress})
-			}
-			p.Close()
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		return egressPrograms(ifindex, name, func(p *ebpf.Program) error {
+			found = true
+			return link.RawDetachProgram(link.RawDetachProgramOptions{Target: ifindex, Program: p, Attach: ebpf.AttachTCXEgress})
+		})
 	})
 	if err != nil && !NoTCX(err) {
 		return fmt.Errorf("netns %q ifindex %d: tcx detach of %s: %w", ns, ifindex, name, err)
@@ -118,6 +100,51 @@ func DetachEgressFirst(ns string, ifindex int, name string) error {
 		return nil
 	}
 	return detachEgress(ns, ifindex, 1)
+}
+
+// EgressPrograms lists the IDs of the programs named name on an
+// interface's tcx egress (an error NoTCX recognises where the kernel has
+// no tcx).
+func EgressPrograms(ns string, ifindex int, name string) ([]ebpf.ProgramID, error) {
+	var ids []ebpf.ProgramID
+	err := InNamespace(ns, func() error {
+		return egressPrograms(ifindex, name, func(p *ebpf.Program) error {
+			info, err := p.Info()
+			if err != nil {
+				return err
+			}
+			id, _ := info.ID()
+			ids = append(ids, id)
+			return nil
+		})
+	})
+	return ids, err
+}
+
+// egressPrograms calls fn with each program named name on the tcx egress
+// of ifindex, in the current namespace.
+func egressPrograms(ifindex int, name string, fn func(*ebpf.Program) error) error {
+	q, err := link.QueryPrograms(link.QueryOptions{Target: ifindex, Attach: ebpf.AttachTCXEgress})
+	if err != nil {
+		return err
+	}
+	for _, ap := range q.Programs {
+		p, err := ebpf.NewProgramFromID(ap.ID)
+		if err != nil {
+			return err
+		}
+		// The kernel keeps 15 bytes of a program's name; the library may
+		// give the whole one from its BTF.
+		info, err := p.Info()
+		if err == nil && (info.Name == name || info.Name == name[:min(len(name), 15)]) {
+			err = fn(p)
+		}
+		p.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // DetachEgressAfter removes the filter AttachEgressAfter added (the clsact

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/datapath"
@@ -229,28 +228,11 @@ func TestVLANRetag(t *testing.T) {
 	// pushes lists the push programs on a host's egress.
 	pushes := func(name string) []ebpf.ProgramID {
 		h := lab.Host(name)
-		var ids []ebpf.ProgramID
-		err := kernel.InNamespace(h.NetNS, func() error {
-			ifi, err := net.InterfaceByName(h.Iface)
-			if err != nil {
-				return err
-			}
-			q, err := link.QueryPrograms(link.QueryOptions{Target: ifi.Index, Attach: ebpf.AttachTCXEgress})
-			if err != nil {
-				return err
-			}
-			for _, ap := range q.Programs {
-				p, err := ebpf.NewProgramFromID(ap.ID)
-				if err != nil {
-					return err
-				}
-				if info, err := p.Info(); err == nil && strings.HasPrefix("ethfab_vlan_push", info.Name) {
-					ids = append(ids, ap.ID)
-				}
-				p.Close()
-			}
-			return nil
-		})
+		idx, err := kernel.LinkIndexes(h.NetNS, []string{h.Iface})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := kernel.EgressPrograms(h.NetNS, idx[0], "ethfab_vlan_push")
 		if kernel.NoTCX(err) {
 			t.Skip("no tcx here: the push is a cls_bpf filter")
 		}
