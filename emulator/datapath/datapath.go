@@ -136,6 +136,9 @@ func Load(img *Image, o LoadOptions) (*Loaded, error) {
 	if err := spec.Variables["switches"].Set(uint32(img.Switches)); err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
+	if err := spec.Variables["reroutable"].Set(uint32(b2u(o.Reroutable))); err != nil {
+		return nil, fmt.Errorf("datapath object: %w", err)
+	}
 	if err := spec.Variables["queue_counters"].Set(uint32(b2u(len(img.queues) > 0))); err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}

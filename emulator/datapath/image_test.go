@@ -32,14 +32,14 @@ var cases = []fabricCase{
 // fabric compiles a case's tables and gives every switch port a made-up
 // ifindex.
 func fabric(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, []*controller.Table, []PortRef) {
-	top, plan, _, tables, ports := compileCase(t, c)
+	top := buildSpec(t, c.spec)
+	plan, _, tables, ports := compileOn(t, top, c.scheme, c.opts)
 	return top, plan, tables, ports
 }
 
-// compileCase is fabric, with the controller.
-func compileCase(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, *controller.Controller, []*controller.Table, []PortRef) {
+func buildSpec(t testing.TB, spec string) *topology.Topology {
 	t.Helper()
-	sp, err := topology.ParseSpec(c.spec)
+	sp, err := topology.ParseSpec(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,17 @@ func compileCase(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Pl
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := addressing.New(top, c.scheme, c.opts.Compact)
+	return top
+}
+
+// compileOn is fabric on a built topology, with the controller.
+func compileOn(t testing.TB, top *topology.Topology, scheme addressing.Scheme, opts controller.Options) (*addressing.Plan, *controller.Controller, []*controller.Table, []PortRef) {
+	t.Helper()
+	plan, err := addressing.New(top, scheme, opts.Compact)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := controller.New(plan, c.opts)
+	ctl, err := controller.New(plan, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +71,7 @@ func compileCase(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Pl
 			ports = append(ports, PortRef{Switch: i, Port: p.Num, Ifindex: ifindexOf(i, p.Num), Host: p.Class == topology.ClassHost})
 		}
 	}
-	return top, plan, ctl, tables, ports
+	return plan, ctl, tables, ports
 }
 
 func ifindexOf(sw, port int) uint32 { return uint32(1000 + sw*256 + port) }

@@ -43,10 +43,14 @@ func TestLoadPassesTheVerifier(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cache := i%2 == 0 // both programs the flow_cache constant makes
-		l, err := Load(img, LoadOptions{FlowCache: cache})
+		cache := i%2 == 0      // both programs the flow_cache constant makes
+		reroutable := i%3 == 1 // and the reroutable one, with and without the cache
+		l, err := Load(img, LoadOptions{FlowCache: cache, Reroutable: reroutable})
 		if err != nil {
-			t.Fatalf("%s %s (flow cache %v): %v", c.spec, c.opts.Mode, cache, err)
+			t.Fatalf("%s %s (flow cache %v, reroutable %v): %v", c.spec, c.opts.Mode, cache, reroutable, err)
+		}
+		if (l.IDs().Gens != 0) != reroutable {
+			t.Fatalf("%s %s: reroutable %v, generations map id %d", c.spec, c.opts.Mode, reroutable, l.IDs().Gens)
 		}
 		h, err := Open(l.IDs())
 		if err != nil {

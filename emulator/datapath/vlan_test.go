@@ -34,28 +34,21 @@ var vlanCases = []struct {
 }
 
 // vlanImage compiles a case's tables as the controller does for a lab
-// and translates them.
-func vlanImage(t *testing.T, spec string, m vlan.Method, tagged []int, offNames []string) (*topology.Topology, *addressing.Plan, *vlan.Assignment, *Image) {
+// and translates them; off is the links off, resolved.
+func vlanImage(t *testing.T, spec string, m vlan.Method, tagged []int, offNames []string) (*topology.Topology, *addressing.Plan, *vlan.Assignment, vlan.Off, *Image) {
 	t.Helper()
-	sp, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := buildSpec(t, spec)
 	off, err := vlan.OffByName(top, splitPairs(offNames))
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, plan, ctl, tables, ports := compileCase(t, fabricCase{spec, addressing.Flat,
-		controller.Options{Mode: controller.VLAN, VLANAssign: m, VLANOff: off, VLANTagged: tagged}})
+	plan, ctl, tables, ports := compileOn(t, top, addressing.Flat,
+		controller.Options{Mode: controller.VLAN, VLANAssign: m, VLANOff: off, VLANTagged: tagged})
 	img, err := Build(tables, ports)
 	if err != nil {
 		t.Fatalf("%s %s: %v", spec, m, err)
 	}
-	return top, plan, ctl.VLANAssignment(), img
+	return top, plan, ctl.VLANAssignment(), off, img
 }
 
 // wire says where a frame sent out of a switch port arrives: the far
@@ -89,11 +82,7 @@ func wires(top *topology.Topology) map[uint32]wire {
 func TestVLANImageDeliversEveryPair(t *testing.T) {
 	for _, c := range vlanCases {
 		name := fmt.Sprintf("%s %s tagged %v off %v", c.spec, c.assign, c.tagged, c.off)
-		top, plan, a, img := vlanImage(t, c.spec, c.assign, c.tagged, c.off)
-		off, err := vlan.OffByName(top, splitPairs(c.off))
-		if err != nil {
-			t.Fatal(err)
-		}
+		top, plan, a, off, img := vlanImage(t, c.spec, c.assign, c.tagged, c.off)
 		path := vlan.OffPaths(top, c.assign, off)
 		w := wires(top)
 		// A host's frames enter its switch tagged with its port's VLAN

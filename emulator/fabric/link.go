@@ -272,21 +272,11 @@ func (l *Lab) rerouteBPF(top *topology.Topology, tables []*controller.Table, ord
 	if l.BPF == nil {
 		return fmt.Errorf("the lab's state names no eBPF datapath")
 	}
-	var refs []datapath.PortRef
-	for i := range top.Switches {
-		var names []string
-		for _, p := range top.Switches[i].Ports {
-			names = append(names, PortIface(i, p.Num))
-		}
-		idx, err := kernel.LinkIndexes(l.Switches[i].NetNS, names)
-		if err != nil {
-			return err
-		}
-		for k, p := range top.Switches[i].Ports {
-			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(idx[k])})
-		}
+	index, err := readPortIndexes(top, func(sw int) string { return l.Switches[sw].NetNS })
+	if err != nil {
+		return err
 	}
-	img, err := datapath.Build(tables, refs)
+	img, err := datapath.Build(tables, switchPorts(top, index))
 	if err != nil {
 		return err
 	}

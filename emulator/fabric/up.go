@@ -805,32 +805,22 @@ func (u *upper) recordNodes(counts []int, bridge func(i int) (name, mgmt string)
 // as OVS would never select it).
 func (u *upper) loadDatapath(context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
-	var refs []datapath.PortRef
-	names := map[string][]string{} // by fabric namespace
-	idx := map[string][]int{}
-	for i := range top.Switches {
-		ns := u.fabNS(i)
-		for _, p := range top.Switches[i].Ports {
-			ix := u.portIndex[[2]int{i, p.Num}]
-			names[ns] = append(names[ns], PortIface(i, p.Num))
-			idx[ns] = append(idx[ns], ix)
-			ref := datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(ix)}
-			if q, ok := u.counted[[2]int{i, p.Num}]; ok {
-				ref.Peer, ref.QueueLimit = uint32(u.portIndex[q.peer]), q.limit
-			}
-			refs = append(refs, ref)
-		}
+	got, err := readPortIndexes(top, u.fabNS)
+	if err != nil {
+		return "", err
 	}
-	for ns, want := range idx {
-		got, err := kernel.LinkIndexes(ns, names[ns])
-		if err != nil {
-			return "", err
+	refs := switchPorts(top, u.portIndex)
+	idx := map[string][]int{} // by fabric namespace
+	for i := range refs {
+		r := &refs[i]
+		key := [2]int{r.Switch, r.Port}
+		if got[key] != int(r.Ifindex) {
+			return "", fmt.Errorf("netns %s: %s has ifindex %d, not the %d it was created with", u.fabNS(r.Switch), PortIface(r.Switch, r.Port), got[key], r.Ifindex)
 		}
-		for k := range got {
-			if got[k] != want[k] {
-				return "", fmt.Errorf("netns %s: %s has ifindex %d, not the %d it was created with", ns, names[ns][k], got[k], want[k])
-			}
+		if q, ok := u.counted[key]; ok {
+			r.Peer, r.QueueLimit = uint32(u.portIndex[q.peer]), q.limit
 		}
+		idx[u.fabNS(r.Switch)] = append(idx[u.fabNS(r.Switch)], int(r.Ifindex))
 	}
 	img, err := datapath.Build(comp.Tables, refs)
 	if err != nil {
@@ -859,6 +849,43 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	total := u.recordNodes(counts, func(int) (string, string) { return "", "" })
 	return fmt.Sprintf("eBPF datapath: %d rules in %d subtables on %d ports in %d namespaces (program %d, %s), maps filled in %v",
 		total, img.Subtables(), len(refs), len(u.cfgs), ids.Program, how, l.Fill.Round(time.Microsecond)), nil
+}
+
+// readPortIndexes reads the ifindex of every switch port's device, one
+// link dump per fabric namespace (nsOf: a switch's).
+func readPortIndexes(top *topology.Topology, nsOf func(sw int) string) (map[[2]int]int, error) {
+	names := map[string][]string{}
+	keys := map[string][][2]int{}
+	for i := range top.Switches {
+		ns := nsOf(i)
+		for _, p := range top.Switches[i].Ports {
+			names[ns] = append(names[ns], PortIface(i, p.Num))
+			keys[ns] = append(keys[ns], [2]int{i, p.Num})
+		}
+	}
+	out := map[[2]int]int{}
+	for ns, n := range names {
+		got, err := kernel.LinkIndexes(ns, n)
+		if err != nil {
+			return nil, err
+		}
+		for k, key := range keys[ns] {
+			out[key] = got[k]
+		}
+	}
+	return out, nil
+}
+
+// switchPorts lists every switch port for the eBPF datapath, with the
+// ifindex index gives it.
+func switchPorts(top *topology.Topology, index map[[2]int]int) []datapath.PortRef {
+	var refs []datapath.PortRef
+	for i := range top.Switches {
+		for _, p := range top.Switches[i].Ports {
+			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(index[[2]int{i, p.Num}])})
+		}
+	}
+	return refs
 }
 
 func classOf(c scenario.LinkClass) topology.LinkClass {

@@ -535,13 +535,13 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 	for _, fl := range res.Flows {
 		flows = append(flows, results.Flow{Src: fl.Src, Dst: fl.Dst, Sent: fl.Sent, Received: fl.Received, Lost: fl.Lost,
 			AcceptedLoad: fl.AcceptedLoad, DeliveredBps: fl.DeliveredBps,
-			LatencyUS: results.Latency{Mean: fl.Latency.Mean, P50: fl.Latency.P50, P99: fl.Latency.P99, Max: fl.Latency.Max}})
+			LatencyUS: latencyUS(fl.Latency)})
 	}
 	return results.Point{
 		Flows: flows,
 		Name:  ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
 		OfferedLoad: a.OfferedLoad, AcceptedLoad: a.AcceptedLoad, Loss: a.Loss,
-		LatencyUS:  results.Latency{Mean: a.Latency.Mean, P50: a.Latency.P50, P99: a.Latency.P99, Max: a.Latency.Max},
+		LatencyUS:  latencyUS(a.Latency),
 		Seed:       res.Seed,
 		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
@@ -657,4 +657,9 @@ func (r *runner) writePartial(cause error) {
 	r.m.Fidelity = results.EvaluateFidelity(r.fidelity)
 	r.m.Expectations = results.EvaluateScenario(r.sc, r.m.Phases)
 	_, _ = results.Write(r.dir, r.m, r.artifacts)
+}
+
+// latencyUS is the engine's latency figures as results records them.
+func latencyUS(l traffic.Latency) results.Latency {
+	return results.Latency{Mean: l.Mean, P50: l.P50, P99: l.P99, Max: l.Max}
 }

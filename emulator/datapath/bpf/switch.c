@@ -284,6 +284,11 @@ volatile const __u32 queue_counters = 0;
 // follow the other's).
 volatile const __u32 switches = 1;
 
+// reroutable: 1 where the tables may change (datapath.LoadOptions): only
+// then does a frame look its switch's generation up; elsewhere it is 0
+// and the lookup is compiled out at load.
+volatile const __u32 reroutable = 0;
+
 // admit counts a frame of len bytes into output port o's queue, or, if
 // the queue is at its limit, counts it dropped and says no. The bytes are
 // taken first, atomically, so two CPUs cannot both fill the last room.
@@ -602,8 +607,11 @@ int ethfab_switch(struct __sk_buff *skb)
 		record(skb, TAP_CNM, sw); // rare: only QCN's, one per 100 departures of a congested port
 	__u32 swk = sw;
 	__u64 *cm = bpf_map_lookup_elem(&conditions, &swk);
-	__u32 *gp = bpf_map_lookup_elem(&gens, &swk);
-	__u32 gen = gp ? *gp : 0;
+	__u32 gen = 0;
+	if (reroutable) {
+		__u32 *gp = bpf_map_lookup_elem(&gens, &swk);
+		gen = gp ? *gp : 0;
+	}
 	struct flow_key fk = {
 		.ifindex = ifindex,
 		.dl_type = dl_type,
