@@ -38,6 +38,21 @@ const (
 // Schemes lists the valid schemes.
 var Schemes = []Scheme{Flat, PerSwitch, PerGroup}
 
+// DefaultScheme is the scheme a fabric of kind k gets unless told: per
+// group where there are groups; per switch on seed 002's topologies; flat
+// on seed 003's XGFTs and custom fabrics, whose routing (d-mod-m, and
+// snoop-based adaptive routing's congestion table) is keyed by the
+// destination host.
+func DefaultScheme(k topology.Kind) Scheme {
+	switch {
+	case k == topology.XGFT || k == topology.Custom:
+		return Flat
+	case k.Testbed():
+		return PerSwitch
+	}
+	return PerGroup
+}
+
 // ParseScheme checks a scheme name.
 func ParseScheme(s string) (Scheme, error) {
 	for _, v := range Schemes {

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
@@ -34,7 +36,15 @@ const (
 	// VLAN: seed 002's switch-tagged VLAN routing on its testbed
 	// topologies, an 802.1Q bridge per switch in OpenFlow (vlan.go).
 	VLAN Mode = "vlan"
+	// Shortest: seed 003's static oblivious shortest paths (paths.go) on
+	// the path-routed kinds (XGFTs, custom fabrics, seed 002's), d-mod-m
+	// where there is a choice; there it is what minimal means, named as
+	// seed 003 names its baseline.
+	Shortest Mode = "shortest"
 )
+
+// Modes are the routing modes' names, in the order errors list them.
+var Modes = []string{string(Minimal), string(Valiant), string(Conditional), string(QCNSwitch), string(VLAN), string(Shortest)}
 
 // Conditions says the mode's tables carry conditional rules and a
 // condition bitmask the switch's own logic sets (conditional, qcn-switch).
@@ -42,11 +52,10 @@ func (m Mode) Conditions() bool { return m == Conditional || m == QCNSwitch }
 
 // ParseMode checks a mode name.
 func ParseMode(s string) (Mode, error) {
-	switch Mode(s) {
-	case Minimal, Valiant, Conditional, QCNSwitch, VLAN:
+	if slices.Contains(Modes, s) {
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown routing mode %q (want minimal, valiant, conditional, qcn-switch or vlan)", s)
+	return "", fmt.Errorf("unknown routing mode %q (want %s or %s)", s, strings.Join(Modes[:len(Modes)-1], ", "), Modes[len(Modes)-1])
 }
 
 // Options select what the controller compiles.
@@ -89,6 +98,8 @@ type Controller struct {
 	tree [][]int32 // per switch: ports on the broadcast tree
 	// levelFirst is a fat tree's first switch ID per level (paths.go).
 	levelFirst []int
+	// dist is a custom fabric's switch distances (Topology.SwitchDistances).
+	dist [][]int
 	// vlan is the VLAN mode's assignment.
 	vlan *vlan.Assignment
 }
@@ -135,16 +146,25 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		}
 		return c, nil
 	}
-	if k := c.top.Spec.Kind; k.Testbed() {
-		if opts.Mode != Minimal {
-			return nil, fmt.Errorf("%s routing needs a Dragonfly, a Flattened Butterfly or a Clos; a %s is routed minimally (shortest paths, controller/paths.go) or by VLANs (routing.mode vlan)", opts.Mode, k)
+	if k := c.top.Spec.Kind; k.PathRouted() {
+		if opts.Mode != Minimal && opts.Mode != Shortest {
+			also := ""
+			if k.Testbed() {
+				also = " or by VLANs (routing.mode vlan)"
+			}
+			return nil, fmt.Errorf("%s routing needs a Dragonfly, a Flattened Butterfly or a Clos; a %s is routed on shortest paths (minimal or shortest, controller/paths.go)%s", opts.Mode, k, also)
 		}
 		if plan.Scheme != addressing.Flat && plan.Scheme != addressing.PerSwitch {
 			return nil, fmt.Errorf("addressing %s needs groups, which a %s does not have: use flat or per-switch", plan.Scheme, k)
 		}
-		if k == topology.FatTree {
+		switch k {
+		case topology.FatTree:
 			c.levelFirst = c.top.LevelFirsts()
+		case topology.Custom:
+			c.dist = c.top.SwitchDistances()
 		}
+	} else if opts.Mode == Shortest {
+		return nil, fmt.Errorf("shortest routing runs on xgft, custom and seed 002's topologies; a %s's shortest paths are routing.mode minimal", k)
 	}
 	c.tree = spanningTree(c.top)
 	return c, nil
@@ -159,7 +179,7 @@ func (c *Controller) Options() Options { return c.opts }
 // HopBound is the most inter-switch hops a unicast frame may take.
 func (c *Controller) HopBound() int {
 	s := c.top.Spec
-	if s.Kind.Testbed() {
+	if s.Kind.PathRouted() {
 		return c.top.Diameter() // shortest paths (paths.go), VLANs' too
 	}
 	switch s.Kind {

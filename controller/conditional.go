@@ -262,7 +262,7 @@ func (c *Controller) CoS() CoSPlan {
 	case topology.FlatFly:
 		return CoSPlan{Levels: c.HopBound(), Classes: []CoSClass{{"hop i (0-based) of the path", -1}},
 			Note: "level = inter-switch hops taken so far; seed 000 §V-E cites N levels for fully adaptive routing in N dimensions, this hop-count scheme needs one more for the non-minimal detour"}
-	case topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos, topology.FatTree:
+	case topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos, topology.FatTree, topology.Custom:
 		return CoSPlan{Levels: max(1, c.HopBound()), Classes: []CoSClass{{"hop i (0-based) of the path", -1}},
 			Note: "level = inter-switch hops taken so far (a hop-count scheme; seed 002's tori break their rings' cycles with a second link instead, links: 2)"}
 	default:

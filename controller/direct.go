@@ -30,7 +30,7 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 	case c.plan.Scheme == addressing.Flat:
 		for h := range c.top.Hosts {
 			if d := c.top.Hosts[h].Switch; d != s.ID {
-				add(d, entry{c.plan.HostPrefix(h), c.hop(s, d)})
+				add(d, entry{c.plan.HostPrefix(h), c.hostHop(s, h)})
 			}
 		}
 	case c.plan.Scheme == addressing.PerSwitch:
@@ -131,10 +131,20 @@ func (c *Controller) hop(s *topology.Switch, d int) int32 {
 	switch {
 	case c.top.Spec.Kind == topology.Dragonfly:
 		return c.dfHop(s, ds.Group, ds.Index)
-	case c.top.Spec.Kind.Testbed():
+	case c.top.Spec.Kind.PathRouted():
 		return c.pathHop(s, d)
 	}
 	return c.fbHop(s, ds.Coords, 0)
+}
+
+// hostHop is the first hop from switch s towards host h on another
+// switch: an XGFT's d-mod-m choice depends on the host, every other
+// routing only on its switch.
+func (c *Controller) hostHop(s *topology.Switch, h int) int32 {
+	if c.top.Spec.Kind == topology.XGFT {
+		return c.xgftHop(s, h)
+	}
+	return c.hop(s, c.top.Hosts[h].Switch)
 }
 
 // groupHop is the minimal first hop from s towards a remote group; rep is

@@ -19,7 +19,14 @@ import "github.com/ethfab/ethfab/topology"
 //   - fat tree: up to the lowest level whose group holds the destination,
 //     then down; at each level the switch is the destination leaf's digit
 //     (leaf / U^(level-1)) mod U of its group, going up and coming down,
-//     so all frames to a leaf converge (D-mod-k routing).
+//     so all frames to a leaf converge (D-mod-k routing);
+//   - XGFT (seed 003): up until a switch above the destination, then down
+//     by the destination's digits; going up at level l through parent
+//     floor(x / (w1 ... wl)) mod w(l+1) for destination x (d-mod-m), a
+//     host by host choice with flat addressing (per switch: the leaf's
+//     first host);
+//   - custom: breadth-first shortest paths, the lowest-numbered port where
+//     several are shortest (the links' order in the scenario decides).
 //
 // Every one is a shortest path (TestPathsAreShortest), so HopBound is the
 // topology's diameter.
@@ -41,8 +48,37 @@ func (c *Controller) pathHop(s *topology.Switch, d int) int32 {
 		return int32(c.top.PortTo(s.ID, via))
 	case topology.FatTree:
 		return c.fatTreeHop(s, ds)
+	case topology.XGFT:
+		return c.xgftHop(s, ds.Index*sp.M[0])
+	case topology.Custom:
+		return int32(c.ShortestPorts(s.ID, d)[0])
 	}
 	return -1
+}
+
+// xgftHop routes up/down towards compute node x (see above pathHop).
+func (c *Controller) xgftHop(s *topology.Switch, x int) int32 {
+	sp := c.top.Spec
+	l, xd := s.Level, sp.XGFTLabel(0, x)
+	for j := l + 1; j <= sp.H; j++ {
+		if s.Coords[j-1] != xd[j-1] {
+			return int32(sp.M[l-1] + sp.XGFTUpPort(l, x) + 1)
+		}
+	}
+	return int32(xd[l-1] + 1) // down ports first, by child digit
+}
+
+// ShortestPorts are the ports of switch s on a shortest path to switch d
+// (which has hosts) of a custom fabric, lowest first.
+func (c *Controller) ShortestPorts(s, d int) []int {
+	dist := c.dist[d]
+	var out []int
+	for _, p := range c.top.Switches[s].Ports {
+		if p.Class != topology.ClassHost && dist[p.Peer.Switch] == dist[s]-1 {
+			out = append(out, p.Num)
+		}
+	}
+	return out
 }
 
 // gridHop corrects the first dimension that differs.

@@ -305,14 +305,26 @@ func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
 			continue
 		}
 		p := join(path, key)
-		switch key {
-		case "kind":
-		case "dims":
-			sp.Dims = d.dims(e.val, p)
+		switch {
+		case key == "kind":
+		case sp.Kind == topology.Custom && key != "hosts":
+			d.custom(&sp, key, e.val, p)
+		case sp.Kind == topology.Custom:
+		case sp.ListParam(key) != nil:
+			*sp.ListParam(key) = d.dims(e.val, p)
 		default:
 			if v, ok := d.smallInt(e.val, p); ok {
 				*sp.Param(key) = v
 			}
+		}
+	}
+	if sp.Kind == topology.Custom {
+		if sp.Custom == nil {
+			sp.Custom = &topology.CustomGraph{}
+		}
+		sp.Custom.Hosts = make([]int, len(sp.Custom.Switches)) // none given: Validate says so
+		if e := f["hosts"]; e != nil {
+			d.customHosts(sp.Custom, e.val, join(path, "hosts"))
 		}
 	}
 	if len(d.errs) > before {
@@ -322,17 +334,98 @@ func (d *decoder) topology(n *node, path string) (topology.Spec, bool) {
 	if err := sp.Validate(); err != nil {
 		var pe *topology.ParamError
 		if errors.As(err, &pe) && pe.Param != "" {
-			at := n.pos
+			at, p := n.pos, join(path, pe.Param)
 			if e := f[pe.Param]; e != nil {
 				at = e.val.pos
+				if it, sub := customItem(sp, e.val, pe.Item); it != nil {
+					at, p = it.pos, sub(p)
+				}
 			}
-			d.errAt(at, join(path, pe.Param), "%s", pe.Msg)
+			d.errAt(at, p, "%s", pe.Msg)
 		} else {
 			d.errf(n, path, "%v", err)
 		}
 		return sp, false
 	}
 	return sp, true
+}
+
+// custom reads a custom fabric's switches, links or hosts into sp.Custom.
+// Names are checked by Validate, whose errors point back at the item
+// (customItem); host counts are taken in the switches' order.
+func (d *decoder) custom(sp *topology.Spec, key string, n *node, path string) {
+	if sp.Custom == nil {
+		sp.Custom = &topology.CustomGraph{}
+	}
+	g := sp.Custom
+	switch key {
+	case "switches":
+		if n.kind != seqNode {
+			d.errf(n, path, "must be a list of switch names such as [A, B], got %s", describe(n))
+			return
+		}
+		for i, it := range n.items {
+			if v, ok := d.str(it, index(path, i)); ok {
+				g.Switches = append(g.Switches, v)
+			}
+		}
+	case "links":
+		if n.kind != seqNode {
+			d.errf(n, path, "must be a list of links such as [[A, B], [B, C]], got %s", describe(n))
+			return
+		}
+		for i, it := range n.items {
+			if it.kind != seqNode || len(it.items) != 2 {
+				d.errf(it, index(path, i), "must be a pair of switch names such as [A, B], got %s", describe(it))
+				continue
+			}
+			a, okA := d.str(it.items[0], index(index(path, i), 0))
+			b, okB := d.str(it.items[1], index(index(path, i), 1))
+			if okA && okB {
+				g.Links = append(g.Links, [2]string{a, b})
+			}
+		}
+	}
+}
+
+// customHosts reads a custom fabric's host counts, once its switches are
+// read, in their order.
+func (d *decoder) customHosts(g *topology.CustomGraph, n *node, path string) {
+	g.Hosts = make([]int, len(g.Switches))
+	if n.kind != mapNode {
+		d.errf(n, path, "must map switch names to host counts such as {A: 1, B: 2}, got %s", describe(n))
+		return
+	}
+	id := map[string]int{}
+	for i, name := range g.Switches {
+		id[name] = i
+	}
+	for _, e := range n.entries {
+		i, ok := id[e.key]
+		if !ok {
+			d.errAt(e.keyPos, join(path, e.key), "no switch %s in topology.switches", e.key)
+			continue
+		}
+		if v, ok := d.smallInt(e.val, join(path, e.key)); ok {
+			g.Hosts[i] = v
+		}
+	}
+}
+
+// customItem is the node of item i (1-based) of a custom fabric's list
+// field, or of switch i's entry in its hosts, and how to name it.
+func customItem(sp topology.Spec, n *node, i int) (*node, func(string) string) {
+	switch {
+	case i < 1:
+	case n.kind == seqNode && i <= len(n.items):
+		return n.items[i-1], func(p string) string { return index(p, i-1) }
+	case n.kind == mapNode && sp.Custom != nil && i <= len(sp.Custom.Switches):
+		name := sp.Custom.Switches[i-1]
+		if e := n.get(name); e != nil {
+			return e.val, func(p string) string { return join(p, name) }
+		}
+	}
+	return nil, nil
 }
 
 func (d *decoder) dims(n *node, path string) []int {
@@ -365,12 +458,10 @@ func (d *decoder) dims(n *node, path string) []int {
 }
 
 // addressing reads the addressing section. Its default scheme is
-// per-group, or per-switch on seed 002's topologies, which have no groups.
+// per-group, or where there are no groups (addressing.DefaultScheme)
+// per-switch on seed 002's topologies and flat on seed 003's.
 func (d *decoder) addressing(e *entry, kind topology.Kind) Addressing {
-	a := Addressing{Scheme: addressing.PerGroup, Assign: addressing.AssignStatic, SourceGuard: true}
-	if kind.Testbed() {
-		a.Scheme = addressing.PerSwitch
-	}
+	a := Addressing{Scheme: addressing.DefaultScheme(kind), Assign: addressing.AssignStatic, SourceGuard: true}
 	if e == nil {
 		return a
 	}
@@ -404,7 +495,7 @@ func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 	f := d.fields(e.val, "routing", "mode", "xoff", "xon", "pause", "qcn", "vlan")
 	modeOverridden := false
 	if e := f["mode"]; e != nil {
-		if v, ok := d.enum(e.val, "routing.mode", "minimal", "valiant", "conditional", "qcn-switch", "vlan"); ok {
+		if v, ok := d.enum(e.val, "routing.mode", controller.Modes...); ok {
 			r.Mode = controller.Mode(v)
 		}
 		modeOverridden = e.val.pos.replaced()
@@ -1205,12 +1296,18 @@ func beforeDMPNode(f map[string]*entry, i int) *node {
 
 // crossChecks are the rules that span sections.
 func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
-	if k := s.Topology.Kind; k.Testbed() {
-		// Seed 002's topologies are routed on shortest paths
-		// (controller/paths.go) or by VLANs, addressed by host or switch.
-		if re := f["routing"]; re != nil && s.Routing.Mode != controller.Minimal && s.Routing.Mode != controller.VLAN {
+	if k := s.Topology.Kind; k.PathRouted() {
+		// Seed 002's and 003's topologies are routed on shortest paths
+		// (controller/paths.go), seed 002's also by VLANs, addressed by
+		// host or switch.
+		m := s.Routing.Mode
+		if re := f["routing"]; re != nil && m != controller.Minimal && m != controller.Shortest && (m != controller.VLAN || !k.Testbed()) {
 			if me := re.val.get("mode"); me != nil {
-				d.errf(me.val, "routing.mode", "%s routing needs a dragonfly, flatfly or clos topology; a %s is routed minimally (shortest paths) or by VLANs (vlan)", s.Routing.Mode, k)
+				also := ""
+				if k.Testbed() {
+					also = " or by VLANs (vlan)"
+				}
+				d.errf(me.val, "routing.mode", "%s routing needs a dragonfly, flatfly or clos topology; a %s is routed on shortest paths (minimal or shortest)%s", m, k, also)
 			}
 		}
 		if ae := f["addressing"]; ae != nil && s.Addressing.Scheme == addressing.PerGroup {

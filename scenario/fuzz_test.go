@@ -13,6 +13,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(full))
 	f.Add([]byte("name: x\ntopology: {kind: flatfly, dims: 4x4, t: 1}\n"))
 	f.Add([]byte("name: x\ntopology: {kind: clos, k: 4, levels: 4}\nlinks: {host: {rate: 1gbit, loss: {value: 1, required: false}}}\n"))
+	f.Add([]byte("name: x\ntopology: {kind: custom, switches: [A, B], links: [[A, B]], hosts: {A: 1, B: 1}}\nrouting: {mode: shortest}\n"))
+	f.Add([]byte("name: x\ntopology: {kind: xgft, h: 2, m: [2, 3], w: [1, 2]}\n"))
 	f.Add([]byte("a: &x [1, 2]\nb: *x\n"))
 	f.Add([]byte("name: !!str x\n---\nname: y\n"))
 	f.Add([]byte(""))

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/ethfab/ethfab/topology"
 	"os"
 	"regexp"
 	"strconv"
@@ -83,14 +84,17 @@ func (s *Scenario) effectiveTree() *node {
 		root.add("description", mkUser(s.Description))
 	}
 	topo := mkMap(true, "kind", mkStr(string(s.Topology.Kind)))
-	for _, p := range s.Topology.ParamNames() {
-		switch p {
-		case "dims":
-			dims := &node{kind: seqNode, flow: true}
-			for _, d := range s.Topology.Dims {
-				dims.items = append(dims.items, mkInt(int64(d)))
+	sp := s.Topology
+	for _, p := range sp.ParamNames() {
+		switch {
+		case sp.ListParam(p) != nil:
+			list := &node{kind: seqNode, flow: true}
+			for _, d := range *sp.ListParam(p) {
+				list.items = append(list.items, mkInt(int64(d)))
 			}
-			topo.add("dims", dims)
+			topo.add(p, list)
+		case sp.Kind == topology.Custom:
+			topo.add(p, customNode(sp.Custom, p))
 		default:
 			topo.add(p, mkInt(int64(topoParam(s, p))))
 		}
@@ -312,6 +316,32 @@ func keyText(k string) string {
 		return k
 	}
 	return strconv.Quote(k)
+}
+
+// customNode writes a custom fabric's switches, links or hosts as the
+// scenario file has them.
+func customNode(g *topology.CustomGraph, p string) *node {
+	switch p {
+	case "switches":
+		n := &node{kind: seqNode, flow: true}
+		for _, sw := range g.Switches {
+			n.items = append(n.items, mkUser(sw))
+		}
+		return n
+	case "links":
+		n := &node{kind: seqNode}
+		for _, l := range g.Links {
+			n.items = append(n.items, &node{kind: seqNode, flow: true, items: []*node{mkUser(l[0]), mkUser(l[1])}})
+		}
+		return n
+	}
+	n := mkMap(true)
+	for i, h := range g.Hosts {
+		if h > 0 {
+			n.add(g.Switches[i], mkInt(int64(h)))
+		}
+	}
+	return n
 }
 
 func topoParam(s *Scenario, p string) int {

@@ -159,9 +159,9 @@ const (
 // ClassesOf lists the link classes a topology kind has.
 func ClassesOf(k topology.Kind) []LinkClass {
 	switch k {
-	case topology.FlatFly, topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos:
+	case topology.FlatFly, topology.Mesh, topology.Torus, topology.Ring, topology.MTree, topology.MyriClos, topology.Custom:
 		return []LinkClass{HostLinks, LocalLinks}
-	case topology.Dragonfly, topology.Clos, topology.FatTree:
+	case topology.Dragonfly, topology.Clos, topology.FatTree, topology.XGFT:
 		return []LinkClass{HostLinks, LocalLinks, GlobalLinks}
 	}
 	return nil

@@ -201,7 +201,19 @@ func TestErrors(t *testing.T) {
 		{"topology unknown param", "name: x\ntopology: {kind: clos, k: 4, p: 2}\n", 2, 30, "topology.p", `unknown field "p" (want kind, k, levels, pods)`},
 		{"topology bad kind", "name: x\ntopology: {kind: hypercube}\n", 2, 18, "topology.kind", `unknown value "hypercube"`},
 		{"mesh without dims", "name: x\ntopology: {kind: torus}\n", 2, 11, "topology.dims", "needs at least one dimension"},
-		{"mesh routed valiant", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a mesh is routed minimally"},
+		{"mesh routed valiant", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a mesh is routed on shortest paths"},
+		{"xgft routed valiant", "name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [1, 2]}\nrouting: {mode: valiant}\n", 3, 17, "routing.mode", "a xgft is routed on shortest paths (minimal or shortest)"},
+		{"xgft routed vlan", "name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [1, 2]}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "routed on shortest paths"},
+		{"xgft multi-homed", "name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [2, 2]}\n", 2, 44, "topology.w", "so w1 must be 1"},
+		{"xgft short m", "name: x\ntopology: {kind: xgft, h: 2, m: [2], w: [1, 2]}\n", 2, 33, "topology.m", "needs h = 2 values"},
+		{"custom unknown link end", "name: x\ntopology:\n  kind: custom\n  switches: [A, B]\n  links: [[A, B], [B, Q]]\n  hosts: {A: 1, B: 1}\n", 5, 19, "topology.links[1]", "no switch Q"},
+		{"custom link not a pair", "name: x\ntopology:\n  kind: custom\n  switches: [A, B]\n  links: [[A, B, C]]\n  hosts: {A: 1, B: 1}\n", 5, 11, "topology.links[0]", "must be a pair of switch names"},
+		{"custom switch twice", "name: x\ntopology:\n  kind: custom\n  switches: [A, B, A]\n  links: [[A, B]]\n  hosts: {A: 1}\n", 4, 20, "topology.switches[2]", "listed twice"},
+		{"custom bad name", "name: x\ntopology:\n  kind: custom\n  switches: [A, b-1]\n  links: [[A, b-1]]\n  hosts: {A: 1}\n", 4, 17, "topology.switches[1]", "is not a switch name"},
+		{"custom hosts unknown", "name: x\ntopology:\n  kind: custom\n  switches: [A, B]\n  links: [[A, B]]\n  hosts: {A: 1, Z: 2}\n", 6, 17, "topology.hosts.Z", "no switch Z"},
+		{"custom hosts negative", "name: x\ntopology:\n  kind: custom\n  switches: [A, B]\n  links: [[A, B]]\n  hosts: {A: 1, B: -2}\n", 6, 20, "topology.hosts.B", "-2 hosts"},
+		{"custom disconnected", "name: x\ntopology:\n  kind: custom\n  switches: [A, B]\n  hosts: {A: 1}\n", 3, 3, "topology.links", "not connected"},
+		{"custom no hosts", "name: x\ntopology:\n  kind: custom\n  switches: [A]\n", 3, 3, "topology.hosts", "no switch has a host"},
 		{"vlan on a dragonfly", "name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "vlan needs one of seed 002's topologies"},
 		{"vlan learning renamed", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "learn needs assign: fixed"},
 		{"warmup zero", head + "phases:\n  - name: a\n    traffic: {pattern: uniform, loads: [0.1], warmup: 0s}\n", 5, 55, "phases[0].traffic.warmup", "must be positive"},
@@ -347,7 +359,7 @@ func TestAllErrorsReported(t *testing.T) {
 	if es[0].Path != "routing.mode" || es[1].Path != "phases[0].wait" || es[1].Line != 6 {
 		t.Errorf("errors %v", err)
 	}
-	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch, vlan)"
+	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch, vlan, shortest)"
 	if es[0].Error() != want {
 		t.Errorf("error text\n%q\nwant\n%q", es[0].Error(), want)
 	}
@@ -617,5 +629,38 @@ func TestVLANLearnFields(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", src, got, want)
 		}
 		roundTrip(t, s)
+	}
+}
+
+// Seed 003's topologies read, default to flat addressing, and write back
+// as they were read.
+func TestSeed003Topologies(t *testing.T) {
+	for _, doc := range []string{
+		"name: x\ntopology: {kind: xgft, h: 2, m: [8, 16], w: [1, 8]}\nrouting: {mode: shortest}\n",
+		"name: x\ntopology: {kind: xgft, h: 2, m: 2x2, w: 1x2}\n",
+		"name: x\ntopology:\n  kind: custom\n  switches: [A, B, C]\n  links: [[A, B], [B, C], [A, C]]\n  hosts: {C: 2, A: 1}\n",
+	} {
+		s, err := Parse("x.yaml", []byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		if s.Addressing.Scheme != addressing.Flat {
+			t.Errorf("%s: addressing %s, want flat", doc, s.Addressing.Scheme)
+		}
+		p := filepath.Join(t.TempDir(), "as-run.yaml")
+		if err := s.WriteFile(p); err != nil {
+			t.Fatal(err)
+		}
+		s2, err := Load(p)
+		if err != nil {
+			t.Fatalf("%s: written back: %v", doc, err)
+		}
+		if !sameScenario(s, s2) || s2.Topology.String() != s.Topology.String() {
+			t.Errorf("%s: reads back as %s", doc, s2.Topology)
+		}
+	}
+	s, _ := Parse("x.yaml", []byte("name: x\ntopology:\n  kind: custom\n  switches: [A, B, C]\n  links: [[A, B], [B, C], [A, C]]\n  hosts: {C: 2, A: 1}\n"))
+	if got := s.Topology.String(); got != "custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:2" {
+		t.Errorf("custom fabric as text: %s", got)
 	}
 }

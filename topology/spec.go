@@ -33,8 +33,15 @@ const (
 	FatTree  Kind = "fattree"
 )
 
+// Seed 003's fabrics: extended generalized fat trees (xgft.go) and
+// hand-drawn ones (custom.go), routed on shortest paths.
+const (
+	XGFT   Kind = "xgft"
+	Custom Kind = "custom"
+)
+
 // Kinds are every topology family's name, in the order errors list them.
-var Kinds = []string{string(Dragonfly), string(FlatFly), string(Clos), string(Mesh), string(Torus), string(Ring), string(MTree), string(MyriClos), string(FatTree)}
+var Kinds = []string{string(Dragonfly), string(FlatFly), string(Clos), string(Mesh), string(Torus), string(Ring), string(MTree), string(MyriClos), string(FatTree), string(XGFT), string(Custom)}
 
 // kinds lists every Kind, for errors.
 var kinds = strings.Join(Kinds[:len(Kinds)-1], ", ") + " or " + Kinds[len(Kinds)-1]
@@ -56,6 +63,11 @@ func (k Kind) Testbed() bool {
 	}
 	return false
 }
+
+// PathRouted reports the kinds without groups that ethfab routes on
+// shortest paths (controller/paths.go): seed 002's testbed topologies,
+// XGFTs and custom fabrics. Addressing is flat or per switch.
+func (k Kind) PathRouted() bool { return k.Testbed() || k == XGFT || k == Custom }
 
 // Spec is a topology's parameters, as written on the command line
 // (`dragonfly:p=4,a=8,h=4`) or in a scenario file. Only the fields of its
@@ -93,12 +105,22 @@ type Spec struct {
 	// leaves; U up ports on every switch below the top, D down ports on
 	// every switch above the leaves; T hosts per leaf (default U).
 	U, D, R int
+
+	// XGFT(H; M; W) (xgft.go): H levels of switches (the field Dragonfly
+	// uses for global links), M[i-1] children per level-i node, W[i-1]
+	// parents per level-(i-1) node.
+	M, W []int
+
+	// Custom is a hand-drawn fabric (custom.go).
+	Custom *CustomGraph
 }
 
-// ParamError names the parameter of a Spec that makes it impossible.
+// ParamError names the parameter of a Spec that makes it impossible, and
+// for a list parameter (a custom fabric's switches, links, hosts) the item.
 type ParamError struct {
 	Kind  Kind
 	Param string
+	Item  int // 1-based; 0: the parameter as a whole
 	Msg   string
 }
 
@@ -113,6 +135,11 @@ func paramErr(k Kind, p, format string, args ...any) error {
 	return &ParamError{Kind: k, Param: p, Msg: fmt.Sprintf(format, args...)}
 }
 
+// itemErr is a ParamError on item i (0-based) of a list parameter.
+func itemErr(k Kind, p string, i int, format string, args ...any) error {
+	return &ParamError{Kind: k, Param: p, Item: i + 1, Msg: fmt.Sprintf(format, args...)}
+}
+
 // ParseSpec reads `kind:key=value,...`, e.g. `dragonfly:p=4,a=8,h=4,g=33`,
 // `flatfly:dims=4x4x4,t=4` or `clos:k=8`. The result is normalized and
 // validated.
@@ -123,6 +150,11 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("topology %q: unknown kind %q (want %s)", s, kind, kinds)
 	}
 	seen := map[string]bool{}
+	var custom *CustomGraph
+	hosts, hostOrder := map[string]int{}, []string(nil)
+	if sp.Kind == Custom {
+		custom = &CustomGraph{}
+	}
 	for _, kv := range strings.Split(params, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -138,13 +170,19 @@ func ParseSpec(s string) (Spec, error) {
 			return Spec{}, fmt.Errorf("topology %q: parameter %s given twice", s, key)
 		}
 		seen[key] = true
-		if key == "dims" && sp.Kind.Grid() {
+		if custom != nil {
+			if err := parseCustomParam(custom, hosts, &hostOrder, key, val); err != nil {
+				return Spec{}, fmt.Errorf("topology %q: %w", s, err)
+			}
+			continue
+		}
+		if dst := sp.listParam(key); dst != nil {
 			for _, d := range strings.Split(val, "x") {
 				n, err := strconv.Atoi(d)
 				if err != nil {
-					return Spec{}, fmt.Errorf("topology %q: parameter dims: %q is not an integer", s, d)
+					return Spec{}, fmt.Errorf("topology %q: parameter %s: %q is not an integer", s, key, d)
 				}
-				sp.Dims = append(sp.Dims, n)
+				*dst = append(*dst, n)
 			}
 			continue
 		}
@@ -158,11 +196,33 @@ func ParseSpec(s string) (Spec, error) {
 		}
 		*dst = n
 	}
+	if custom != nil {
+		if err := custom.SetCustomHosts(hosts, hostOrder); err != nil {
+			return Spec{}, fmt.Errorf("topology %q: %w", s, err)
+		}
+		sp.Custom = custom
+	}
 	sp = sp.Normalize()
 	if err := sp.Validate(); err != nil {
 		return Spec{}, err
 	}
 	return sp, nil
+}
+
+// ListParam is the field of a list parameter of s's Kind (dims; an
+// XGFT's m and w), nil for any other name.
+func (s *Spec) ListParam(key string) *[]int { return s.listParam(key) }
+
+func (s *Spec) listParam(key string) *[]int {
+	switch {
+	case key == "dims" && s.Kind.Grid():
+		return &s.Dims
+	case key == "m" && s.Kind == XGFT:
+		return &s.M
+	case key == "w" && s.Kind == XGFT:
+		return &s.W
+	}
+	return nil
 }
 
 // ParamNames lists the parameters a Kind accepts, in canonical order.
@@ -184,6 +244,10 @@ func (s Spec) ParamNames() []string {
 		return []string{"n", "t"}
 	case FatTree:
 		return []string{"u", "d", "r", "t"}
+	case XGFT:
+		return []string{"h", "m", "w"}
+	case Custom:
+		return []string{"switches", "links", "hosts"}
 	}
 	return nil
 }
@@ -233,6 +297,10 @@ func (s *Spec) intParam(key string) *int {
 		case "t":
 			return &s.T
 		}
+	case XGFT:
+		if key == "h" {
+			return &s.H
+		}
 	case Clos:
 		switch key {
 		case "k":
@@ -274,6 +342,11 @@ func (s Spec) Normalize() Spec {
 		if s.T == 0 {
 			s.T = s.U
 		}
+	case XGFT:
+		s.M = append([]int(nil), s.M...)
+		s.W = append([]int(nil), s.W...)
+	case Custom:
+		s.Custom = s.Custom.clone()
 	}
 	return s
 }
@@ -379,6 +452,10 @@ func (s Spec) Validate() error {
 			}
 		}
 		return s.validateHosts(leaves)
+	case XGFT:
+		return s.validateXGFT()
+	case Custom:
+		return s.validateCustom()
 	default:
 		return fmt.Errorf("topology: unknown kind %q (want %s)", s.Kind, kinds)
 	}
@@ -420,6 +497,12 @@ func (s Spec) String() string {
 		parts = []string{"n=" + strconv.Itoa(s.N), "t=" + strconv.Itoa(s.T)}
 	case FatTree:
 		parts = []string{"u=" + strconv.Itoa(s.U), "d=" + strconv.Itoa(s.D), "r=" + strconv.Itoa(s.R), "t=" + strconv.Itoa(s.T)}
+	case XGFT:
+		parts = []string{"h=" + strconv.Itoa(s.H), "m=" + dimsString(s.M), "w=" + dimsString(s.W)}
+	case Custom:
+		if s.Custom != nil {
+			parts = s.Custom.params()
+		}
 	}
 	return string(s.Kind) + ":" + strings.Join(parts, ",")
 }
@@ -503,6 +586,26 @@ func (s Spec) Size() (hosts, switches, ports int) {
 			upper += n
 		}
 		return leaves * s.T, leaves + upper, leaves*(s.T+s.U) + upper*(s.D+s.U)
+	case XGFT:
+		if s.H < 1 || len(s.M) != s.H || len(s.W) != s.H {
+			return 0, 0, 0
+		}
+		sizes := s.XGFTLevelSizes()
+		for i := 1; i <= s.H; i++ {
+			switches += sizes[i]
+			up := 0
+			if i < s.H {
+				up = s.W[i]
+			}
+			ports += sizes[i] * (s.M[i-1] + up)
+		}
+		return sizes[0], switches, ports
+	case Custom:
+		if s.Custom == nil {
+			return 0, 0, 0
+		}
+		hosts = s.Custom.NumHosts()
+		return hosts, len(s.Custom.Switches), hosts + 2*len(s.Custom.Links)
 	}
 	return 0, 0, 0
 }

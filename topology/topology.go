@@ -127,6 +127,10 @@ func Build(s Spec) (*Topology, error) {
 		return buildMyriClos(s), nil
 	case FatTree:
 		return buildFatTree(s), nil
+	case XGFT:
+		return buildXGFT(s), nil
+	case Custom:
+		return buildCustom(s), nil
 	default:
 		return buildClos(s), nil
 	}
@@ -163,6 +167,10 @@ func (t *Topology) Diameter() int {
 		return len(s.Dims)
 	case Mesh, Torus, Ring, MTree, MyriClos, FatTree:
 		return seed002Diameter(s)
+	case XGFT:
+		return xgftDiameter(s)
+	case Custom:
+		return customDiameter(t)
 	default:
 		if s.Levels == 4 && s.Pods > s.K/2 {
 			return 6

@@ -331,7 +331,7 @@ func FuzzParseSpec(f *testing.F) {
 	}
 	f.Add("dragonfly:p=2,a=4,h=2,g=99")
 	f.Add("flatfly:dims=0x3,t=1")
-	for _, s := range seed002Shapes {
+	for _, s := range append(seed002Shapes, seed003Shapes...) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -33,12 +33,14 @@ Examples:
   ethfab plan --topology torus:dims=4x4,links=2 --verify
   ethfab plan --topology mesh:dims=4x4 --vlan-assign fixed --verify
   ethfab plan --topology torus:dims=4x4,links=2 --routing vlan --link-off s1-1:s2-1 --verify
+  ethfab plan --topology xgft:h=2,m=8x16,w=1x8 --routing shortest --verify
+  ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:1 --verify
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T]"},
-			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group (per-switch on mesh, torus, ring, mtree, myriclos and fattree, which have no groups)"},
+			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T] | xgft:h=H,m=M1xM2...,w=1xW2... | custom:switches=A+B+...,links=A-B+...,hosts=A:N+..."},
+			&cli.StringFlag{Name: "addressing", Value: "per-group", Usage: "flat | per-switch | per-group (per-switch on mesh, torus, ring, mtree, myriclos and fattree, flat on xgft and custom, which have no groups)"},
 			&cli.BoolFlag{Name: "compact", Usage: "compact routing rules into an optimal prefix table (coordinate sub-fields on Flattened Butterflies)"},
-			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional | qcn-switch | vlan"},
+			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional | qcn-switch | vlan | shortest"},
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
 			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree; default renamed with --routing vlan, which compiles them as 802.1Q bridges); --verify walks them"},
 			&cli.StringSliceFlag{Name: "link-off", Usage: "A:B: route the VLAN paths around the link between switches A and B, as `ethfab link LAB A B off` does in the safe order (repeatable)"},
@@ -65,8 +67,8 @@ Examples:
 			if err != nil {
 				return fmt.Errorf("--addressing: %w", err)
 			}
-			if !c.IsSet("addressing") && spec.Kind.Testbed() {
-				sc = addressing.PerSwitch // no groups to address by
+			if !c.IsSet("addressing") {
+				sc = addressing.DefaultScheme(spec.Kind)
 			}
 			mode, err := controller.ParseMode(c.String("routing"))
 			if err != nil {

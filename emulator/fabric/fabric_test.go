@@ -48,8 +48,8 @@ func scenarioFor(t *testing.T, name, topo string) *scenario.Scenario {
 	return sc
 }
 
-// A small Dragonfly, Flattened Butterfly, Clos, torus, M-tree, Myrinet-Clos
-// and fat tree come up on real OVS; the
+// A small Dragonfly, Flattened Butterfly, Clos, torus, M-tree, Myrinet-Clos,
+// fat tree, XGFT and custom fabric come up on real OVS; the
 // flow count of every bridge equals the controller's table; hosts reach
 // each other with real ICMP through the fabric; down leaves nothing.
 func TestUpPingDown(t *testing.T) {
@@ -63,6 +63,9 @@ func TestUpPingDown(t *testing.T) {
 		{"eft-mt", "{kind: mtree, dims: [3, 2]}"},
 		{"eft-mc", "{kind: myriclos, n: 2}"},
 		{"eft-ft", "{kind: fattree, u: 2, d: 4, r: 2}"},
+		// Seed 003's: an XGFT routed d-mod-m, a hand-drawn fabric.
+		{"eft-xg", "{kind: xgft, h: 2, m: [2, 3], w: [1, 2]}"},
+		{"eft-cu", "{kind: custom, switches: [A, B, C, D], links: [[A, B], [B, C], [A, D], [D, C]], hosts: {A: 1, C: 2}}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := scenarioFor(t, c.name, c.topo)

@@ -75,6 +75,7 @@ type Report struct {
 	Compiled  int                      `json:"switches_compiled"`
 	Verify    *controller.VerifyReport `json:"verify,omitempty"`
 	VLAN      *VLANReport              `json:"vlan,omitempty"`
+	XGFT      *XGFTReport              `json:"xgft,omitempty"`
 	Seconds   Timing                   `json:"seconds"`
 	PeakRSSMB float64                  `json:"peak_rss_mb"`
 }
@@ -93,6 +94,20 @@ type VLANReport struct {
 	MACEntries controller.Spread  `json:"mac_entries"`
 	Switches   []vlan.Switch      `json:"switches"`
 	Verify     *vlan.VerifyReport `json:"verify,omitempty"`
+}
+
+// XGFTReport is an XGFT's counts (seed 003): nodes per level, compute
+// nodes (level 0) first, and the paths between two compute nodes under
+// different top subtrees, one through each top switch (w1 ... wh).
+type XGFTReport struct {
+	Name     string `json:"name"`
+	Levels   []int  `json:"levels"`
+	TopPaths int    `json:"top_paths"`
+}
+
+func xgftReport(sp topology.Spec) *XGFTReport {
+	sizes := sp.XGFTLevelSizes()
+	return &XGFTReport{Name: sp.XGFTName(), Levels: sizes, TopPaths: sizes[sp.H]}
 }
 
 // Table3Row is seed 002 Table 3's formula and value for the fabric.
@@ -211,6 +226,9 @@ func describe(ctl *controller.Controller, stats func([]int) (*controller.RuleSta
 		Address: AddressReport{Bits: ap.Bits, Fields: ap.Fields, Example: ap.HostMAC(len(top.Hosts) - 1).String()},
 	}
 	r.SwitchLinks = len(top.Links) - len(top.Hosts)
+	if top.Spec.Kind == topology.XGFT {
+		r.XGFT = xgftReport(top.Spec)
+	}
 	if avg, ok := top.AvgPathSwitches(); ok {
 		r.AvgPathSwitches = &avg
 	}
@@ -296,6 +314,10 @@ func (r *Report) WriteText(w io.Writer) {
 		r.Switches, r.Hosts, r.Links, r.SwitchLinks, r.Groups, r.Diameter, r.HopBound, r.Routing)
 	if r.AvgPathSwitches != nil {
 		fmt.Fprintf(w, "  avg path %.4f switches (seed 002's Avg.H: shortest paths, all ordered host pairs, a host with itself included)\n", *r.AvgPathSwitches)
+	}
+	if x := r.XGFT; x != nil {
+		fmt.Fprintf(w, "  %s: %d compute nodes; switches per level %v (level 1 first); %d paths between nodes under different top switches' subtrees, one per top switch\n",
+			x.Name, x.Levels[0], x.Levels[1:], x.TopPaths)
 	}
 	fields := make([]string, len(r.Address.Fields))
 	for i, f := range r.Address.Fields {

@@ -1,0 +1,115 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/topology"
+)
+
+var seed003Shapes = []string{
+	"xgft:h=2,m=8x16,w=1x8", "xgft:h=3,m=3x2x2,w=1x2x3", "xgft:h=3,m=2x1x3,w=1x2x2", "xgft:h=1,m=4,w=1",
+	"custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:2",
+	"custom:switches=a1+a2+s7+s8+m1+n1+b1+b2,links=a1-s7+a2-s7+s7-s8+s8-b1+s8-b2+a1-m1+m1-n1+n1-b1,hosts=a1:1+a2:1+b1:1+b2:1",
+	"custom:switches=A+B,links=A-B+A-B,hosts=A:2+B:2",
+}
+
+// Shortest routing on XGFTs and custom fabrics: every pair delivered
+// within the diameter, broadcasts once, flat and per switch, compacted.
+func TestSeed003PairsDelivered(t *testing.T) {
+	for _, spec := range seed003Shapes {
+		for _, sc := range []addressing.Scheme{addressing.Flat, addressing.PerSwitch} {
+			for _, compact := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/compact=%v", spec, sc, compact)
+				c := compile(t, spec, sc, Options{Mode: Shortest, Compact: compact})
+				r, err := Verify(NewTables(c), VerifyOptions{})
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if r.Failures+r.BroadcastFailures+r.DMPFailures != 0 || r.MaxHops > r.HopBound {
+					t.Fatalf("%s: %d unicast, %d broadcast, %d DMP failures, %d hops (bound %d), e.g. %+v", name, r.Failures, r.BroadcastFailures, r.DMPFailures, r.MaxHops, r.HopBound, r.Examples)
+				}
+			}
+		}
+	}
+}
+
+// Host by host, an XGFT path is a shortest one, climbs at level l through
+// the d-mod-m parent floor(x / (w1 ... wl)) mod w(l+1) of its destination
+// x, and so all paths to x meet at x's top switch: the top switch is a
+// function of x alone. A custom fabric's path is a shortest one and
+// takes the lowest-numbered shortest port.
+func TestSeed003PathsAreShortest(t *testing.T) {
+	for _, spec := range seed003Shapes {
+		c := compile(t, spec, addressing.Flat, Options{Mode: Shortest})
+		top, sp := c.top, c.top.Spec
+		for src := range top.Switches {
+			dist := bfs(top, src)
+			for x := range top.Hosts {
+				dst := top.Hosts[x].Switch
+				if dst == src {
+					continue
+				}
+				hops, at, peak := 0, src, -1
+				for at != dst && hops <= len(top.Switches) {
+					s := &top.Switches[at]
+					port := c.hostHop(s, x)
+					if port < 1 || int(port) > len(s.Ports) || s.Port(int(port)).Class == topology.ClassHost {
+						t.Fatalf("%s: %s -> host %d: port %d at %s", spec, top.Switches[src].Name, x, port, s.Name)
+					}
+					p := s.Port(int(port))
+					switch sp.Kind {
+					case topology.XGFT:
+						if p.Up {
+							if want := sp.M[s.Level-1] + sp.XGFTUpPort(s.Level, x) + 1; int(port) != want {
+								t.Fatalf("%s: %s climbs by port %d towards host %d, d-mod-m says %d", spec, s.Name, port, x, want)
+							}
+							peak = p.Peer.Switch
+						}
+					case topology.Custom:
+						if want := c.ShortestPorts(at, dst)[0]; int(port) != want {
+							t.Fatalf("%s: %s -> %s by port %d, lowest shortest %d", spec, s.Name, top.Switches[dst].Name, port, want)
+						}
+					}
+					at = p.Peer.Switch
+					hops++
+				}
+				if hops != dist[dst] {
+					t.Fatalf("%s: %s -> host %d in %d hops, shortest %d", spec, top.Switches[src].Name, x, hops, dist[dst])
+				}
+				if sp.Kind == topology.XGFT && peak >= 0 && top.Switches[peak].Level == sp.H && top.Switches[src].Level == 1 {
+					// The top switch's parent digits are x's d-mod-m digits.
+					for l := 1; l < sp.H; l++ {
+						if got, want := top.Switches[peak].Coords[l], sp.XGFTUpPort(l, x); got != want {
+							t.Fatalf("%s: host %d reached through top switch %s (digit %d = %d, want %d)", spec, x, top.Switches[peak].Name, l+1, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Shortest routing is refused where seed 000's schemes route, and the
+// path-routed kinds refuse the other modes.
+func TestShortestRefusals(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		mode Mode
+	}{{"dragonfly:p=2,a=4,h=2", Shortest}, {"xgft:h=2,m=2x2,w=1x2", Valiant}, {"custom:switches=A+B,links=A-B,hosts=A:1+B:1", Conditional}, {"xgft:h=2,m=2x2,w=1x2", VLAN}} {
+		sp, err := topology.ParseSpec(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, _ := topology.Build(sp)
+		sc := addressing.Flat
+		plan, err := addressing.New(top, sc, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(plan, Options{Mode: c.mode}); err == nil {
+			t.Errorf("%s with %s routing: accepted", c.spec, c.mode)
+		}
+	}
+}
