@@ -113,3 +113,41 @@ func TestShortestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// Every sequence of eligible choices on XGFTs and custom fabrics reaches
+// its destination within the hop bound without a loop; the static choice
+// comes first; an XGFT switch below its destination's top may climb by
+// any of its up ports.
+func TestEligibleLoopFree(t *testing.T) {
+	for _, spec := range seed003Shapes {
+		c := compile(t, spec, addressing.Flat, Options{Mode: Shortest})
+		r := c.VerifyEligible()
+		if r.Failures != 0 || r.MaxHops > c.HopBound() || (r.Lists == 0 && len(c.top.Switches) > 1) {
+			t.Fatalf("%s: %+v", spec, r)
+		}
+		for s := range c.top.Switches {
+			sw := &c.top.Switches[s]
+			for h := range c.top.Hosts {
+				l := c.Eligible(s, h)
+				if c.top.Hosts[h].Switch == s {
+					if l != nil {
+						t.Fatalf("%s: %s lists ports %v for its own host", spec, sw.Name, l)
+					}
+					continue
+				}
+				if l[0] != int(c.hostHop(sw, h)) {
+					t.Fatalf("%s: %s towards host %d prefers %d, static route %d", spec, sw.Name, h, l[0], c.hostHop(sw, h))
+				}
+				if c.top.Spec.Kind == topology.XGFT && sw.Port(l[0]).Up && len(l) != c.top.Spec.W[sw.Level] {
+					t.Fatalf("%s: %s climbs towards host %d by %v, want all %d up ports", spec, sw.Name, h, l, c.top.Spec.W[sw.Level])
+				}
+			}
+		}
+	}
+	// Topology 1 of seed 003's 3-flow experiment: A1 reaches B1 through
+	// S7 (preferred) or M1.
+	c := compile(t, seed003Shapes[5], addressing.Flat, Options{Mode: Shortest})
+	if got := c.Eligible(0, 2); len(got) != 2 || c.top.Switches[0].Port(got[0]).Peer.Switch != 2 || c.top.Switches[0].Port(got[1]).Peer.Switch != 4 {
+		t.Fatalf("a1 towards b1h0: %v", got)
+	}
+}

@@ -82,11 +82,14 @@ type VerifyReport struct {
 	// sent as another host.
 	GuardFailures int64     `json:"guard_failures"`
 	Examples      []Failure `json:"examples,omitempty"`
+	// Eligible is the walk of every choice of the eligible ports (XGFTs
+	// and custom fabrics: snoop-based adaptive routing's table).
+	Eligible *EligibleReport `json:"eligible,omitempty"`
 }
 
 // Failed says whether anything the walk checked failed.
 func (r *VerifyReport) Failed() bool {
-	return r.Failures+r.BroadcastFailures+r.DMPFailures+r.GuardFailures > 0
+	return r.Failures+r.BroadcastFailures+r.DMPFailures+r.GuardFailures > 0 || (r.Eligible != nil && r.Eligible.Failures > 0)
 }
 
 // VerifyOptions bound the walk.
@@ -122,6 +125,9 @@ func Verify(ts *Tables, o VerifyOptions) (*VerifyReport, error) {
 	}
 	n := int64(len(top.Hosts))
 	r := &VerifyReport{PairsTotal: n * (n - 1), HopBound: ts.c.HopBound()}
+	if ts.c.Adaptive() {
+		r.Eligible = ts.c.VerifyEligible()
+	}
 	var mu sync.Mutex
 	fail := func(f Failure, counter *int64) {
 		atomic.AddInt64(counter, 1)

@@ -385,6 +385,13 @@ func (r *Report) WriteText(w io.Writer) {
 		for _, f := range v.Examples {
 			fmt.Fprintf(w, "    %s -> %s: %s\n", f.Src, f.Dst, f.Reason)
 		}
+		if e := v.Eligible; e != nil {
+			fmt.Fprintf(w, "  eligible ports (snoop-based adaptive routing's table): %d lists of up to %d ports, %d choice sequences from the hosts' switches walked, max %d hops, %d failures\n",
+				e.Lists, e.Choices, e.Sequences, e.MaxHops, e.Failures)
+			if e.Example != "" {
+				fmt.Fprintf(w, "    %s\n", e.Example)
+			}
+		}
 	}
 	if v := r.VLAN; v != nil {
 		t3 := "no Table 3 row"
