@@ -213,6 +213,8 @@ type Config struct {
 	// Probes, if any, go beside the traffic from the run's start to the
 	// end of its measurement window (probe.go).
 	Probes *Probes
+	// RP, if set, runs a QCN reaction point per flow on every host (rp.go).
+	RP *RPConfig
 }
 
 // DefaultFrameSize is the papers' 1 KB frame.
@@ -313,7 +315,17 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	if e.stamp == nil {
 		cfg.Batch = 1 // a batch needs the kernel's send stamp
 	}
-	w := newSenders(e, &cfg, sched, run, srcs)
+	var rp *rpState
+	if cfg.RP != nil {
+		if rp, err = e.startRP(&cfg, srcs); err != nil {
+			for _, s := range e.socks {
+				s.stopReading()
+			}
+			rwg.Wait()
+			return nil, fmt.Errorf("traffic: %w", err)
+		}
+	}
+	w := newSenders(e, &cfg, sched, run, srcs, rp)
 	var swg sync.WaitGroup
 	for range cfg.Senders {
 		swg.Go(func() { w.loop(ctx) })
@@ -325,6 +337,11 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	swg.Wait()
 	w.finish()
+	var rps *RPStats
+	if rp != nil {
+		rp.stop()
+		rps = rp.finish(srcs, sched.measFrom, sched.measTo)
+	}
 	// A frame that arrives within the drain may sit in a block the kernel
 	// hands over up to a retire period later (rounded up to its clock's
 	// tick): read until then, or it would count as lost.
@@ -342,6 +359,7 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := e.result(&cfg, srcs, sinks, drops)
 	res.Flows = e.flowStats(&cfg, pairs, srcs, sinks)
+	res.RP = rps
 	if pr != nil {
 		res.Probes = pr.result(sinks)
 	}

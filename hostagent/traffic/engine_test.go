@@ -3,6 +3,8 @@ package traffic
 import (
 	"context"
 	"encoding/json"
+	"github.com/ethfab/ethfab/kernel/packet"
+	"github.com/ethfab/ethfab/qcn"
 	"math"
 	"testing"
 	"time"
@@ -336,4 +338,84 @@ func TestEngineFlows(t *testing.T) {
 	if a := r.Flows[0].AcceptedLoad; a >= r.Flows[1].AcceptedLoad {
 		t.Errorf("%s -> %s accepted %.3f, less than the whole-window flow's %.3f expected", h(0), h(3), a, r.Flows[1].AcceptedLoad)
 	}
+}
+
+// Reaction points: CNMs sent to a host about one of its flows cut that
+// flow's rate, its frames wait in a queue of their own (dropped at the
+// source when it is full), and the host's other flows and every other
+// host go on at their load. The CNMs are real frames, written on the
+// bridge port of the host they are for, as a congestion point would.
+func TestEngineReactionPoint(t *testing.T) {
+	l := newLab(t, "flatfly:dims=2,t=2", 0) // 4 hosts
+	e, err := Open(l.hosts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	h := func(i int) string { return l.hosts[i].Name }
+	p, err := pat.New(pat.Spec{Kind: pat.Flows, Flows: []pat.Flow{{Src: h(0), Dst: h(3)}, {Src: h(1), Dst: h(3)}, {Src: h(0), Dst: h(2)}}}, l.topo, 1, pat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := e.Hosts()
+	var cnm qcn.CNM
+	copy(cnm.Dst[:], hosts[0].MAC)
+	cnm.Src = [6]byte{0x06, 0xef, 0xcf, 0x0c, 0, 1}
+	copy(cnm.VictimDst[:], hosts[3].MAC)
+	cnm.Fbq = qcn.MaxFbq
+	frame, err := cnm.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := packet.OpenSender(l.ns[0], "p0") // the bridge's port to host 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	// Ten CNMs of the largest feedback, 0.3 s into the 1 s window: the
+	// flow 0 -> 3 is cut to 20 Mbit/s x (65/128)^10, 23 kbit/s, and the
+	// byte counter cannot raise it again within the run.
+	sent := make(chan error, 1)
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		for range 10 {
+			if err := tx.Send(frame); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	r, err := e.Run(context.Background(), Config{Pattern: p, Load: 1, RateBps: 20_000_000,
+		Warmup: 200 * time.Millisecond, Duration: time.Second, Drain: 200 * time.Millisecond, Seed: 3, RP: &RPConfig{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	rp := r.RP
+	if rp == nil || rp.CNMs != 10 || rp.Limiters != 1 || rp.Dropped == 0 || rp.Held == 0 || rp.Malformed+rp.Unknown != 0 {
+		t.Fatalf("reaction points: %+v", rp)
+	}
+	if r.Fidelity.Unsent != 0 {
+		t.Errorf("%d frames unsent: held frames counted as the machine's", r.Fidelity.Unsent)
+	}
+	flows := map[string]FlowStats{}
+	for _, f := range r.Flows {
+		flows[f.Src+">"+f.Dst] = f
+		if f.Lost != 0 {
+			t.Errorf("%s -> %s lost %d frames on a quiet bridge", f.Src, f.Dst, f.Lost)
+		}
+	}
+	cut, other, same := flows[h(0)+">"+h(3)], flows[h(1)+">"+h(3)], flows[h(0)+">"+h(2)]
+	// Host 0 splits its load between its two flows; host 1 sends all of
+	// its to host 3.
+	if cut.AcceptedLoad > 0.5*same.AcceptedLoad || cut.AcceptedLoad < 0.02 {
+		t.Errorf("limited flow accepted %.3f, host 0's other flow %.3f: want it cut to well under half", cut.AcceptedLoad, same.AcceptedLoad)
+	}
+	if other.AcceptedLoad < 0.9 || same.AcceptedLoad < 0.4 {
+		t.Errorf("unlimited flows accepted %.3f (want about 1) and %.3f (about 0.5)", other.AcceptedLoad, same.AcceptedLoad)
+	}
+	t.Logf("accepted: limited %.3f, same host %.3f, other host %.3f; %+v", cut.AcceptedLoad, same.AcceptedLoad, other.AcceptedLoad, *rp)
 }

@@ -30,6 +30,8 @@ type Result struct {
 	// Flows are a flows pattern's pairs, each once, in the order the
 	// pattern first lists them (FlowStats).
 	Flows []FlowStats `json:"flows,omitempty"`
+	// RP is what the reaction points did (Config.RP).
+	RP *RPStats `json:"reaction_points,omitempty"`
 	// Latency is the merged histogram behind Aggregate.Latency, for merging
 	// several results.
 	Latency *pat.Histogram `json:"-"`

@@ -30,8 +30,13 @@ type source struct {
 	rng   *rand.Rand
 	logq  float64 // log(1-load); 0 at load 1
 	next  int64   // slot of the next arrival
+	due   int64   // the senders' heap key: ns of the next arrival or held frame's release
 	seq   map[int32]uint64
 	stats srcStats
+	// limited are the reaction points' limiters by destination (rp.go),
+	// under mu; nil without reaction points.
+	mu      sync.Mutex
+	limited map[int32]*limiter
 	// sentTo counts the measured frames the kernel took, by destination,
 	// for a flows pattern's pairs (Result.Flows); nil elsewhere.
 	sentTo map[int32]uint64
@@ -48,6 +53,8 @@ type srcStats struct {
 	late            uint64 // frames sent more than a slot after their time
 	lateSum         float64
 	lateMax         int64
+	rpHeld          uint64 // measured frames held by their reaction point
+	rpDropped       uint64 // and dropped for its queue's room
 }
 
 func newSource(host int, seed int64, load float64) *source {
@@ -92,12 +99,15 @@ type senders struct {
 	heap  []*source
 	// inflight counts the hosts out of the heap, being sent.
 	inflight int
+	// rp is the reaction points (nil: none).
+	rp *rpState
 }
 
-func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*source) *senders {
-	w := &senders{e: e, cfg: cfg, sched: sched, run: run}
+func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*source, rp *rpState) *senders {
+	w := &senders{e: e, cfg: cfg, sched: sched, run: run, rp: rp}
 	for _, s := range srcs {
-		if s.next*sched.slot < sched.measTo {
+		s.setDue(sched.slot)
+		if s.due < sched.measTo {
 			w.push(s)
 		}
 	}
@@ -123,6 +133,7 @@ type batch struct {
 	srcs   []*source   // each frame's source (a host may have several)
 	hosts  []*source   // the distinct sources, out of the heap meanwhile
 	at     []int64     // each frame's scheduled time
+	due    []int64     // and when it could go: its time, or its limiter's release
 	dst    []int       // and destination (pat.Silent: none)
 	frames [][]byte
 	fds    []int
@@ -144,6 +155,14 @@ func newBatch(n, frameSize int) *batch {
 		b.ring, _ = uring.New(uint32(n))
 	}
 	return b
+}
+
+// add puts a frame in the batch.
+func (b *batch) add(s *source, at, due int64, dst int) {
+	b.srcs = append(b.srcs, s)
+	b.at = append(b.at, at)
+	b.due = append(b.due, due)
+	b.dst = append(b.dst, dst)
 }
 
 func (b *batch) close() {
@@ -173,15 +192,20 @@ func (w *senders) loop(ctx context.Context) {
 			sleep(int64(50 * time.Microsecond))
 			continue
 		}
-		if wait := w.heap[0].next*slot - now; wait > 0 {
+		if wait := w.heap[0].due - now; wait > 0 {
 			w.mu.Unlock()
 			sleep(wait)
 			continue
 		}
-		b.srcs, b.at, b.dst, b.hosts = b.srcs[:0], b.at[:0], b.dst[:0], b.hosts[:0]
-		for len(b.srcs) < len(b.frames) && len(w.heap) > 0 && w.heap[0].next*slot <= now {
+		b.srcs, b.at, b.due, b.dst, b.hosts = b.srcs[:0], b.at[:0], b.due[:0], b.dst[:0], b.hosts[:0]
+		for len(b.srcs) < len(b.frames) && len(w.heap) > 0 && w.heap[0].due <= now {
 			s := w.heap[0]
 			w.pop()
+			if s.limited != nil {
+				w.takeLimited(b, s, now, end)
+				b.hosts = append(b.hosts, s)
+				continue
+			}
 			// A host behind its schedule sends its due frames together,
 			// in order: one frame per host per batch held a host that had
 			// fallen behind to one frame per batch time.
@@ -190,9 +214,7 @@ func (w *senders) loop(ctx context.Context) {
 				// draws come in this order however its frames are
 				// batched, so a seed gives the same arrivals every run.
 				at := s.next * slot
-				b.srcs = append(b.srcs, s)
-				b.at = append(b.at, at)
-				b.dst = append(b.dst, w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng))
+				b.add(s, at, at, w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng))
 				s.next += s.gap()
 			}
 			b.hosts = append(b.hosts, s)
@@ -202,7 +224,8 @@ func (w *senders) loop(ctx context.Context) {
 		w.send(b, now, &h)
 		w.mu.Lock()
 		for _, s := range b.hosts {
-			if s.next*slot < end {
+			s.setDue(slot)
+			if s.due < end {
 				w.push(s)
 			}
 		}
@@ -251,12 +274,14 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		}
 		measured := at >= w.sched.measFrom
 		if measured {
+			// Late from when it could go: a frame its reaction point
+			// held waited for the model, not for the machine.
 			s.stats.offered++
-			if late := now - at; late > w.sched.slot {
+			if late := now - b.due[i]; late > w.sched.slot {
 				s.stats.late++
 				s.stats.lateMax = max(s.stats.lateMax, late)
 			}
-			s.stats.lateSum += float64(now - at)
+			s.stats.lateSum += float64(now - b.due[i])
 		}
 		h.Flags = 0
 		if measured {
@@ -343,14 +368,14 @@ func sleep(d int64) {
 	unix.Nanosleep(&ts, nil)
 }
 
-// A binary min-heap on next arrival; container/heap's interface calls cost
+// A binary min-heap on due (the next arrival, or a held frame's release); container/heap's interface calls cost
 // more than the sends at a few hundred thousand frames per second.
 func (w *senders) push(s *source) {
 	w.heap = append(w.heap, s)
 	i := len(w.heap) - 1
 	for i > 0 {
 		p := (i - 1) / 2
-		if w.heap[p].next <= w.heap[i].next {
+		if w.heap[p].due <= w.heap[i].due {
 			break
 		}
 		w.heap[p], w.heap[i] = w.heap[i], w.heap[p]
@@ -375,10 +400,10 @@ func (w *senders) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && h[r].next < h[l].next {
+		if r := l + 1; r < len(h) && h[r].due < h[l].due {
 			m = r
 		}
-		if h[i].next <= h[m].next {
+		if h[i].due <= h[m].due {
 			return
 		}
 		h[i], h[m] = h[m], h[i]

@@ -1,0 +1,76 @@
+package qcn
+
+// ReactionPoint is a QCN reaction point's rate limiter for one flow
+// (802.1Qau's RP; seed 003: "Use rate limiters (RL) at the edge to shape
+// flows causing congestion … Reduce rate limit multiplicatively when
+// F_b < 0 — Autonomously increase rate limit based on byte counting or
+// timer … Release rate limiter when limit returns to full link
+// capacity"). The constants are the standard's as the spec records them
+// (../shared/specs/seeds-002-004-power.md §B.2.5): Gd = 1/128, a byte
+// counter of 150 KB (75 KB once past fast recovery), 5 fast-recovery
+// stages, active increase by 0.05% of the line rate. Only byte counting
+// runs: a timer would be a second clock to scale.
+//
+// Rates are bits per second; bytes are the flow's frames as sent.
+type ReactionPoint struct {
+	Line float64 // the line rate: the limiter starts and ends there
+	// CR is the current rate, TR the target rate.
+	CR, TR float64
+	// Stage counts byte-counter periods since the last decrease.
+	Stage int
+	// counted is the bytes sent in the current byte-counter period.
+	counted int
+}
+
+// RP constants (spec §B.2.5).
+const (
+	Gd                 = 1.0 / 128
+	ByteCounter        = 150_000
+	FastRecoveryStages = 5
+	AIShare            = 0.0005 // R_AI as a share of the line rate
+)
+
+// NewReactionPoint starts a limiter at the line rate, as the first CNM
+// of a flow does.
+func NewReactionPoint(line float64) *ReactionPoint {
+	return &ReactionPoint{Line: line, CR: line, TR: line}
+}
+
+// CNM applies a notification of quantized feedback fbq (1..63): the
+// target becomes the current rate, which falls by Gd·fbq (at most 49%),
+// and the byte counter starts over.
+func (r *ReactionPoint) CNM(fbq uint8) {
+	if fbq == 0 {
+		return
+	}
+	r.TR = r.CR
+	r.CR *= 1 - Gd*float64(min(fbq, MaxFbq))
+	r.Stage, r.counted = 0, 0
+}
+
+// Sent counts n bytes sent on the flow and runs the byte counter's
+// increases. It reports whether the limiter is released (CR back at the
+// line rate): the flow then goes unlimited and the limiter is dropped.
+func (r *ReactionPoint) Sent(n int) (released bool) {
+	r.counted += n
+	for {
+		period := ByteCounter
+		if r.Stage >= FastRecoveryStages {
+			period = ByteCounter / 2
+		}
+		if r.counted < period {
+			break
+		}
+		r.counted -= period
+		r.Stage++
+		if r.Stage > FastRecoveryStages {
+			r.TR += AIShare * r.Line
+		}
+		r.CR = (r.CR + r.TR) / 2
+	}
+	if r.CR >= r.Line {
+		r.CR = r.Line
+		return true
+	}
+	return false
+}
