@@ -102,6 +102,17 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 		return v, true
 	case scenario.BinAcceptedMin:
 		return binAcceptedMin(p.Timeline)
+	case scenario.FlowAcceptedMean:
+		if len(p.Flows) == 0 {
+			return 0, false
+		}
+		var sum float64
+		for _, f := range p.Flows {
+			sum += f.AcceptedLoad
+		}
+		return sum / float64(len(p.Flows)), true
+	case scenario.HotQueueQeq:
+		return hotQueueQeq(p)
 	case scenario.FlowP50LatencyRatio:
 		lo, hi := math.Inf(1), 0.0
 		for _, f := range p.Flows {
@@ -340,4 +351,30 @@ func binAcceptedMin(tl *Timeline) (float64, bool) {
 		}
 	}
 	return least, ok
+}
+
+// hotQueueQeq is the mean backlog of the hottest queue the sampler kept a
+// series of, over the samples in the measured window, over the congestion
+// points' Qeq.
+func hotQueueQeq(p *Point) (float64, bool) {
+	if p.QCN == nil || p.QCN.QeqBytes == 0 || len(p.Backlog) == 0 {
+		return 0, false
+	}
+	from, to := p.WarmupS, p.WarmupS+p.DurationS
+	var best float64
+	found := false
+	for _, b := range p.Backlog {
+		var sum float64
+		n := 0
+		for i, t := range b.T {
+			if t >= from && t <= to && i < len(b.Bytes) {
+				sum += float64(b.Bytes[i])
+				n++
+			}
+		}
+		if n > 0 && sum/float64(n) >= best {
+			best, found = sum/float64(n), true
+		}
+	}
+	return best / float64(p.QCN.QeqBytes), found
 }

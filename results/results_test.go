@@ -36,7 +36,7 @@ func samplePoints(phase, routing string) []Point {
 		p.Backlog = []BacklogSeries{{Port: "g0s0:5", T: []float64{0, 0.01, 0.02}, Bytes: []uint64{0, 3000, 1000}, Frames: []uint64{0, 3, 1}}}
 		p.Timeline = &Timeline{BinS: 0.5, T: []float64{0.5, 1, 1.5}, AcceptedLoad: []float64{acc, acc, acc * 0.9},
 			MeanBacklogBytes: []float64{100, 2000, 4000}, NonminimalShare: []float64{0.1, 0.3, 0.6}, InjectedFrames: []uint64{10, 20, 20}}
-		p.QCN = &QCN{Samples: 10, Generated: 3, PMin: 40, Series: &QCNSeries{T: p.Timeline.T, CNMsPerS: []float64{0, 4, 8}, Ports: 20,
+		p.QCN = &QCN{Samples: 10, Generated: 3, PMin: ptr(40.0), Series: &QCNSeries{T: p.Timeline.T, CNMsPerS: []float64{0, 4, 8}, Ports: 20,
 			PortsBelow50: []int{0, 2, 5}, PMeanLocal: []float64{100, 90, 70}, PMeanGlobal: []float64{100, 100, 95}},
 			PTraces: []PTrace{{Port: "g0s0:3", Class: "local", T: []float64{0, 0.1, 0.2}, P: []float64{100, 62.5, 40}}}}
 		pts = append(pts, p)
@@ -408,3 +408,5 @@ func TestBinAcceptedMin(t *testing.T) {
 		t.Error("two bins, both edges: no whole bin, yet a value")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -85,7 +85,10 @@ type Point struct {
 	Seed       int64   `json:"seed,omitempty"`
 	FrameBytes int     `json:"frame_bytes,omitempty"`
 	DurationS  float64 `json:"duration_s,omitempty"`
-	Sent       uint64  `json:"sent"`
+	// WarmupS is the warm-up before the measured window, which starts
+	// WarmupS after the point's series (backlog, timeline) do.
+	WarmupS float64 `json:"warmup_s,omitempty"`
+	Sent    uint64  `json:"sent"`
 	// Offered counts the frames the hosts' arrival processes made in the
 	// window; Unsent those the traffic engine never got to (it fell
 	// behind its schedule: the machine, not the host link, held them),
@@ -134,6 +137,9 @@ type Point struct {
 	// Flows are a flows pattern's pairs over the measured window, each
 	// once.
 	Flows []Flow `json:"flows,omitempty"`
+	// ReactionPoints is what the hosts' QCN reaction points did (seed 003:
+	// routing.qcn.rp).
+	ReactionPoints *ReactionPoints `json:"reaction_points,omitempty"`
 	// Probes is what the phase's probes found (seed 002's ping every
 	// 100 ms), with each pair's outages.
 	Probes *traffic.ProbeResult `json:"probes,omitempty"`
@@ -285,7 +291,13 @@ type QCN struct {
 	// transit ports of each class (local, global) at the point's end,
 	// percent; PMin the lowest.
 	PMeanByClass map[string]float64 `json:"p_mean_by_class,omitempty"`
-	PMin         float64            `json:"p_min"`
+	PMin         *float64           `json:"p_min,omitempty"`
+	// QeqBytes is the congestion points' equilibrium queue.
+	QeqBytes uint64 `json:"qeq_bytes,omitempty"`
+	// Notify: seed 003's congestion points, which notify the hosts'
+	// reaction points; no switch intercepts a CNM or has a P, so only the
+	// samples, the CNMs and their rate apply.
+	Notify bool `json:"notify,omitempty"`
 	// Series is the point bin by bin, on the timeline's bins: the spec's
 	// control-loop series (§A.4.6) that QCN-Switch itself gives.
 	Series *QCNSeries `json:"series,omitempty"`
@@ -456,6 +468,21 @@ type LinkEvent struct {
 // source's kernel took for the destination in the measured window, what
 // arrived, the share of the host link rate that is, the frame bytes
 // delivered per second, and the pair's one-way latency.
+// ReactionPoints are the hosts' QCN rate limiters over a point: the CNMs
+// they received, the limiters those made and released, and the measured
+// frames the limiters held (waiting in their flow's queue), dropped at the
+// source for the queue's room, or still held when the window closed.
+type ReactionPoints struct {
+	CNMs      uint64 `json:"cnms_received"`
+	Limiters  uint64 `json:"limiters_created"`
+	Released  uint64 `json:"limiters_released"`
+	Held      uint64 `json:"frames_held"`
+	Dropped   uint64 `json:"frames_dropped"`
+	HeldAtEnd uint64 `json:"frames_held_at_end"`
+	Unknown   uint64 `json:"cnms_for_no_host"`
+	Malformed uint64 `json:"cnms_malformed"`
+}
+
 type Flow struct {
 	Src          string  `json:"src"`
 	Dst          string  `json:"dst"`

@@ -393,16 +393,48 @@ func cpuSummary(b *strings.Builder, pts []Point) {
 	b.WriteString("\n")
 }
 
+// notifySummary renders seed 003's congestion management: the switches'
+// congestion points and the hosts' reaction points, per point.
+func notifySummary(b *strings.Builder, pts []Point) {
+	if len(pts) == 0 {
+		return
+	}
+	b.WriteString("## QCN congestion management\n\n")
+	b.WriteString("| phase | load | samples | CNMs | no victim | not sent | received by hosts | limiters | released | frames held | dropped at the source |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i := range pts {
+		p, q := &pts[i], pts[i].QCN
+		var rp ReactionPoints
+		if p.ReactionPoints != nil {
+			rp = *p.ReactionPoints
+		}
+		fmt.Fprintf(b, "| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", p.Name, p.Load, q.Samples, q.Generated, q.NoVictim, q.Dropped,
+			rp.CNMs, rp.Limiters, rp.Released, rp.Held, rp.Dropped)
+	}
+	b.WriteString("\nSamples: congestion point samples of a non-empty queue on the inter-switch ports; CNMs: samples with a positive feedback, each sent to the sampled frame's source unless it found no victim or could not be sent. The hosts' reaction points: CNMs received, rate limiters they made and released (back at the line rate), and the measured frames a limiter held in its flow's queue or dropped for the queue's room (still offered, not the fabric's loss). `cnm-<phase>.csv` has every CNM.\n\n")
+}
+
+func deref(v *float64) float64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
 // qcnSummary renders QCN-Switch's section: what the congestion points and
 // switches did per point, and how evenly the first group's switches got
 // their traffic delivered (seed 004 Fig. 8).
 func qcnSummary(b *strings.Builder, m *Metrics) {
-	var pts []Point
+	var pts, notify []Point
 	for _, p := range m.Phases {
-		if p.QCN != nil {
+		switch {
+		case p.QCN != nil && p.QCN.Notify:
+			notify = append(notify, p)
+		case p.QCN != nil:
 			pts = append(pts, p)
 		}
 	}
+	notifySummary(b, notify)
 	if len(pts) == 0 {
 		return
 	}
@@ -419,7 +451,7 @@ func qcnSummary(b *strings.Builder, m *Metrics) {
 			least = fmt.Sprintf("%.3f", v)
 		}
 		fmt.Fprintf(b, "| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d | %.1f / %.1f | %.1f | %s | %s |\n", p.Name, p.Load, q.Samples, q.Generated,
-			q.Intercepted, q.Lost, q.NoVictim, q.Dropped, q.MaskWrites, q.PChanges, q.PMeanByClass["local"], q.PMeanByClass["global"], q.PMin, spread, least)
+			q.Intercepted, q.Lost, q.NoVictim, q.Dropped, q.MaskWrites, q.PChanges, q.PMeanByClass["local"], q.PMeanByClass["global"], deref(q.PMin), spread, least)
 	}
 	b.WriteString("\nSamples: congestion point samples of a non-empty queue; CNMs: samples with a positive feedback, each a CNM unless it found no victim or could not be sent (not sent); intercepted by the victim's source switch, or lost on the way (or in flight at the end). P: each transit port's probability of routing minimally, percent, at the point's end. Delivered: the first group's switches, load the sinks received from each one's hosts (seed 004 Fig. 8): the largest deviation from the group's mean, and the least switch over the mean of the others. `qcn-<phase>.csv` has every P change, `cnm-<phase>.csv` every CNM.\n\n")
 }

@@ -557,8 +557,11 @@ func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 		}
 		q := d.qcn(qn)
 		r.QCN = &q
+	} else if e := f["qcn"]; e != nil && r.Mode == controller.Shortest {
+		q := d.notifyQCN(e.val)
+		r.QCN = &q
 	} else if e := f["qcn"]; e != nil && (!modeOverridden || e.val.anyReplaced()) {
-		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch (mode is %s)", r.Mode)
+		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch or shortest (mode is %s)", r.Mode)
 	}
 	for _, key := range []string{"xoff", "xon", "pause"} {
 		e := f[key]
@@ -708,6 +711,57 @@ func (d *decoder) qcn(n *node) QCN {
 				d.errf(e.val, path("refresh"), "%s is out of range (want auto, or 100us to 10s)", v)
 			} else {
 				q.Refresh = v
+			}
+		}
+	}
+	return q
+}
+
+// notifyQCN reads routing.qcn under mode shortest: seed 003's congestion
+// points and the hosts' reaction points (spec §B.2.3, §B.2.5).
+func (d *decoder) notifyQCN(n *node) QCN {
+	q := DefaultNotifyQCN()
+	f := d.fields(n, "routing.qcn", "rp", "qeq", "w", "sample_bytes", "qold")
+	path := func(k string) string { return "routing.qcn." + k }
+	if e := f["rp"]; e != nil {
+		if v, ok := d.boolean(e.val, path("rp")); ok {
+			q.RP = v
+		}
+	}
+	if e := f["qold"]; e != nil {
+		if v, ok := d.enum(e.val, path("qold"), QoldSample, QoldCNM); ok {
+			q.Qold = v
+		}
+	}
+	for _, x := range []struct {
+		key    string
+		to     *uint64
+		lo, hi uint64
+	}{{"qeq", &q.Qeq, 1500, 1 << 30}, {"sample_bytes", &q.SampleBytes, 64, 1 << 30}} {
+		e := f[x.key]
+		if e == nil {
+			continue
+		}
+		v, ok := d.str(e.val, path(x.key))
+		if !ok {
+			continue
+		}
+		b, err := ParseQueueLimit(v)
+		if err == nil && (b < x.lo || b > x.hi) {
+			err = fmt.Errorf("%s is out of range (want %s to %s)", FormatSize(b), FormatSize(x.lo), FormatSize(x.hi))
+		}
+		if err != nil {
+			d.errf(e.val, path(x.key), "%v", err)
+			continue
+		}
+		*x.to = b
+	}
+	if e := f["w"]; e != nil {
+		if v, ok := d.number(e.val, path("w")); ok {
+			if v < 0 || v > 64 || math.IsNaN(v) {
+				d.errf(e.val, path("w"), "%v is out of range (want between 0 and 64)", v)
+			} else {
+				q.W = v
 			}
 		}
 	}

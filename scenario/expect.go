@@ -78,19 +78,26 @@ const (
 	// path change's interruption shows as a dip (seed 002 Table 7's
 	// "bandwidth ... at every 100 mseconds").
 	BinAcceptedMin Metric = "bin_accepted_min"
+	// FlowAcceptedMean is the mean accepted load of a flows pattern's
+	// pairs (seed 003's "mean throughput/flow").
+	FlowAcceptedMean Metric = "flow_accepted_mean"
+	// HotQueueQeq is the time-average backlog of the fabric's hottest
+	// queue over the measured window, in units of the congestion points'
+	// Qeq (seed 003: "hot queue is controlled around equilibrium").
+	HotQueueQeq Metric = "hot_queue_qeq"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
 	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP,
-	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio, BinAcceptedMin}
+	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio, BinAcceptedMin, FlowAcceptedMean, HotQueueQeq}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
 func (m Metric) Dimension() string {
 	switch m {
-	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax, BinAcceptedMin:
+	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax, BinAcceptedMin, FlowAcceptedMean:
 		return "load"
-	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio:
+	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio, HotQueueQeq:
 		return "fraction"
 	case SwitchPower:
 		return "power"

@@ -130,7 +130,14 @@ func (s *Scenario) effectiveTree() *node {
 		}
 		routing.add("vlan", vm)
 	}
-	if q := s.Routing.QCN; q != nil {
+	if q := s.Routing.QCN; q.Seed003() {
+		routing.add("qcn", mkMap(false,
+			"rp", mkBool(q.RP),
+			"qeq", mkStr(FormatSize(q.Qeq)),
+			"w", mkFloat(q.W),
+			"sample_bytes", mkStr(FormatSize(q.SampleBytes)),
+			"qold", mkStr(q.Qold)))
+	} else if q != nil {
 		routing.add("qcn", mkMap(false,
 			"variant", mkStr(q.Variant),
 			"qeq", mkStr(FormatSize(q.Qeq)),

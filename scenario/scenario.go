@@ -112,7 +112,24 @@ type QCN struct {
 	CNMPriority bool
 	Realise     string        // metadata: the bitmask from a random N every Refresh
 	Refresh     time.Duration // how often each switch draws N; 0: auto, by datapath
+	// Seed 003 (routing.mode shortest; Variant empty): RP turns on the
+	// hosts' reaction points and every inter-switch port's congestion
+	// point, which samples every SampleBytes bytes received into its queue.
+	RP          bool
+	SampleBytes uint64
 }
+
+// Notifies says the switches run QCN congestion points that notify the
+// hosts' reaction points (seed 003: mode shortest with qcn.rp).
+func (r Routing) Notifies() bool { return r.QCN.Seed003() && r.QCN.RP }
+
+// Watched says a monitor reads the switches' queues while traffic runs:
+// conditional routing, QCN-Switch, or seed 003's congestion points.
+func (r Routing) Watched() bool { return r.Mode.Conditions() || r.Notifies() }
+
+// Seed003 says q is seed 003's notification-only QCN (mode shortest)
+// rather than QCN-Switch's.
+func (q *QCN) Seed003() bool { return q != nil && q.Variant == "" }
 
 // QCN variants and the other enumerations of routing.qcn.
 const (
@@ -131,6 +148,13 @@ const (
 func DefaultQCN() QCN {
 	return QCN{Variant: QCNBase, Qeq: 16 << 10, W: 2, SampleEvery: 100, Qold: QoldSample, Lf: 1.0 / 128,
 		Ai: 1, PCl: 100, CNMProbability: 1, Realise: RealiseMeta}
+}
+
+// DefaultNotifyQCN is routing.qcn's defaults under mode shortest (seed
+// 003, spec §B.2.3: the 802.1Qau standard's 33 KB Qeq, w = 2, a sample
+// every 150 KB received; reaction points off until rp: true).
+func DefaultNotifyQCN() QCN {
+	return QCN{Qeq: 33 << 10, W: 2, SampleBytes: 150_000, Qold: QoldSample, CNMProbability: 1}
 }
 
 // PauseScope is what an emulated PAUSE reaches.

@@ -245,7 +245,8 @@ type Monitor struct {
 // or one given them by Lab.Attach): the monitor watches the rules the
 // switches run. Call Run to start polling, Close to disconnect.
 func New(lab *fabric.Lab, o Options) (*Monitor, error) {
-	if !lab.Routing.Conditions() {
+	notify := o.QCN != nil && o.QCN.Notify
+	if !lab.Routing.Conditions() && !notify {
 		return nil, fmt.Errorf("lab %s routes %s: conditions need routing.mode conditional or qcn-switch", lab.Lab, lab.Routing)
 	}
 	comp := lab.Compiled()
@@ -712,7 +713,7 @@ func (m *Monitor) Poll() error {
 			}
 			if m.o.QCN != nil {
 				if p.qp != nil {
-					m.pollQCN(p, q.Backlog, q.QLen, q.Packets, now)
+					m.pollQCN(p, q, now)
 				}
 				continue
 			}
@@ -797,7 +798,8 @@ func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats) (q kernel.QdiscS
 	if t, ok := all[p.ifindex]; ok {
 		p.offPkts, p.offBytes = c.Len()-int64(t.QLen), c.Backlog()-int64(t.Backlog)
 	}
-	return kernel.QdiscStats{QLen: uint64(max(c.Len()-p.offPkts, 0)), Backlog: uint64(max(c.Backlog()-p.offBytes, 0)), Packets: c.DeqPkts}, true
+	return kernel.QdiscStats{QLen: uint64(max(c.Len()-p.offPkts, 0)), Backlog: uint64(max(c.Backlog()-p.offBytes, 0)),
+		Packets: c.DeqPkts, Bytes: c.DeqBytes, Drops: c.DropPkts}, true
 }
 
 // settle brings a port's pause state in line with its own queue and the

@@ -11,6 +11,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/kernel/packet"
 	"github.com/ethfab/ethfab/qcn"
 	"github.com/ethfab/ethfab/qcnswitch"
@@ -48,6 +49,13 @@ import (
 
 // QCN configures QCN-Switch; Options.QCN set runs it instead of PAUSE.
 type QCN struct {
+	// Notify runs seed 003's congestion points instead of QCN-Switch:
+	// every inter-switch port samples every SampleBytes bytes received
+	// into its queue, any frame there may be the victim, and the CNM only
+	// goes to the victim's source, whose reaction point acts on it; the
+	// switches do nothing with CNMs (routing shortest with qcn.rp).
+	Notify         bool
+	SampleBytes    int
 	Switch         qcnswitch.Params
 	Qeq            int     // bytes
 	W              float64 // weight of Qdelta
@@ -114,8 +122,8 @@ type QCNCounters struct {
 // qcnSwitch is a switch's QCN-Switch state; its logic and draws are
 // under the monitor's smu.
 type qcnSwitch struct {
-	logic *qcnswitch.Switch
-	mac   [6]byte // the congestion points' MAC: the switch prefix, host field 0
+	logic *qcnswitch.Switch // nil with Notify: the switch only samples
+	mac   [6]byte           // the congestion points' MAC: the switch prefix, host field 0
 	rnd   *rand.Rand
 	class map[int]string // transit port -> link class
 }
@@ -125,6 +133,9 @@ type qcnSwitch struct {
 type qcnPort struct {
 	cp      *qcn.CongestionPoint
 	lastDeq uint64 // the queue counters' departures at the last poll
+	// Notify: the queue's bytes out, backlog and drops at the last poll,
+	// for the bytes received into it since.
+	lastBytes, lastBacklog, lastDrops uint64
 	// Under the switch's pmu: the last departures, and the transit ones
 	// the tap saw since the last poll.
 	ring    qcn.Ring
@@ -143,8 +154,12 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 	if m.bpf != nil && !m.bpf.HasTaps() {
 		return fmt.Errorf("qcn-switch on the eBPF datapath needs its departure records and CNM taps: this program was built without them")
 	}
-	if q.Qeq <= 0 || q.SampleEvery < 1 {
-		return fmt.Errorf("qcn: qeq %d and sample_every %d must be positive", q.Qeq, q.SampleEvery)
+	interval := q.SampleEvery
+	if q.Notify {
+		interval = q.SampleBytes
+	}
+	if q.Qeq <= 0 || interval < 1 {
+		return fmt.Errorf("qcn: qeq %d and the sampling interval %d must be positive", q.Qeq, interval)
 	}
 	if q.Refresh <= 0 {
 		q.Refresh = AutoRefresh(m.bpf != nil)
@@ -152,15 +167,14 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 	m.byIfindex = map[uint32]*port{}
 	// Departures count from now: those before the monitor ran are no
 	// sample's. One dump per namespace gives where they start.
-	sent := map[*port]uint64{}
+	start := map[*port]kernel.QdiscStats{}
 	for _, np := range m.ns {
 		all, err := np.r.All()
 		if err != nil {
 			return err
 		}
 		for _, p := range np.ports {
-			q, _ := m.queue(p, all)
-			sent[p] = q.Packets
+			start[p], _ = m.queue(p, all)
 		}
 	}
 	for i := range comp.Top.Switches {
@@ -179,11 +193,13 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 		for _, p := range ts.Ports {
 			class[p.Num] = p.Class.String()
 		}
-		logic, err := qcnswitch.New(q.Switch, ports)
-		if err != nil {
-			return fmt.Errorf("switch %s: %w", name, err)
+		qs := &qcnSwitch{class: class, rnd: rand.New(rand.NewPCG(q.Seed, uint64(i)))}
+		if !q.Notify {
+			var err error
+			if qs.logic, err = qcnswitch.New(q.Switch, ports); err != nil {
+				return fmt.Errorf("switch %s: %w", name, err)
+			}
 		}
-		qs := &qcnSwitch{logic: logic, class: class, rnd: rand.New(rand.NewPCG(q.Seed, uint64(i)))}
 		if comp.Plan.HasSwitchPrefix(i) {
 			v, _ := comp.Plan.SwitchPrefix(i).Match()
 			copy(qs.mac[:], v.Bytes())
@@ -194,19 +210,21 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 		}
 		s.qcn = qs
 		for _, p := range s.ports {
-			if p.bit < 0 {
-				continue
+			if p.bit < 0 && !q.Notify {
+				continue // QCN-Switch: the transit (conditional) ports
 			}
 			ifc, ok := s.ifaces[p.num]
 			if !ok {
 				return fmt.Errorf("switch %s port %d: no interface in the lab", name, p.num)
 			}
-			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, q.SampleEvery, q.Qold), lastDeq: sent[p]}
+			st := start[p]
+			p.qp = &qcnPort{cp: qcn.NewCongestionPoint(q.Qeq, q.W, interval, q.Qold), lastDeq: st.Packets,
+				lastBytes: st.Bytes, lastBacklog: st.Backlog, lastDrops: st.Drops}
 			p.qp.tap = &tap{ns: ifc.ns, ifname: ifc.name, sw: s, num: p.num, qcn: true}
 			s.taps = append(s.taps, p.qp.tap)
 			m.byIfindex[uint32(p.ifindex)] = p
 		}
-		if of, ok := s.of.(*ofConn); ok {
+		if of, ok := s.of.(*ofConn); ok && !q.Notify {
 			// Open vSwitch: the table-0 rule of kind cnm (controller
 			// package) hands CNMs for this switch's hosts over as
 			// PACKET_INs, with the port they came in on.
@@ -285,17 +303,33 @@ func (m *Monitor) listenQCN(t *tap, r *packet.Ring) {
 // pollQCN runs one port's congestion point and probability increase on
 // its queue now (backlog bytes, frames) and departures so far. Called by
 // Poll with smu held.
-func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
+func (m *Monitor) pollQCN(p *port, st kernel.QdiscStats, now time.Time) {
 	q, s, qs := p.qp, p.sw, p.sw.qcn
+	backlog, qlen, deq := st.Backlog, st.QLen, st.Packets
 	d := int(deq - q.lastDeq)
 	q.lastDeq = deq
 	Q := int(backlog)
+	// Seed 003 samples every so many bytes received into the queue: those
+	// that left, those still in it, and those it dropped (counted in
+	// frames by a qdisc: at the interval's mean frame size).
+	arrived := int(st.Bytes-q.lastBytes) + int(st.Backlog) - int(q.lastBacklog)
+	if drops := st.Drops - q.lastDrops; drops > 0 {
+		size := 1500
+		if d > 0 {
+			size = int(st.Bytes-q.lastBytes) / d
+		}
+		arrived += int(drops) * size
+	}
+	q.lastBytes, q.lastBacklog, q.lastDrops = st.Bytes, st.Backlog, st.Drops
 	if Q >= m.o.QCN.Qeq/4 || q.tapOn {
 		m.warm = true
 	}
 	n := d
 	s.pmu.Lock()
-	if q.tapOn && q.full {
+	switch {
+	case qs.logic == nil:
+		n = arrived
+	case q.tapOn && q.full:
 		n = q.transit
 	}
 	q.transit = 0
@@ -322,8 +356,10 @@ func (m *Monitor) pollQCN(p *port, backlog, qlen, deq uint64, now time.Time) {
 	case q.tapOn:
 		q.full = true
 	}
-	for _, c := range qs.logic.Sent(p.num, d) {
-		m.recordP(s, now, c)
+	if qs.logic != nil {
+		for _, c := range qs.logic.Sent(p.num, d) {
+			m.recordP(s, now, c)
+		}
 	}
 	smp, ok := q.cp.Observe(n, Q)
 	if !ok {
@@ -344,7 +380,9 @@ func (m *Monitor) emitCNM(p *port, smp qcn.Sample, qlen int, now time.Time) {
 	s, qs := p.sw, p.sw.qcn
 	rec := CNMRecord{Time: now, Switch: s.name, Port: p.num, Q: smp.Q, Qoff: smp.Qoff, Qdelta: smp.Qdelta, Fbq: smp.Fbq}
 	s.pmu.Lock()
-	v, ok := p.qp.ring.Pick(qlen, qs.rnd.IntN, func(src [6]byte) bool { _, own := s.ingress[src]; return !own })
+	// QCN-Switch draws among frames that came from other switches (FOGSim
+	// samples transit input buffers); 802.1Qau among all (seed 003).
+	v, ok := p.qp.ring.Pick(qlen, qs.rnd.IntN, func(src [6]byte) bool { _, own := s.ingress[src]; return !own || qs.logic == nil })
 	s.pmu.Unlock()
 	m.mu.Lock()
 	m.qc.Generated++
@@ -360,7 +398,7 @@ func (m *Monitor) emitCNM(p *port, smp qcn.Sample, qlen int, now time.Time) {
 	rec.VictimSrc, rec.VictimDst = addressing.MACFromBytes(v.Src[:]).String(), addressing.MACFromBytes(v.Dst[:]).String()
 	// + source: the victim's minimal port from here, when it goes to
 	// another group (only those routes are conditional).
-	if r := s.table.Lookup(0, addressing.MACFromBytes(v.Dst[:]), ethertype.Traffic); r != nil && r.Kind == controller.KindConditional {
+	if r := s.table.Lookup(0, addressing.MACFromBytes(v.Dst[:]), ethertype.Traffic); qs.logic != nil && r != nil && r.Kind == controller.KindConditional {
 		if c, ok := qs.logic.OwnCNM(int(r.Cond), smp.Fbq); ok {
 			m.recordP(s, now, c)
 		}
@@ -383,8 +421,7 @@ func (m *Monitor) sendCNM(p *port, c qcn.CNM, to [6]byte) (int, string) {
 		return 0, "no route"
 	}
 	out := int(r.Out[0])
-	op := s.ports[out]
-	if op == nil || op.qp == nil {
+	if op := s.ports[out]; s.qcn.logic != nil && (op == nil || op.qp == nil) {
 		return out, fmt.Sprintf("port %d is not a transit port", out)
 	}
 	frame, err := c.Append(m.cnmBuf[:0])
@@ -433,8 +470,8 @@ func (m *Monitor) intercept(p *port, frame []byte, at time.Time) {
 		return
 	}
 	s := p.sw
-	if _, own := s.ingress[c.Dst]; !own {
-		return // in transit: the switch forwards it like any frame
+	if _, own := s.ingress[c.Dst]; !own || s.qcn.logic == nil {
+		return // in transit, or a switch that only notifies: forwarded like any frame
 	}
 	m.smu.Lock()
 	ch, changed := s.qcn.logic.CNM(p.num, c.Fbq)
@@ -458,7 +495,7 @@ func (m *Monitor) refreshQCN(now time.Time) {
 	}
 	m.lastRefresh = now
 	for _, s := range m.switches {
-		if s.qcn == nil {
+		if s.qcn == nil || s.qcn.logic == nil {
 			continue
 		}
 		mask := s.qcn.logic.Mask(1 + s.qcn.rnd.IntN(100))
@@ -539,7 +576,7 @@ func (m *Monitor) P(switchName string, port int) float64 {
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	s := m.switches[switchName]
-	if s == nil || s.qcn == nil {
+	if s == nil || s.qcn == nil || s.qcn.logic == nil {
 		return -1
 	}
 	return s.qcn.logic.P(port)
@@ -560,7 +597,7 @@ func (m *Monitor) Probabilities() []PortP {
 	m.smu.Lock()
 	var out []PortP
 	for _, s := range m.switches {
-		if s.qcn == nil {
+		if s.qcn == nil || s.qcn.logic == nil {
 			continue
 		}
 		for _, port := range s.qcn.logic.Ports() {
@@ -599,6 +636,10 @@ func MeanP(ps []PortP) (byClass map[string]float64, lowest float64) {
 	}
 	return byClass, lowest
 }
+
+// QCNNotify says the monitor runs seed 003's notifying congestion points
+// (QCN.Notify) rather than QCN-Switch.
+func (m *Monitor) QCNNotify() bool { return m.o.QCN != nil && m.o.QCN.Notify }
 
 // QCNEnabled says the monitor runs QCN-Switch.
 func (m *Monitor) QCNEnabled() bool { return m.o.QCN != nil }

@@ -606,7 +606,7 @@ func (u *upper) planLinks() {
 		sh := shapes[l.Class]
 		// A plain tbf queue only: with netem in front, frames delayed or
 		// lost there would count as queued.
-		if u.ebpf() && u.comp.Mode.Conditions() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
+		if u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
 			a, b := [2]int{l.A.Switch, l.A.Port}, [2]int{l.B.Switch, l.B.Port}
 			_, limit := sh.TBF()
 			u.counted[a], u.counted[b] = countedQueue{b, uint64(limit)}, countedQueue{a, uint64(limit)}

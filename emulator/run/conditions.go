@@ -51,6 +51,7 @@ type conditions struct {
 	p0      []condition.PortP // every transit port's P when the point started
 	lastP   []condition.PChange
 	lastCNM []condition.CNMRecord
+	qeq     uint64 // the congestion points' Qeq
 }
 
 // writeFlips appends the point's flips to conditions-<phase>.csv: one row
@@ -81,17 +82,23 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 }
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
-	if !r.sc.Routing.Mode.Conditions() {
+	q := r.sc.Routing.QCN
+	notify := r.sc.Routing.Notifies()
+	if !r.sc.Routing.Watched() {
 		return nil, nil
 	}
-	if r.cond == nil && r.sc.Routing.Mode == controller.QCNSwitch {
-		q := r.sc.Routing.QCN
-		refresh := q.Refresh
-		if refresh == 0 {
-			refresh = condition.AutoRefresh(r.lab.BPF != nil)
+	if r.cond == nil && (r.sc.Routing.Mode == controller.QCNSwitch || notify) {
+		if notify {
+			r.say("qcn (seed 003): congestion points on every inter-switch port at Qeq %s sample every %s received; every host's reaction points on",
+				scenario.FormatSize(q.Qeq), scenario.FormatSize(q.SampleBytes))
+		} else {
+			refresh := q.Refresh
+			if refresh == 0 {
+				refresh = condition.AutoRefresh(r.lab.BPF != nil)
+			}
+			r.say("qcn-switch (%s): congestion points at Qeq %s sample every %d transit departures; N drawn every %s",
+				q.Variant, scenario.FormatSize(q.Qeq), q.SampleEvery, scenario.FormatDuration(refresh))
 		}
-		r.say("qcn-switch (%s): congestion points at Qeq %s sample every %d transit departures; N drawn every %s",
-			q.Variant, scenario.FormatSize(q.Qeq), q.SampleEvery, scenario.FormatDuration(refresh))
 		// The draws (N, victims) follow the first traffic phase's seed, so
 		// a rerun of the scenario draws the same sequence.
 		seed := int64(scenario.DefaultSeed)
@@ -103,9 +110,9 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 		}
 		mon, err := condition.New(r.lab, condition.Options{QCN: qcnOptions(q, seed)})
 		if err != nil {
-			return nil, fmt.Errorf("qcn-switch logic: %w", err)
+			return nil, fmt.Errorf("qcn congestion points: %w", err)
 		}
-		r.cond = &conditions{mon: mon, m: r.m}
+		r.cond = &conditions{mon: mon, m: r.m, qeq: q.Qeq}
 	}
 	if r.cond == nil {
 		xoff, xon := r.sc.Routing.XOff, r.sc.Routing.XOn
@@ -239,6 +246,7 @@ func qcnOptions(q *scenario.QCN, seed int64) *condition.QCN {
 		mode = qcn.QoldCNM
 	}
 	return &condition.QCN{
+		Notify: q.Seed003(), SampleBytes: int(q.SampleBytes),
 		Switch: qcnswitch.Params{Variant: qcnswitch.Variant(q.Variant), Lf: q.Lf, Ai: q.Ai, PCl: q.PCl, PMin: q.PMin},
 		Qeq:    int(q.Qeq), W: q.W, SampleEvery: q.SampleEvery, Qold: mode,
 		CNMProbability: q.CNMProbability, Refresh: q.Refresh, Seed: uint64(seed),
@@ -257,12 +265,15 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 	a, b := c.mon.QCNCounters(), c.qbefore
 	ps, cs, _, mark := c.mon.QCNLog(c.qmark)
 	c.lastP, c.lastCNM, c.qmark = ps, cs, mark
-	byClass, low := c.mon.PStats()
 	q := &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
 		Dropped: a.Dropped - b.Dropped, NoVictim: a.NoVictim - b.NoVictim, MaskWrites: a.MaskWrites - b.MaskWrites,
-		PChanges: a.PChanges - b.PChanges, PMeanByClass: byClass, PMin: low}
-	if sent := q.Generated - q.NoVictim - q.Dropped; sent > q.Intercepted {
-		q.Lost = sent - q.Intercepted
+		PChanges: a.PChanges - b.PChanges, Notify: c.mon.QCNNotify(), QeqBytes: c.qeq}
+	if !q.Notify {
+		byClass, low := c.mon.PStats()
+		q.PMeanByClass, q.PMin = byClass, &low
+		if sent := q.Generated - q.NoVictim - q.Dropped; sent > q.Intercepted {
+			q.Lost = sent - q.Intercepted
+		}
 	}
 	if len(bins) == 0 {
 		for t := 0.5; t <= time.Since(start).Seconds(); t += 0.5 {
@@ -271,6 +282,11 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 	}
 	q.Series, q.PTraces = qcnSeries(start, bins, c.p0, ps, cs, first)
 	q.Series.Truncated = uint64(len(ps)) != q.PChanges
+	if q.Notify {
+		// Only the CNM rate: there are no probabilities to follow.
+		q.Series = &results.QCNSeries{T: q.Series.T, CNMsPerS: q.Series.CNMsPerS}
+		q.PTraces = nil
+	}
 	return q
 }
 

@@ -431,8 +431,12 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		}
 		events := make(chan linkEventsDone, 1)
 		go func(t0 time.Time) { events <- r.linkEvents(ctx, ph.LinkEvents, t0) }(time.Now())
+		var rp *traffic.RPConfig
+		if r.sc.Routing.Notifies() {
+			rp = &traffic.RPConfig{}
+		}
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
-			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes})
+			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes, RP: rp})
 		done := <-events
 		stopLearning()
 		if done.err != nil && err == nil {
@@ -537,13 +541,18 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 			AcceptedLoad: fl.AcceptedLoad, DeliveredBps: fl.DeliveredBps,
 			LatencyUS: latencyUS(fl.Latency)})
 	}
+	var rp *results.ReactionPoints
+	if r := res.RP; r != nil {
+		rp = &results.ReactionPoints{CNMs: r.CNMs, Limiters: r.Limiters, Released: r.Released, Held: r.Held,
+			Dropped: r.Dropped, HeldAtEnd: r.HeldAtEnd, Unknown: r.Unknown, Malformed: r.Malformed}
+	}
 	return results.Point{
-		Flows: flows,
-		Name:  ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
+		Flows: flows, ReactionPoints: rp,
+		Name: ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
 		OfferedLoad: a.OfferedLoad, AcceptedLoad: a.AcceptedLoad, Loss: a.Loss,
 		LatencyUS:  latencyUS(a.Latency),
 		Seed:       res.Seed,
-		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(),
+		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
 		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs},
 		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
