@@ -41,10 +41,20 @@ const (
 	// where there is a choice; there it is what minimal means, named as
 	// seed 003 names its baseline.
 	Shortest Mode = "shortest"
+	// SnoopAR: seed 003's snoop-based adaptive routing: the shortest
+	// routing's tables, one rule per destination host, whose output port
+	// each switch's own logic moves among the destination's eligible ports
+	// (eligible.go) as the congestion notifications it snoops say
+	// (package snoopar).
+	SnoopAR Mode = "snoop-ar"
 )
 
+// ShortestPaths says the mode routes on the path-routed kinds' shortest
+// paths (paths.go): minimal, shortest and snoop-ar, which starts there.
+func (m Mode) ShortestPaths() bool { return m == Minimal || m == Shortest || m == SnoopAR }
+
 // Modes are the routing modes' names, in the order errors list them.
-var Modes = []string{string(Minimal), string(Valiant), string(Conditional), string(QCNSwitch), string(VLAN), string(Shortest)}
+var Modes = []string{string(Minimal), string(Valiant), string(Conditional), string(QCNSwitch), string(VLAN), string(Shortest), string(SnoopAR)}
 
 // Conditions says the mode's tables carry conditional rules and a
 // condition bitmask the switch's own logic sets (conditional, qcn-switch).
@@ -147,7 +157,7 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		return c, nil
 	}
 	if k := c.top.Spec.Kind; k.PathRouted() {
-		if opts.Mode != Minimal && opts.Mode != Shortest {
+		if !opts.Mode.ShortestPaths() {
 			also := ""
 			if k.Testbed() {
 				also = " or by VLANs (routing.mode vlan)"
@@ -163,8 +173,19 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		case topology.Custom:
 			c.dist = c.top.SwitchDistances()
 		}
-	} else if opts.Mode == Shortest {
-		return nil, fmt.Errorf("shortest routing runs on xgft, custom and seed 002's topologies; a %s's shortest paths are routing.mode minimal", k)
+	} else if opts.Mode == Shortest || opts.Mode == SnoopAR {
+		return nil, fmt.Errorf("%s routing runs on xgft, custom and seed 002's topologies; a %s's shortest paths are routing.mode minimal", opts.Mode, k)
+	}
+	if opts.Mode == SnoopAR {
+		// The switch logic moves one rule per destination host.
+		switch {
+		case !c.Adaptive():
+			return nil, fmt.Errorf("snoop-ar routing needs eligible ports: an xgft or custom topology, not %s", c.top.Spec.Kind)
+		case plan.Scheme != addressing.Flat:
+			return nil, fmt.Errorf("snoop-ar routing keys its tables by destination host: addressing flat, not %s", plan.Scheme)
+		case opts.Compact:
+			return nil, fmt.Errorf("snoop-ar routing moves one rule per destination host: compaction would merge them")
+		}
 	}
 	c.tree = spanningTree(c.top)
 	return c, nil

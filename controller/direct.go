@@ -56,7 +56,7 @@ func (c *Controller) directRules(s *topology.Switch, t *Table) error {
 	if c.opts.Mode.Conditions() {
 		return c.conditionalDirect(s, t, own, remote)
 	}
-	if c.opts.Mode == Minimal {
+	if c.opts.Mode.ShortestPaths() {
 		rules, err := c.routingRules(append(own, remote...), compaction.Drop, PrioRouting, 2, c.opts.Compact, true, nil)
 		t.Rules = append(t.Rules, rules...)
 		return err

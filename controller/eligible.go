@@ -151,3 +151,20 @@ func (c *Controller) EligibleTables() []map[int][]int {
 	}
 	return out
 }
+
+// AdaptiveRule is the index in switch s's table t of the rule that routes
+// host h (snoop-ar: the rule its logic moves), -1 if there is none (its
+// own hosts' rules do not move).
+func (c *Controller) AdaptiveRule(t *Table, h int) int {
+	if c.top.Hosts[h].Switch == t.Switch {
+		return -1
+	}
+	v, m := c.plan.HostPrefix(h).Match()
+	for i := range t.Rules {
+		r := &t.Rules[i]
+		if r.Kind == KindRouting && r.Match.Dst == v && r.Match.DstMask == m && len(r.Out) == 1 {
+			return i
+		}
+	}
+	return -1
+}

@@ -151,3 +151,51 @@ func TestEligibleLoopFree(t *testing.T) {
 		t.Fatalf("a1 towards b1h0: %v", got)
 	}
 }
+
+// Snoop-based adaptive routing compiles the shortest routing's tables
+// with one movable rule per remote destination host, whose port is the
+// first eligible one; it needs eligible ports, flat addressing and no
+// compaction.
+func TestSnoopARTables(t *testing.T) {
+	for _, spec := range seed003Shapes {
+		c := compile(t, spec, addressing.Flat, Options{Mode: SnoopAR})
+		s := compile(t, spec, addressing.Flat, Options{Mode: Shortest})
+		for sw := range c.top.Switches {
+			a, err := c.Table(sw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := s.Table(sw)
+			if len(a.Rules) != len(b.Rules) {
+				t.Fatalf("%s: switch %d has %d rules under snoop-ar, %d under shortest", spec, sw, len(a.Rules), len(b.Rules))
+			}
+			for h := range c.top.Hosts {
+				i := c.AdaptiveRule(a, h)
+				if c.top.Hosts[h].Switch == sw {
+					if i >= 0 {
+						t.Fatalf("%s: switch %d moves its own host %d's rule", spec, sw, h)
+					}
+					continue
+				}
+				if i < 0 || int(a.Rules[i].Out[0]) != c.Eligible(sw, h)[0] {
+					t.Fatalf("%s: switch %d, host %d: rule %d, want one out of the first eligible port %d", spec, sw, h, i, c.Eligible(sw, h)[0])
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		spec    string
+		sc      addressing.Scheme
+		compact bool
+	}{{"mesh:dims=3x3", addressing.Flat, false}, {seed003Shapes[0], addressing.PerSwitch, false}, {seed003Shapes[0], addressing.Flat, true}, {"dragonfly:p=1,a=2,h=1", addressing.Flat, false}} {
+		sp, _ := topology.ParseSpec(c.spec)
+		top, _ := topology.Build(sp)
+		plan, err := addressing.New(top, c.sc, c.compact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(plan, Options{Mode: SnoopAR, Compact: c.compact}); err == nil {
+			t.Errorf("snoop-ar on %s, %s addressing, compact %v: accepted", c.spec, c.sc, c.compact)
+		}
+	}
+}

@@ -292,6 +292,11 @@ type QCN struct {
 	// percent; PMin the lowest.
 	PMeanByClass map[string]float64 `json:"p_mean_by_class,omitempty"`
 	PMin         *float64           `json:"p_min,omitempty"`
+	// ARMoves are snoop-based adaptive routing's rule moves (each a
+	// destination's port changed at a switch); ARMoveErrors those the
+	// datapath refused.
+	ARMoves      uint64 `json:"ar_moves,omitempty"`
+	ARMoveErrors uint64 `json:"ar_move_errors,omitempty"`
 	// QeqBytes is the congestion points' equilibrium queue.
 	QeqBytes uint64 `json:"qeq_bytes,omitempty"`
 	// Notify: seed 003's congestion points, which notify the hosts'
@@ -347,6 +352,10 @@ const PTraceStep = 0.1
 // change with its cause, every CNM a congestion point generated.
 func QCNCSV(phase string) string { return "qcn-" + safeName(phase) + ".csv" }
 func CNMCSV(phase string) string { return "cnm-" + safeName(phase) + ".csv" }
+
+// MovesCSV is snoop-based adaptive routing's moves of a phase: every
+// change of a destination's port, with its cause.
+func MovesCSV(phase string) string { return "ar-moves-" + safeName(phase) + ".csv" }
 
 // Conditions counts the pause emulation of conditional routing (seed 000
 // §V-B): a port pauses while its egress queue is above XOFF and resumes

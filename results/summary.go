@@ -400,18 +400,18 @@ func notifySummary(b *strings.Builder, pts []Point) {
 		return
 	}
 	b.WriteString("## QCN congestion management\n\n")
-	b.WriteString("| phase | load | samples | CNMs | no victim | not sent | received by hosts | limiters | released | frames held | dropped at the source |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| phase | load | samples | CNMs | no victim | not sent | received by hosts | limiters | released | frames held | dropped at the source | AR moves |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i := range pts {
 		p, q := &pts[i], pts[i].QCN
 		var rp ReactionPoints
 		if p.ReactionPoints != nil {
 			rp = *p.ReactionPoints
 		}
-		fmt.Fprintf(b, "| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", p.Name, p.Load, q.Samples, q.Generated, q.NoVictim, q.Dropped,
-			rp.CNMs, rp.Limiters, rp.Released, rp.Held, rp.Dropped)
+		fmt.Fprintf(b, "| %s | %g | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", p.Name, p.Load, q.Samples, q.Generated, q.NoVictim, q.Dropped,
+			rp.CNMs, rp.Limiters, rp.Released, rp.Held, rp.Dropped, q.ARMoves)
 	}
-	b.WriteString("\nSamples: congestion point samples of a non-empty queue on the inter-switch ports; CNMs: samples with a positive feedback, each sent to the sampled frame's source unless it found no victim or could not be sent. The hosts' reaction points: CNMs received, rate limiters they made and released (back at the line rate), and the measured frames a limiter held in its flow's queue or dropped for the queue's room (still offered, not the fabric's loss). `cnm-<phase>.csv` has every CNM.\n\n")
+	b.WriteString("\nSamples: congestion point samples of a non-empty queue on the inter-switch ports; CNMs: samples with a positive feedback, each sent to the sampled frame's source unless it found no victim or could not be sent. The hosts' reaction points: CNMs received, rate limiters they made and released (back at the line rate), and the measured frames a limiter held in its flow's queue or dropped for the queue's room (still offered, not the fabric's loss). AR moves: under snoop-ar, the times a switch moved a destination to another eligible port. `cnm-<phase>.csv` has every CNM, `ar-moves-<phase>.csv` every move.\n\n")
 }
 
 func deref(v *float64) float64 {

@@ -557,11 +557,17 @@ func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 		}
 		q := d.qcn(qn)
 		r.QCN = &q
-	} else if e := f["qcn"]; e != nil && r.Mode == controller.Shortest {
-		q := d.notifyQCN(e.val)
+	} else if r.Mode == controller.SnoopAR || (r.Mode == controller.Shortest && f["qcn"] != nil) {
+		// snoop-ar always runs congestion points: their CNMs are what its
+		// switches snoop.
+		var qn *node
+		if e := f["qcn"]; e != nil {
+			qn = e.val
+		}
+		q := d.notifyQCN(qn, r.Mode == controller.SnoopAR)
 		r.QCN = &q
 	} else if e := f["qcn"]; e != nil && (!modeOverridden || e.val.anyReplaced()) {
-		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch or shortest (mode is %s)", r.Mode)
+		d.errf(e.val, "routing.qcn", "only applies to mode: qcn-switch, shortest or snoop-ar (mode is %s)", r.Mode)
 	}
 	for _, key := range []string{"xoff", "xon", "pause"} {
 		e := f[key]
@@ -719,10 +725,42 @@ func (d *decoder) qcn(n *node) QCN {
 
 // notifyQCN reads routing.qcn under mode shortest: seed 003's congestion
 // points and the hosts' reaction points (spec §B.2.3, §B.2.5).
-func (d *decoder) notifyQCN(n *node) QCN {
+func (d *decoder) notifyQCN(n *node, snoop bool) QCN {
 	q := DefaultNotifyQCN()
-	f := d.fields(n, "routing.qcn", "rp", "qeq", "w", "sample_bytes", "qold")
+	if n == nil {
+		return q
+	}
+	keys := []string{"rp", "qeq", "w", "sample_bytes", "qold"}
+	if snoop {
+		keys = append(keys, "expiry", "remote_refresh", "time_scale")
+	}
+	f := d.fields(n, "routing.qcn", keys...)
 	path := func(k string) string { return "routing.qcn." + k }
+	if e := f["expiry"]; e != nil {
+		if v, ok := d.duration(e.val, path("expiry")); ok {
+			if v < time.Millisecond || v > time.Hour {
+				d.errf(e.val, path("expiry"), "%s is out of range (want 1ms to 1h)", v)
+			} else {
+				q.Expiry = v
+			}
+		}
+	}
+	if e := f["time_scale"]; e != nil {
+		if e.val.kind == scalarNode && e.val.typ == strScalar && e.val.text == "auto" {
+			q.TimeScale = 0
+		} else if v, ok := d.number(e.val, path("time_scale")); ok {
+			if v < 1 || v > 100_000 || math.IsNaN(v) {
+				d.errf(e.val, path("time_scale"), "%v is out of range (want auto, or 1 to 100000: 1 is undilated)", v)
+			} else {
+				q.TimeScale = v
+			}
+		}
+	}
+	if e := f["remote_refresh"]; e != nil {
+		if v, ok := d.boolean(e.val, path("remote_refresh")); ok {
+			q.RemoteRefresh = v
+		}
+	}
 	if e := f["rp"]; e != nil {
 		if v, ok := d.boolean(e.val, path("rp")); ok {
 			q.RP = v
@@ -1355,7 +1393,7 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 		// (controller/paths.go), seed 002's also by VLANs, addressed by
 		// host or switch.
 		m := s.Routing.Mode
-		if re := f["routing"]; re != nil && m != controller.Minimal && m != controller.Shortest && (m != controller.VLAN || !k.Testbed()) {
+		if re := f["routing"]; re != nil && !m.ShortestPaths() && (m != controller.VLAN || !k.Testbed()) {
 			if me := re.val.get("mode"); me != nil {
 				also := ""
 				if k.Testbed() {
@@ -1378,6 +1416,22 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 			if me := re.val.get("mode"); me != nil {
 				d.errf(me.val, "routing.mode", "qcn-switch needs a dragonfly or flatfly topology (got %s)", s.Topology.Kind)
 			}
+		}
+	}
+	if s.Routing.Mode == controller.SnoopAR {
+		me := f["routing"].val.get("mode")
+		k := s.Topology.Kind
+		switch {
+		case k != "" && k != topology.XGFT && k != topology.Custom:
+			d.errf(me.val, "routing.mode", "snoop-ar needs eligible ports: an xgft or custom topology, not %s", k)
+		case s.Addressing.Scheme != addressing.Flat:
+			d.errf(me.val, "routing.mode", "snoop-ar keys its tables by destination host: addressing.scheme flat, not %s", s.Addressing.Scheme)
+		case s.Addressing.Compact:
+			d.errf(me.val, "routing.mode", "snoop-ar moves one rule per destination host: addressing.compact must be false")
+		case s.OVS.Datapath != DatapathEBPF:
+			// Its switches move a rule by writing its action in the
+			// program's map; the Open vSwitch path is not built.
+			d.errf(me.val, "routing.mode", "snoop-ar runs on the eBPF datapath only (ovs: {datapath: ebpf})")
 		}
 	}
 	if s.Routing.Mode == controller.VLAN {

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
 	"os"
 	"regexp"
@@ -131,12 +132,22 @@ func (s *Scenario) effectiveTree() *node {
 		routing.add("vlan", vm)
 	}
 	if q := s.Routing.QCN; q.Seed003() {
-		routing.add("qcn", mkMap(false,
+		qm := mkMap(false,
 			"rp", mkBool(q.RP),
 			"qeq", mkStr(FormatSize(q.Qeq)),
 			"w", mkFloat(q.W),
 			"sample_bytes", mkStr(FormatSize(q.SampleBytes)),
-			"qold", mkStr(q.Qold)))
+			"qold", mkStr(q.Qold))
+		if s.Routing.Mode == controller.SnoopAR {
+			qm.add("expiry", mkStr(FormatDuration(q.Expiry)))
+			qm.add("remote_refresh", mkBool(q.RemoteRefresh))
+			if q.TimeScale == 0 {
+				qm.add("time_scale", mkStr("auto"))
+			} else {
+				qm.add("time_scale", mkFloat(q.TimeScale))
+			}
+		}
+		routing.add("qcn", qm)
 	} else if q != nil {
 		routing.add("qcn", mkMap(false,
 			"variant", mkStr(q.Variant),

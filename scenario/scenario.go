@@ -117,6 +117,32 @@ type QCN struct {
 	// point, which samples every SampleBytes bytes received into its queue.
 	RP          bool
 	SampleBytes uint64
+	// Snoop-based adaptive routing (mode snoop-ar): a remote congestion
+	// entry's lifetime (250 ms in the paper, unscaled), and whether every
+	// remote CNM restarts it (a variant; the paper's rule does not).
+	Expiry        time.Duration
+	RemoteRefresh bool
+	// TimeScale dilates Expiry (spec §0.6): the paper's 10 Gb/s over the
+	// emulated link rate keeps every byte-counted quantity (sampling, the
+	// reaction points' recovery) in the paper's proportion to the timer.
+	// 0 is auto (that ratio, from the inter-switch links' rate); 1 is
+	// undilated, the expiry as written.
+	TimeScale float64
+}
+
+// PaperLinkBps is seed 003's link rate (10 Gb/s), which time_scale: auto
+// divides by the emulated one.
+const PaperLinkBps = 10e9
+
+// EffectiveExpiry is snoop-ar's remote expiry in wall-clock time: Expiry
+// times the time scale (auto: PaperLinkBps over the rate of the links
+// given, those between switches).
+func (q *QCN) EffectiveExpiry(linkBps uint64) time.Duration {
+	scale := q.TimeScale
+	if scale == 0 && linkBps > 0 {
+		scale = PaperLinkBps / float64(linkBps)
+	}
+	return time.Duration(float64(q.Expiry) * max(scale, 1))
 }
 
 // Notifies says the switches run QCN congestion points that notify the
@@ -125,7 +151,9 @@ func (r Routing) Notifies() bool { return r.QCN.Seed003() && r.QCN.RP }
 
 // Watched says a monitor reads the switches' queues while traffic runs:
 // conditional routing, QCN-Switch, or seed 003's congestion points.
-func (r Routing) Watched() bool { return r.Mode.Conditions() || r.Notifies() }
+func (r Routing) Watched() bool {
+	return r.Mode.Conditions() || r.Notifies() || r.Mode == controller.SnoopAR
+}
 
 // Seed003 says q is seed 003's notification-only QCN (mode shortest)
 // rather than QCN-Switch's.
@@ -154,7 +182,7 @@ func DefaultQCN() QCN {
 // 003, spec §B.2.3: the 802.1Qau standard's 33 KB Qeq, w = 2, a sample
 // every 150 KB received; reaction points off until rp: true).
 func DefaultNotifyQCN() QCN {
-	return QCN{Qeq: 33 << 10, W: 2, SampleBytes: 150_000, Qold: QoldSample, CNMProbability: 1}
+	return QCN{Qeq: 33 << 10, W: 2, SampleBytes: 150_000, Qold: QoldSample, CNMProbability: 1, Expiry: 250 * time.Millisecond}
 }
 
 // PauseScope is what an emulated PAUSE reaches.

@@ -359,7 +359,7 @@ func TestAllErrorsReported(t *testing.T) {
 	if es[0].Path != "routing.mode" || es[1].Path != "phases[0].wait" || es[1].Line != 6 {
 		t.Errorf("errors %v", err)
 	}
-	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch, vlan, shortest)"
+	want := "x.yaml:3:17: routing.mode: unknown value \"fast\" (want minimal, valiant, conditional, qcn-switch, vlan, shortest, snoop-ar)"
 	if es[0].Error() != want {
 		t.Errorf("error text\n%q\nwant\n%q", es[0].Error(), want)
 	}

@@ -237,6 +237,13 @@ type Monitor struct {
 	pchanges    log[PChange]
 	cnms        log[CNMRecord]
 	intercepts  log[Interception]
+	// Snoop-based adaptive routing (snoop.go): the program's image of the
+	// lab's tables, the hosts by MAC and their names, and under mu the
+	// moves.
+	img       *datapath.Image
+	hostByMAC map[[6]byte]int
+	hostNames []string
+	moves     log[Move]
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -361,7 +368,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		if m.bpf != nil && m.queues == nil {
 			return nil, fmt.Errorf("qcn-switch needs the eBPF datapath's queue counters, kept on inter-switch links with a rate and no netem")
 		}
-		if err := m.setupQCN(comp); err != nil {
+		if err := m.setupQCN(lab, comp); err != nil {
 			return nil, err
 		}
 	}
@@ -747,7 +754,11 @@ func (m *Monitor) Poll() error {
 		m.lastResync = time.Now()
 	}
 	if m.o.QCN != nil {
-		m.refreshQCN(time.Now())
+		now := time.Now()
+		m.refreshQCN(now)
+		if m.o.QCN.Snoop != nil {
+			m.snoopExpire(now)
+		}
 	}
 	for s, f := range changed {
 		m.flip(s, f)

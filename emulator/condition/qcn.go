@@ -54,8 +54,10 @@ type QCN struct {
 	// into its queue, any frame there may be the victim, and the CNM only
 	// goes to the victim's source, whose reaction point acts on it; the
 	// switches do nothing with CNMs (routing shortest with qcn.rp).
-	Notify         bool
-	SampleBytes    int
+	Notify      bool
+	SampleBytes int
+	// Snoop, with Notify, runs snoop-based adaptive routing (snoop.go).
+	Snoop          *SnoopOptions
 	Switch         qcnswitch.Params
 	Qeq            int     // bytes
 	W              float64 // weight of Qdelta
@@ -116,6 +118,8 @@ type QCNCounters struct {
 	Dropped     uint64 `json:"cnms_dropped"` // generated, not sent (no route, send error)
 	NoVictim    uint64 `json:"no_victim"`
 	MaskWrites  uint64 `json:"mask_flowmods"`
+	Moves       uint64 `json:"ar_moves"`       // snoop-ar: rules moved
+	MoveErrs    uint64 `json:"ar_move_errors"` // moves the datapath refused
 	PChanges    uint64 `json:"p_changes"`
 }
 
@@ -123,6 +127,7 @@ type QCNCounters struct {
 // under the monitor's smu.
 type qcnSwitch struct {
 	logic *qcnswitch.Switch // nil with Notify: the switch only samples
+	snoop *snoopSwitch      // snoop-ar's table and rules (snoop.go)
 	mac   [6]byte           // the congestion points' MAC: the switch prefix, host field 0
 	rnd   *rand.Rand
 	class map[int]string // transit port -> link class
@@ -149,7 +154,7 @@ type qcnPort struct {
 // setupQCN gives every switch its QCN-Switch state and every watched
 // inter-switch port a congestion point and a departure tap. Called by New
 // once the ports and their interfaces are known.
-func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
+func (m *Monitor) setupQCN(lab *fabric.Lab, comp *fabric.Compiled) error {
 	q := m.o.QCN
 	if m.bpf != nil && !m.bpf.HasTaps() {
 		return fmt.Errorf("qcn-switch on the eBPF datapath needs its departure records and CNM taps: this program was built without them")
@@ -238,6 +243,12 @@ func (m *Monitor) setupQCN(comp *fabric.Compiled) error {
 			}
 		}
 	}
+	for h := range comp.Top.Hosts {
+		m.hostNames = append(m.hostNames, comp.Top.Hosts[h].Name)
+	}
+	if q.Notify && q.Snoop != nil {
+		return m.setupSnoop(lab, comp)
+	}
 	return nil
 }
 
@@ -309,6 +320,9 @@ func (m *Monitor) pollQCN(p *port, st kernel.QdiscStats, now time.Time) {
 	d := int(deq - q.lastDeq)
 	q.lastDeq = deq
 	Q := int(backlog)
+	if qs.snoop != nil && Q <= m.o.QCN.Qeq/2 {
+		m.snoopQueueLow(p, now)
+	}
 	// Seed 003 samples every so many bytes received into the queue: those
 	// that left, those still in it, and those it dropped (counted in
 	// frames by a qdisc: at the interval's mean frame size).
@@ -396,6 +410,11 @@ func (m *Monitor) emitCNM(p *port, smp qcn.Sample, qlen int, now time.Time) {
 		return
 	}
 	rec.VictimSrc, rec.VictimDst = addressing.MACFromBytes(v.Src[:]).String(), addressing.MACFromBytes(v.Dst[:]).String()
+	if qs.snoop != nil {
+		// The congestion point's own switch: a local entry for the
+		// victim's destination on this port (the paper's "generation").
+		m.snoopNotify(s, v.Dst, p.num, smp.Fbq, true, now)
+	}
 	// + source: the victim's minimal port from here, when it goes to
 	// another group (only those routes are conditional).
 	if r := s.table.Lookup(0, addressing.MACFromBytes(v.Dst[:]), ethertype.Traffic); qs.logic != nil && r != nil && r.Kind == controller.KindConditional {
@@ -470,6 +489,14 @@ func (m *Monitor) intercept(p *port, frame []byte, at time.Time) {
 		return
 	}
 	s := p.sw
+	if s.qcn.snoop != nil {
+		// Every switch on the way snoops: a remote entry for the flow's
+		// destination on the port the CNM came in by.
+		m.smu.Lock()
+		m.snoopNotify(s, c.VictimDst, p.num, c.Fbq, false, at)
+		m.smu.Unlock()
+		return
+	}
 	if _, own := s.ingress[c.Dst]; !own || s.qcn.logic == nil {
 		return // in transit, or a switch that only notifies: forwarded like any frame
 	}
@@ -635,6 +662,14 @@ func MeanP(ps []PortP) (byClass map[string]float64, lowest float64) {
 		byClass[c] = v / float64(n[c])
 	}
 	return byClass, lowest
+}
+
+// Moves returns the adaptive routing's moves logged since from (an index
+// Moves returned before; 0 at first) and the index to pass next.
+func (m *Monitor) Moves(from int) ([]Move, int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.moves.since(from)
 }
 
 // QCNNotify says the monitor runs seed 003's notifying congestion points

@@ -184,9 +184,11 @@ func idsOf(coll *ebpf.Collection, switches int, reroutable bool) (IDs, error) {
 	}
 	id, _ := pi.ID()
 	ids.Program = uint32(id)
-	maps := map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped, "queues": &ids.Queues}
+	// The actions map always: a switch's own logic may move a rule's output
+	// in place (Handle.SetAction, snoop-ar).
+	maps := map[string]*uint32{"conditions": &ids.Conditions, "counters": &ids.Counters, "taps": &ids.Taps, "tapped": &ids.Tapped, "queues": &ids.Queues, "actions": &ids.Actions}
 	if reroutable {
-		for name, dst := range map[string]*uint32{"ports": &ids.Ports, "tables": &ids.Tables, "rules": &ids.Rules, "actions": &ids.Actions, "gens": &ids.Gens} {
+		for name, dst := range map[string]*uint32{"ports": &ids.Ports, "tables": &ids.Tables, "rules": &ids.Rules, "gens": &ids.Gens} {
 			maps[name] = dst
 		}
 	}
@@ -410,6 +412,7 @@ func (l *Loaded) Close() { l.coll.Close() }
 // Handle reaches a running datapath's maps from any process.
 type Handle struct {
 	conditions, counters *ebpf.Map
+	actions              *ebpf.Map // bank 0's actions first
 	taps, tapped         *ebpf.Map // nil in a lab from before taps
 	queues               *ebpf.Map // nil where the program counts no queue
 	switches             int
@@ -447,11 +450,38 @@ func Open(ids IDs) (*Handle, error) {
 			return nil, err
 		}
 	}
+	if ids.Actions != 0 && ids.Gens == 0 {
+		// A lab that swaps banks (VLAN) changes its tables by Reroute;
+		// the others' actions stay in bank 0, where SetAction writes.
+		if h.actions, err = openMap(ids.Actions, "actions"); err != nil {
+			h.Close()
+			return nil, err
+		}
+	}
 	if h.cpus, err = ebpf.PossibleCPU(); err != nil {
 		h.Close()
 		return nil, err
 	}
 	return h, nil
+}
+
+// SetAction replaces action idx (Image.RuleAction): the next frame of
+// every flow whose rule it is does the new one, the flow cache's entries
+// included, which keep the index. One map update, atomic for the frame.
+func (h *Handle) SetAction(idx uint32, a Action) error {
+	if h.actions == nil {
+		return errors.New("this datapath's actions are not writable in place (a lab that swaps table banks, or from an older ethfab)")
+	}
+	return h.actions.Update(idx, a, ebpf.UpdateExist)
+}
+
+// Action reads action idx as the program has it.
+func (h *Handle) Action(idx uint32) (Action, error) {
+	var a Action
+	if h.actions == nil {
+		return a, errors.New("this datapath's actions are not readable")
+	}
+	return a, h.actions.Lookup(idx, &a)
 }
 
 // Queue is a port's queue as the program counts it (struct queue): what
@@ -717,7 +747,7 @@ func (h *Handle) ReadCounters() ([]Counters, error) {
 
 // Close releases the handle.
 func (h *Handle) Close() {
-	for _, m := range []*ebpf.Map{h.conditions, h.counters, h.taps, h.tapped, h.queues} {
+	for _, m := range []*ebpf.Map{h.conditions, h.counters, h.taps, h.tapped, h.queues, h.actions} {
 		if m != nil {
 			m.Close()
 		}

@@ -144,6 +144,25 @@ type Image struct {
 	rules    map[RuleKey]RuleVal
 	// queues: the ports whose queue the program counts, and its limit.
 	queues map[uint32]uint64
+	// ruleAction is each controller rule's action (by switch and index in
+	// its table), for a switch's logic that moves a rule (snoop-ar);
+	// ifindex each switch port's device.
+	ruleAction map[[2]int]uint32
+	ifindex    map[[2]int]uint32
+}
+
+// RuleAction is the index of the action of rule i of switch sw's table:
+// where the program reads what the rule does, frame by frame (the flow
+// cache keeps the index, not the action).
+func (img *Image) RuleAction(sw, i int) (uint32, bool) {
+	a, ok := img.ruleAction[[2]int{sw, i}]
+	return a, ok
+}
+
+// PortIfindex is the ifindex of switch sw's port.
+func (img *Image) PortIfindex(sw, port int) (uint32, bool) {
+	v, ok := img.ifindex[[2]int{sw, port}]
+	return v, ok
 }
 
 // PortRef names a switch port's device for Build.
@@ -172,7 +191,8 @@ func (img *Image) hosts() int {
 // Build translates every switch's table. ports lists every switch port
 // with the ifindex of its device in the fabric namespace.
 func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
-	img := &Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: len(tables), rules: map[RuleKey]RuleVal{}, queues: map[uint32]uint64{}}
+	img := &Image{Ports: map[uint32]Port{}, Tables: map[uint32]Table{}, Switches: len(tables), rules: map[RuleKey]RuleVal{}, queues: map[uint32]uint64{},
+		ruleAction: map[[2]int]uint32{}}
 	if len(tables) > 1<<15 {
 		return nil, fmt.Errorf("%d switches: the eBPF datapath numbers two banks of them in 16 bits", len(tables))
 	}
@@ -210,6 +230,7 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 			img.Ports[p.Ifindex] = q
 		}
 	}
+	img.ifindex = ifindex
 	for sw, t := range tables {
 		if err := img.addSwitch(sw, t, ifindex, swPorts[sw]); err != nil {
 			return nil, fmt.Errorf("switch %d: %w", sw, err)
@@ -313,6 +334,7 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 				v := RuleVal{Prio: uint32(r.Priority), Action: uint32(len(img.Actions))}
 				img.Actions = append(img.Actions, a)
 				img.rules[k] = v
+				img.ruleAction[[2]int{sw, i}] = v.Action
 			}
 		}
 		for si, s := range list {

@@ -272,15 +272,23 @@ func (l *Lab) rerouteBPF(top *topology.Topology, tables []*controller.Table, ord
 	if l.BPF == nil {
 		return fmt.Errorf("the lab's state names no eBPF datapath")
 	}
-	index, err := readPortIndexes(top, func(sw int) string { return l.Switches[sw].NetNS })
-	if err != nil {
-		return err
-	}
-	img, err := datapath.Build(tables, switchPorts(top, index))
+	img, err := l.DatapathImage(top, tables)
 	if err != nil {
 		return err
 	}
 	return datapath.Reroute(*l.BPF, img, order)
+}
+
+// DatapathImage is the eBPF datapath's image of tables with this lab's
+// ports (their devices' ifindexes read from its namespaces): for the
+// tables up compiled, the image up loaded, so a rule's action index
+// (Image.RuleAction) is the program's.
+func (l *Lab) DatapathImage(top *topology.Topology, tables []*controller.Table) (*datapath.Image, error) {
+	index, err := readPortIndexes(top, func(sw int) string { return l.Switches[sw].NetNS })
+	if err != nil {
+		return nil, err
+	}
+	return datapath.Build(tables, switchPorts(top, index))
 }
 
 // turns says whether a switch sends some frame another way in b than in

@@ -52,6 +52,9 @@ type conditions struct {
 	lastP   []condition.PChange
 	lastCNM []condition.CNMRecord
 	qeq     uint64 // the congestion points' Qeq
+	// snoop-ar: the move log's mark before the point, the point's moves.
+	mmark     int
+	lastMoves []condition.Move
 }
 
 // writeFlips appends the point's flips to conditions-<phase>.csv: one row
@@ -83,14 +86,22 @@ func (c *conditions) writeFlips(dir, phase string, load float64) error {
 
 func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 	q := r.sc.Routing.QCN
-	notify := r.sc.Routing.Notifies()
 	if !r.sc.Routing.Watched() {
 		return nil, nil
 	}
-	if r.cond == nil && (r.sc.Routing.Mode == controller.QCNSwitch || notify) {
-		if notify {
-			r.say("qcn (seed 003): congestion points on every inter-switch port at Qeq %s sample every %s received; every host's reaction points on",
-				scenario.FormatSize(q.Qeq), scenario.FormatSize(q.SampleBytes))
+	if r.cond == nil && (r.sc.Routing.Mode == controller.QCNSwitch || q.Seed003()) {
+		if q.Seed003() {
+			rps := "the hosts' reaction points off"
+			if q.RP {
+				rps = "every host's reaction points on"
+			}
+			ar := ""
+			if r.sc.Routing.Mode == controller.SnoopAR {
+				ar = fmt.Sprintf("; snoop-based adaptive routing, remote entries expiring after %s (%s dilated to the links' rate)",
+					scenario.FormatDuration(q.EffectiveExpiry(r.sc.Links[scenario.LocalLinks].Rate)), scenario.FormatDuration(q.Expiry))
+			}
+			r.say("qcn (seed 003): congestion points on every inter-switch port at Qeq %s sample every %s received; %s%s",
+				scenario.FormatSize(q.Qeq), scenario.FormatSize(q.SampleBytes), rps, ar)
 		} else {
 			refresh := q.Refresh
 			if refresh == 0 {
@@ -108,7 +119,7 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 				break
 			}
 		}
-		mon, err := condition.New(r.lab, condition.Options{QCN: qcnOptions(q, seed)})
+		mon, err := condition.New(r.lab, condition.Options{QCN: qcnOptions(q, r.sc.Routing.Mode, r.sc.Links[scenario.LocalLinks].Rate, seed)})
 		if err != nil {
 			return nil, fmt.Errorf("qcn congestion points: %w", err)
 		}
@@ -154,6 +165,7 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 		c.p0 = c.mon.Probabilities()
 	}
 	_, _, _, c.qmark = c.mon.QCNLog(condition.QCNMark{P: 1 << 62, CNM: 1 << 62, Intercept: 1 << 62})
+	_, c.mmark = c.mon.Moves(1 << 62)
 	c.before = c.mon.Counters()
 	c.seen = len(c.mon.Events())
 	_, c.rseen = c.mon.Reactions(^uint64(0))
@@ -240,13 +252,17 @@ func (c *conditions) stop() (*results.Conditions, error) {
 }
 
 // qcnOptions are the monitor's QCN-Switch settings from routing.qcn.
-func qcnOptions(q *scenario.QCN, seed int64) *condition.QCN {
+func qcnOptions(q *scenario.QCN, routing controller.Mode, linkBps uint64, seed int64) *condition.QCN {
 	mode := qcn.QoldSample
 	if q.Qold == scenario.QoldCNM {
 		mode = qcn.QoldCNM
 	}
+	var snoop *condition.SnoopOptions
+	if routing == controller.SnoopAR {
+		snoop = &condition.SnoopOptions{Expiry: q.EffectiveExpiry(linkBps), RemoteRefresh: q.RemoteRefresh}
+	}
 	return &condition.QCN{
-		Notify: q.Seed003(), SampleBytes: int(q.SampleBytes),
+		Notify: q.Seed003(), SampleBytes: int(q.SampleBytes), Snoop: snoop,
 		Switch: qcnswitch.Params{Variant: qcnswitch.Variant(q.Variant), Lf: q.Lf, Ai: q.Ai, PCl: q.PCl, PMin: q.PMin},
 		Qeq:    int(q.Qeq), W: q.W, SampleEvery: q.SampleEvery, Qold: mode,
 		CNMProbability: q.CNMProbability, Refresh: q.Refresh, Seed: uint64(seed),
@@ -267,7 +283,9 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 	c.lastP, c.lastCNM, c.qmark = ps, cs, mark
 	q := &results.QCN{Samples: a.Samples - b.Samples, Generated: a.Generated - b.Generated, Intercepted: a.Intercepted - b.Intercepted,
 		Dropped: a.Dropped - b.Dropped, NoVictim: a.NoVictim - b.NoVictim, MaskWrites: a.MaskWrites - b.MaskWrites,
-		PChanges: a.PChanges - b.PChanges, Notify: c.mon.QCNNotify(), QeqBytes: c.qeq}
+		PChanges: a.PChanges - b.PChanges, Notify: c.mon.QCNNotify(), QeqBytes: c.qeq,
+		ARMoves: a.Moves - b.Moves, ARMoveErrors: a.MoveErrs - b.MoveErrs}
+	c.lastMoves, c.mmark = c.mon.Moves(c.mmark)
 	if !q.Notify {
 		byClass, low := c.mon.PStats()
 		q.PMeanByClass, q.PMin = byClass, &low
@@ -389,8 +407,18 @@ func (c *conditions) writeQCN(dir, phase string, load float64) error {
 		rows = append(rows, []string{l, ns(x.Time), x.Switch, strconv.Itoa(x.Port), strconv.Itoa(x.Q), strconv.Itoa(x.Qoff), strconv.Itoa(x.Qdelta),
 			strconv.Itoa(int(x.Fbq)), x.VictimSrc, x.VictimDst, strconv.FormatBool(x.NoVictim), strconv.Itoa(x.Out), x.Dropped})
 	}
-	return appendCSV(filepath.Join(dir, results.CNMCSV(phase)),
-		[]string{"load", "unix_ns", "cp_switch", "cp_port", "q_bytes", "qoff_bytes", "qdelta_bytes", "fbq", "victim_src", "victim_dst", "no_victim", "out_port", "dropped"}, rows)
+	if err := appendCSV(filepath.Join(dir, results.CNMCSV(phase)),
+		[]string{"load", "unix_ns", "cp_switch", "cp_port", "q_bytes", "qoff_bytes", "qdelta_bytes", "fbq", "victim_src", "victim_dst", "no_victim", "out_port", "dropped"}, rows); err != nil {
+		return err
+	}
+	if len(c.lastMoves) == 0 {
+		return nil
+	}
+	rows = rows[:0]
+	for _, x := range c.lastMoves {
+		rows = append(rows, []string{l, ns(x.Time), x.Switch, x.Dst, strconv.Itoa(x.Port), x.Cause})
+	}
+	return appendCSV(filepath.Join(dir, results.MovesCSV(phase)), []string{"load", "unix_ns", "switch", "dst", "port", "cause"}, rows)
 }
 
 // appendCSV appends rows to a CSV file, with the header when it is new.

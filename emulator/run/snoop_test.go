@@ -2,8 +2,11 @@ package run
 
 import (
 	"context"
+	"encoding/csv"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,4 +95,105 @@ phases:
 		t.Errorf("hot queue %.2f Qeq (%v), want it controlled below 2 Qeq", hot, ok)
 	}
 	t.Logf("mean per flow %.3f, hot queue %.2f Qeq, %d CNMs, fidelity %v", mean, hot, sent, m.Fidelity.OK)
+}
+
+// Snoop-based adaptive routing (seed 003) on topology 1, without the
+// hosts' reaction points: the hot link's CNMs, snooped by the sources'
+// switches on their way back, move every flow to its private path, so
+// each carries nearly its whole link; a remote entry lives exactly its
+// expiry, after which the flow comes back to S7 (the paper's reset
+// spikes) and moves again at the next CNM (check 4).
+func TestSnoopAR(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+		t.Skip("needs Open vSwitch")
+	}
+	name := "hrun-ar"
+	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
+name: `+name+`
+`+topology1+`routing:
+  mode: snoop-ar
+  qcn: {rp: false, expiry: 1500ms, time_scale: 1}
+links: {host: {rate: 50mbit}, local: {rate: 50mbit, limit: 256kb}}
+ovs: {datapath: ebpf}
+phases:
+  - name: t
+    traffic:
+      pattern: flows
+      loads: [1.0]
+      duration: 4s
+      seed: 1
+      flows: [{src: A1h0, dst: B1h0}, {src: A2h0, dst: B2h0}, {src: A3h0, dst: B3h0}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if _, err := Run(ctx, sc, Options{Out: dir, Warmup: 500 * time.Millisecond, Drain: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &m.Phases[0]
+	if p.QCN == nil || p.QCN.ARMoves == 0 || p.QCN.ARMoveErrors != 0 || p.ReactionPoints != nil {
+		t.Fatalf("qcn %+v, reaction points %+v", p.QCN, p.ReactionPoints)
+	}
+	least, _ := results.MetricValue(p, scenario.FlowAcceptedMin)
+	if least < 0.8 {
+		t.Errorf("least flow carried %.3f of its link: adaptive routing should move each to its own path", least)
+	}
+	rows := readCSV(t, filepath.Join(dir, results.MovesCSV("t")))
+	type move struct {
+		at    float64
+		port  int
+		cause string
+	}
+	bySwitch := map[string][]move{}
+	for _, r := range rows[1:] { // load, unix_ns, switch, dst, port, cause
+		ns, _ := strconv.ParseInt(r[1], 10, 64)
+		port, _ := strconv.Atoi(r[4])
+		bySwitch[r[2]] = append(bySwitch[r[2]], move{float64(ns) / 1e9, port, r[5]})
+	}
+	for _, a := range []string{"A1", "A2", "A3"} {
+		mv := bySwitch[a]
+		if len(mv) == 0 || mv[0].cause != "remote" || mv[0].port != 3 {
+			t.Fatalf("%s's moves %+v: want a first one to port 3 (towards M) on a snooped CNM", a, mv)
+		}
+		for i := 1; i < len(mv); i++ {
+			if mv[i].cause == "expiry" {
+				// Back to S7 exactly the expiry after the remote entry
+				// was made (within a poll and the CNM's stamp).
+				if gap := mv[i].at - mv[i-1].at; mv[i-1].cause != "remote" || mv[i].port != 2 || gap < 1.5 || gap > 1.5*1.2 {
+					t.Errorf("%s: %+v after %+v (%.3f s): want a move back to port 2 one expiry (1.5 s) after the remote one", a, mv[i], mv[i-1], gap)
+				}
+			}
+		}
+	}
+	for sw := range bySwitch {
+		if sw != "A1" && sw != "A2" && sw != "A3" {
+			t.Errorf("switch %s moved a destination: only the sources' switches have a choice", sw)
+		}
+	}
+	t.Logf("least flow %.3f, %d moves", least, p.QCN.ARMoves)
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %d rows, %v", path, len(rows), err)
+	}
+	return rows
 }

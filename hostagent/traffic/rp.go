@@ -236,7 +236,7 @@ func (s *source) takeHeld(r *rpState, now int64) (d int32, at, due int64, ok boo
 	l := s.limited[d]
 	at = l.held[0]
 	l.held = l.held[1:]
-	r.charge(s, d, l, now)
+	r.charge(s, d, l, best)
 	return d, at, best, true
 }
 
@@ -249,7 +249,7 @@ func (s *source) admit(r *rpState, d int32, at, now int64, measured bool) bool {
 		return true
 	}
 	if len(l.held) == 0 && l.free <= now {
-		r.charge(s, d, l, now)
+		r.charge(s, d, l, max(l.free, at))
 		return true
 	}
 	if len(l.held) >= r.queue {
@@ -266,11 +266,15 @@ func (s *source) admit(r *rpState, d int32, at, now int64, measured bool) bool {
 	return false
 }
 
-// charge lets one frame of flow d through its limiter: the next may leave
-// a frame time at the current rate later, and the byte counter runs; a
-// limiter back at the line rate with nothing held is dropped.
-func (r *rpState) charge(s *source, d int32, l *limiter, now int64) {
-	l.free = max(l.free, now) + r.frameNs(l.rp.CR)
+// charge lets one frame of flow d through its limiter, due at due (when
+// the limiter let it go): the next may leave a frame time at the current
+// rate after that, not after the sender got to it, so a sender that woke
+// late sends the frames due meanwhile together and the flow keeps its
+// rate (from the send time, a late wake-up's delay was lost at every
+// frame: 0.6 of the line rate at 100 Mbit/s). A limiter back at the line
+// rate with nothing held is dropped; the byte counter runs.
+func (r *rpState) charge(s *source, d int32, l *limiter, due int64) {
+	l.free = max(l.free, due) + r.frameNs(l.rp.CR)
 	if l.rp.Sent(r.frameLen) && len(l.held) == 0 {
 		delete(s.limited, d)
 		r.released.Add(1)
