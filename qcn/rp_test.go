@@ -64,3 +64,20 @@ func TestReactionPointCutDuringRecovery(t *testing.T) {
 		t.Fatalf("second cut: CR %.0f TR %.0f stage %d (was %.0f)", r.CR, r.TR, r.Stage, before)
 	}
 }
+
+// A queue that stays full sends CNMs without end: the rate stops at the
+// floor, a thousandth of the line, and climbs from there once fast
+// recovery (towards a target at the floor too) is over.
+func TestReactionPointFloor(t *testing.T) {
+	r := NewReactionPoint(50e6)
+	for range 1000 {
+		r.CNM(MaxFbq)
+	}
+	if r.CR != MinShare*50e6 || r.TR != r.CR {
+		t.Fatalf("after 1000 CNMs: CR %g TR %g, want the floor %g", r.CR, r.TR, MinShare*50e6)
+	}
+	r.Sent(FastRecoveryStages*ByteCounter + ByteCounter/2)
+	if r.CR <= MinShare*50e6 {
+		t.Fatalf("no recovery from the floor: CR %g", r.CR)
+	}
+}

@@ -490,6 +490,7 @@ type ReactionPoints struct {
 	HeldAtEnd uint64 `json:"frames_held_at_end"`
 	Unknown   uint64 `json:"cnms_for_no_host"`
 	Malformed uint64 `json:"cnms_malformed"`
+	ReadErrs  uint64 `json:"cnm_read_errors"`
 }
 
 type Flow struct {
@@ -498,6 +499,7 @@ type Flow struct {
 	Sent         uint64  `json:"sent_frames"`
 	Received     uint64  `json:"received_frames"`
 	Lost         uint64  `json:"lost_frames"`
+	Reordered    uint64  `json:"reordered"`
 	AcceptedLoad float64 `json:"accepted_load"`
 	DeliveredBps float64 `json:"delivered_bps"`
 	LatencyUS    Latency `json:"latency_us"`

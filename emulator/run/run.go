@@ -537,14 +537,14 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 	f := res.Fidelity
 	var flows []results.Flow
 	for _, fl := range res.Flows {
-		flows = append(flows, results.Flow{Src: fl.Src, Dst: fl.Dst, Sent: fl.Sent, Received: fl.Received, Lost: fl.Lost,
+		flows = append(flows, results.Flow{Src: fl.Src, Dst: fl.Dst, Sent: fl.Sent, Received: fl.Received, Lost: fl.Lost, Reordered: fl.Reordered,
 			AcceptedLoad: fl.AcceptedLoad, DeliveredBps: fl.DeliveredBps,
 			LatencyUS: latencyUS(fl.Latency)})
 	}
 	var rp *results.ReactionPoints
 	if r := res.RP; r != nil {
 		rp = &results.ReactionPoints{CNMs: r.CNMs, Limiters: r.Limiters, Released: r.Released, Held: r.Held,
-			Dropped: r.Dropped, HeldAtEnd: r.HeldAtEnd, Unknown: r.Unknown, Malformed: r.Malformed}
+			Dropped: r.Dropped, HeldAtEnd: r.HeldAtEnd, Unknown: r.Unknown, Malformed: r.Malformed, ReadErrs: r.ReadErrs}
 	}
 	return results.Point{
 		Flows: flows, ReactionPoints: rp,

@@ -317,8 +317,8 @@ func TestEngineFlows(t *testing.T) {
 	for _, f := range r.Flows {
 		sent += f.Sent
 		recv += f.Received
-		if f.Sent == 0 || f.Received != f.Sent || f.Lost != 0 {
-			t.Errorf("%s -> %s: sent %d, received %d, lost %d: want all delivered on a quiet bridge", f.Src, f.Dst, f.Sent, f.Received, f.Lost)
+		if f.Sent == 0 || f.Received != f.Sent || f.Lost != 0 || f.Reordered != 0 {
+			t.Errorf("%s -> %s: sent %d, received %d, lost %d, reordered %d: want all delivered in order on a quiet bridge", f.Src, f.Dst, f.Sent, f.Received, f.Lost, f.Reordered)
 		}
 		if f.Latency.P50 <= 0 || f.Latency.P99 < f.Latency.P50 {
 			t.Errorf("%s -> %s: latency %+v", f.Src, f.Dst, f.Latency)

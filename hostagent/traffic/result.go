@@ -133,6 +133,7 @@ type FlowStats struct {
 	Sent         uint64  `json:"sent_frames"`
 	Received     uint64  `json:"received_frames"`
 	Lost         uint64  `json:"lost_frames"`
+	Reordered    uint64  `json:"reordered"`     // arrived after a later frame of the pair (a path change, adaptive routing)
 	AcceptedLoad float64 `json:"accepted_load"` // fraction of the host link rate
 	DeliveredBps float64 `json:"delivered_bps"` // frame bytes received, as bits per second
 	Latency      Latency `json:"latency_us"`
@@ -171,7 +172,7 @@ func (e *Engine) flowStats(cfg *Config, pairs [][2]int, srcs []*source, sinks []
 	var out []FlowStats
 	for _, p := range pairs {
 		f := &sinks[p[1]].flows[p[0]]
-		st := FlowStats{Src: e.hosts[p[0]].Name, Dst: e.hosts[p[1]].Name, Sent: srcs[p[0]].sentTo[int32(p[1])], Received: f.recv}
+		st := FlowStats{Src: e.hosts[p[0]].Name, Dst: e.hosts[p[1]].Name, Sent: srcs[p[0]].sentTo[int32(p[1])], Received: f.recv, Reordered: f.reordered}
 		st.Lost = st.Sent - min(st.Received, st.Sent)
 		st.AcceptedLoad = float64(st.Received) / capacity
 		st.DeliveredBps = float64(st.Received) * float64(cfg.FrameSize) * 8 / cfg.Duration.Seconds()

@@ -47,6 +47,7 @@ type RPStats struct {
 	HeldAtEnd uint64 `json:"frames_held_at_end"` // measured frames still waiting when the window closed
 	Unknown   uint64 `json:"cnms_for_no_host"`   // CNMs whose flow destination is no host of the lab
 	Malformed uint64 `json:"cnms_malformed"`
+	ReadErrs  uint64 `json:"cnm_read_errors"` // the CNM socket's failed reads (each retried)
 }
 
 // limiter is one limited flow at a source: its reaction point, when its
@@ -71,6 +72,7 @@ type rpState struct {
 	cnms     atomic.Uint64
 	created  atomic.Uint64
 	unknown  atomic.Uint64
+	readErrs atomic.Uint64
 	bad      atomic.Uint64
 	released atomic.Uint64
 }
@@ -111,7 +113,16 @@ func (r *rpState) read(p *packet.Socket, s *source) {
 	for {
 		n, err := p.Recv(buf)
 		if err != nil {
-			return
+			if p.Closed() {
+				return
+			}
+			// A failing read (ENOBUFS, ENETDOWN ...) must not end the
+			// host's reaction point for the rest of the run: its flows
+			// would go on unthrottled while CNMs arrive. A minute-long
+			// run's CM once lost its hold after 350 s this way or another.
+			r.readErrs.Add(1)
+			time.Sleep(time.Millisecond)
+			continue
 		}
 		if qcn.DecodeCut(buf[:n], &c) != nil {
 			r.bad.Add(1)
@@ -146,7 +157,8 @@ func (r *rpState) stop() {
 // finish gathers the counts once the senders have stopped; the measured
 // frames still held count as offered (they were).
 func (r *rpState) finish(srcs []*source, measFrom, measTo int64) *RPStats {
-	st := RPStats{CNMs: r.cnms.Load(), Limiters: r.created.Load(), Released: r.released.Load(), Unknown: r.unknown.Load(), Malformed: r.bad.Load()}
+	st := RPStats{CNMs: r.cnms.Load(), Limiters: r.created.Load(), Released: r.released.Load(), Unknown: r.unknown.Load(), Malformed: r.bad.Load(),
+		ReadErrs: r.readErrs.Load()}
 	for _, s := range srcs {
 		s.mu.Lock()
 		st.Held += s.stats.rpHeld

@@ -17,7 +17,10 @@ type flow struct {
 	max  uint64
 	win  uint64
 	recv uint64
-	any  bool
+	// reordered counts the frames that arrived after a later one of
+	// the flow (seed 003's receivers "check frame order").
+	reordered uint64
+	any       bool
 	// hist is the flow's own latency histogram, for the pairs of a flows
 	// pattern (Result.Flows); nil elsewhere.
 	hist *pat.Histogram
@@ -121,6 +124,7 @@ func (k *sink) frame(b []byte, h *pat.Header, now int64) {
 			f.win |= 1 << d
 		}
 		k.st.reordered++
+		f.reordered++
 	}
 	f.recv++
 	k.st.received++
