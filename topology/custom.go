@@ -243,27 +243,14 @@ func customDiameter(t *Topology) int {
 // hosts. Row d, entry s: hops from s to d.
 func (t *Topology) SwitchDistances() [][]int {
 	out := make([][]int, len(t.Switches))
+	var q []int
 	for d := range t.Switches {
 		if t.Switches[d].NumHosts == 0 {
 			continue
 		}
-		dist := make([]int, len(t.Switches))
-		for i := range dist {
-			dist[i] = -1
-		}
-		dist[d] = 0
-		q := []int{d}
-		for len(q) > 0 {
-			u := q[0]
-			q = q[1:]
-			for _, p := range t.Switches[u].Ports {
-				if p.Class != ClassHost && dist[p.Peer.Switch] < 0 {
-					dist[p.Peer.Switch] = dist[u] + 1
-					q = append(q, p.Peer.Switch)
-				}
-			}
-		}
-		out[d] = dist
+		out[d] = make([]int, len(t.Switches))
+		// From d is to d: every link goes both ways.
+		q = t.hopsFrom(d, out[d], q)
 	}
 	return out
 }

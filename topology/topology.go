@@ -238,21 +238,7 @@ func (t *Topology) AvgPathSwitches() (avg float64, ok bool) {
 		if na == 0 {
 			continue
 		}
-		for i := range dist {
-			dist[i] = -1
-		}
-		dist[src] = 0
-		q = append(q[:0], src)
-		for len(q) > 0 {
-			u := q[0]
-			q = q[1:]
-			for _, p := range t.Switches[u].Ports {
-				if p.Class != ClassHost && dist[p.Peer.Switch] < 0 {
-					dist[p.Peer.Switch] = dist[u] + 1
-					q = append(q, p.Peer.Switch)
-				}
-			}
-		}
+		q = t.hopsFrom(src, dist, q)
 		for dst := range t.Switches {
 			if nb := t.Switches[dst].NumHosts; nb > 0 {
 				if dist[dst] < 0 {
@@ -264,6 +250,28 @@ func (t *Topology) AvgPathSwitches() (avg float64, ok bool) {
 	}
 	h := float64(len(t.Hosts))
 	return sum / (h * h), true
+}
+
+// hopsFrom fills dist with every switch's hop count from switch src (-1:
+// unreachable), by a breadth-first search over the inter-switch links;
+// q is the queue's storage, returned for reuse.
+func (t *Topology) hopsFrom(src int, dist, q []int) []int {
+	for i := range dist {
+		dist[i] = -1
+	}
+	dist[src] = 0
+	q = append(q[:0], src)
+	for len(q) > 0 {
+		u := q[0]
+		q = q[1:]
+		for _, p := range t.Switches[u].Ports {
+			if p.Class != ClassHost && dist[p.Peer.Switch] < 0 {
+				dist[p.Peer.Switch] = dist[u] + 1
+				q = append(q, p.Peer.Switch)
+			}
+		}
+	}
+	return q
 }
 
 // PortTo is switch s's first port to switch d (0: none).
