@@ -51,12 +51,16 @@ type Switch struct {
 
 	entries map[key]*Entry
 	sel     map[int]int
+	// local counts each port's local entries: the monitor asks QueueLow
+	// of every port whose queue is low at every poll (1 ms), and most
+	// have none.
+	local map[int]int
 }
 
 // New starts a switch with no congestion: every destination on its first
 // eligible port.
 func New(eligible map[int][]int, expiry time.Duration) (*Switch, error) {
-	s := &Switch{Eligible: eligible, Expiry: expiry, entries: map[key]*Entry{}, sel: map[int]int{}}
+	s := &Switch{Eligible: eligible, Expiry: expiry, entries: map[key]*Entry{}, sel: map[int]int{}, local: map[int]int{}}
 	for d, l := range eligible {
 		if len(l) == 0 {
 			return nil, fmt.Errorf("destination %d has no eligible port", d)
@@ -97,6 +101,9 @@ func (s *Switch) Notify(d, p, fb int, local bool, now time.Time) (Selection, boo
 		s.entries[k] = e
 	}
 	if e.Local || !e.Congested {
+		if e.Local != local || !e.Congested {
+			s.local[p] += b2i(local) - b2i(e.Local && e.Congested)
+		}
 		e.Local = local
 		e.Congested = true
 		e.FbCount++
@@ -126,6 +133,10 @@ func (s *Switch) Expire(now time.Time) []Selection {
 // QueueLow clears the local entries of port p, whose queue has fallen to
 // Qeq/2 or below, and returns the selections that changed.
 func (s *Switch) QueueLow(p int) []Selection {
+	if s.local[p] == 0 {
+		return nil
+	}
+	s.local[p] = 0
 	var dsts []int
 	for k, e := range s.entries {
 		if k.port == p && e.Local {
@@ -134,6 +145,13 @@ func (s *Switch) QueueLow(p int) []Selection {
 		}
 	}
 	return s.reselectAll(dsts)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // NextExpiry is the earliest remote timer (zero: none running).

@@ -209,9 +209,9 @@ func parseCustomParam(g *CustomGraph, hosts map[string]int, hostOrder *[]string,
 	return nil
 }
 
-// SetCustomHosts fills g.Hosts from counts by switch name; a name that is
+// setHosts fills g.Hosts from counts by switch name; a name that is
 // not a switch is an error naming it.
-func (g *CustomGraph) SetCustomHosts(counts map[string]int, order []string) error {
+func (g *CustomGraph) setHosts(counts map[string]int, order []string) error {
 	id := g.index()
 	g.Hosts = make([]int, len(g.Switches))
 	for _, n := range order {

@@ -197,7 +197,7 @@ func ParseSpec(s string) (Spec, error) {
 		*dst = n
 	}
 	if custom != nil {
-		if err := custom.SetCustomHosts(hosts, hostOrder); err != nil {
+		if err := custom.setHosts(hosts, hostOrder); err != nil {
 			return Spec{}, fmt.Errorf("topology %q: %w", s, err)
 		}
 		sp.Custom = custom

@@ -127,8 +127,8 @@ func (m *Monitor) snoopNotify(s *sw, dst [6]byte, port int, fbq uint8, local boo
 	}
 }
 
-// snoopPoll expires remote entries; low is the switch's ports whose
-// queue is at Qeq/2 or below now. Called by Poll with smu held.
+// snoopExpire clears every switch's remote entries whose timer has fired
+// and moves what they held. Called by Poll with smu held.
 func (m *Monitor) snoopExpire(now time.Time) {
 	for _, s := range m.switches {
 		if s.qcn == nil || s.qcn.snoop == nil {

@@ -33,43 +33,8 @@ const topology1 = `topology:
 // the flows share the link (a third each on average), the hot queue
 // stays near Qeq, and every CNM sent reached a host.
 func TestCongestionManagement(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
-		t.Skip("needs Open vSwitch")
-	}
-	name := "hrun-cm"
-	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
-name: `+name+`
-`+topology1+`routing:
-  mode: shortest
-  qcn: {rp: true}
-links: {host: {rate: 100mbit}, local: {rate: 100mbit, limit: 256kb}}
-ovs: {datapath: ebpf}
-phases:
-  - name: t
-    traffic:
-      pattern: flows
-      loads: [1.0]
-      duration: 4s
-      seed: 1
-      flows: [{src: A1h0, dst: B1h0}, {src: A2h0, dst: B2h0}, {src: A3h0, dst: B3h0}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	if _, err := Run(ctx, sc, Options{Out: dir, Warmup: time.Second, Drain: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _ := runTopology1(t, "hrun-cm", "routing:\n  mode: shortest\n  qcn: {rp: true}\n",
+		"links: {host: {rate: 100mbit}, local: {rate: 100mbit, limit: 256kb}}\n", time.Second)
 	p := &m.Phases[0]
 	q, rp := p.QCN, p.ReactionPoints
 	if q == nil || !q.Notify || rp == nil {
@@ -108,43 +73,8 @@ phases:
 // expiry, after which the flow comes back to S7 (the paper's reset
 // spikes) and moves again at the next CNM (check 4).
 func TestSnoopAR(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
-		t.Skip("needs Open vSwitch")
-	}
-	name := "hrun-ar"
-	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
-name: `+name+`
-`+topology1+`routing:
-  mode: snoop-ar
-  qcn: {rp: false, expiry: 1500ms, time_scale: 1}
-links: {host: {rate: 50mbit}, local: {rate: 50mbit, limit: 256kb}}
-ovs: {datapath: ebpf}
-phases:
-  - name: t
-    traffic:
-      pattern: flows
-      loads: [1.0]
-      duration: 4s
-      seed: 1
-      flows: [{src: A1h0, dst: B1h0}, {src: A2h0, dst: B2h0}, {src: A3h0, dst: B3h0}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	if _, err := Run(ctx, sc, Options{Out: dir, Warmup: 500 * time.Millisecond, Drain: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, dir := runTopology1(t, "hrun-ar", "routing:\n  mode: snoop-ar\n  qcn: {rp: false, expiry: 1500ms, time_scale: 1}\n",
+		"links: {host: {rate: 50mbit}, local: {rate: 50mbit, limit: 256kb}}\n", 500*time.Millisecond)
 	p := &m.Phases[0]
 	if p.QCN == nil || p.QCN.ARMoves == 0 || p.QCN.ARMoveErrors != 0 || p.ReactionPoints != nil {
 		t.Fatalf("qcn %+v, reaction points %+v", p.QCN, p.ReactionPoints)
@@ -200,4 +130,44 @@ func readCSV(t *testing.T, path string) [][]string {
 		t.Fatalf("%s: %d rows, %v", path, len(rows), err)
 	}
 	return rows
+}
+
+// runTopology1 runs topology 1 with routing and links as given, the
+// three flows at load 1 for 4 s, on the eBPF datapath, and returns its
+// metrics and run directory.
+func runTopology1(t *testing.T, name, routing, links string, warmup time.Duration) (*results.Metrics, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+		t.Skip("needs Open vSwitch")
+	}
+	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
+name: `+name+`
+`+topology1+routing+links+`ovs: {datapath: ebpf}
+phases:
+  - name: t
+    traffic:
+      pattern: flows
+      loads: [1.0]
+      duration: 4s
+      seed: 1
+      flows: [{src: A1h0, dst: B1h0}, {src: A2h0, dst: B2h0}, {src: A3h0, dst: B3h0}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fabric.Down(name) })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if _, err := Run(ctx, sc, Options{Out: dir, Warmup: warmup, Drain: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := results.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, dir
 }
