@@ -37,6 +37,13 @@ const (
 	// MinAchievedRate is the least fraction of its configured rate a
 	// saturated link must carry.
 	MinAchievedRate = 0.90
+	// MaxQueueLeak is the largest share of its limit by which a counted
+	// queue (the eBPF datapath's) may stay above its qdisc once the point
+	// has drained: the queue the program models is that much shorter
+	// than the scenario's. Not zero: a frame the kernel drops between tbf
+	// and the far end's program is never counted out (it is judged as a
+	// drop outside the modelled queues).
+	MaxQueueLeak = 0.02
 )
 
 // Fidelity is the verdict on whether the machine kept up.
@@ -48,7 +55,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, links, shaping, link_rate
+	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, duplicates, links, shaping, queue_counts, link_rate
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -82,6 +89,17 @@ type FidelityInput struct {
 	Unshaped []string
 	// Missing lists links deleted while the point ran.
 	Missing []string
+	// Leaked lists the eBPF datapath's counted queues that held more than
+	// their qdisc at the point's end: the program took them for fuller
+	// than they were and dropped frames a real queue would have kept.
+	Leaked []QueueLeak
+}
+
+// QueueLeak is a counted queue that never came back down: Bytes more than
+// its qdisc held, of its Limit.
+type QueueLeak struct {
+	Port         string
+	Bytes, Limit uint64
 }
 
 // LinkRate is one shaped link end during a point.
@@ -155,6 +173,20 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 				fmt.Sprintf("%d link ends (e.g. %s) have a configured rate but no tbf queue, so their rate and buffering are not modelled",
 					len(p.Unshaped), p.Unshaped[0]))
 		}
+		if len(p.Leaked) > 0 {
+			// One check per point: the worst queue.
+			w := p.Leaked[0]
+			for _, l := range p.Leaked[1:] {
+				if leakShare(l) > leakShare(w) {
+					w = l
+				}
+			}
+			v := leakShare(w)
+			add(FidelityCheck{Check: "queue_counts", Phase: p.Phase, Load: p.Load, Value: v, Limit: MaxQueueLeak,
+				OK: v <= MaxQueueLeak, What: fmt.Sprintf("bytes a counted queue (eBPF datapath) held beyond its qdisc at the point's end / its limit, the worst of %d (%s)", len(p.Leaked), w.Port)},
+				fmt.Sprintf("the eBPF program counted %d bytes in %s's queue that tbf did not hold (%.1f%% of its %d-byte limit) and never took them out: it modelled a shorter queue than the scenario's, so some of its queue drops are its own, not the fabric's",
+					w.Bytes, w.Port, 100*v, w.Limit))
+		}
 		// One check per point for links: the worst saturated link.
 		links := append([]LinkRate(nil), p.Links...)
 		sort.SliceStable(links, func(i, j int) bool { return ratio(links[i]) < ratio(links[j]) })
@@ -196,4 +228,11 @@ func formatBps(v float64) string {
 		return fmt.Sprintf("%.3g kbit/s", v/1e3)
 	}
 	return fmt.Sprintf("%.3g bit/s", v)
+}
+
+func leakShare(l QueueLeak) float64 {
+	if l.Limit == 0 {
+		return 1
+	}
+	return float64(l.Bytes) / float64(l.Limit)
 }

@@ -146,7 +146,8 @@ func TestEvaluate(t *testing.T) {
 func TestFidelity(t *testing.T) {
 	ok := EvaluateFidelity([]FidelityInput{{Phase: "p", Load: 0.5, CPUBusy: 0.5, Sent: 100000, Drops: Drops{Queue: 5000, Datapath: 10},
 		Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.6},
-		Links:   []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}}}})
+		Links:   []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}},
+		Leaked:  []QueueLeak{{Port: "A:2", Bytes: 1000, Limit: 256000}}}}) // a frame the kernel dropped past tbf
 	if !ok.OK || len(ok.Reasons) != 0 {
 		t.Errorf("healthy run judged untrustworthy: %+v", ok)
 	}
@@ -165,6 +166,9 @@ func TestFidelity(t *testing.T) {
 		// A batch that numbered two frames of a host alike made its sink
 		// count 22% duplicates, and nothing else failed.
 		"duplicates": {CPUBusy: 0.5, Sent: 303156, Duplicates: 67457},
+		// Seed 003's topology 1 at 355 s: the CNMs switches forwarded had
+		// filled a counted queue (78 bytes each, never counted out).
+		"queue counts": {CPUBusy: 0.25, Sent: 100, Leaked: []QueueLeak{{Port: "S8:1", Bytes: 2000, Limit: 256000}, {Port: "S7:4", Bytes: 262080, Limit: 262144}}},
 	} {
 		in.Phase, in.Load = "p", 0.9
 		f := EvaluateFidelity([]FidelityInput{in})

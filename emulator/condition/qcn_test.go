@@ -278,3 +278,49 @@ func overload(t *testing.T, dhost fabric.Host, dst net.HardwareAddr, tsrc, osrc 
 	}
 	return got
 }
+
+// CNMs that cross switches on their way back leave the eBPF program's
+// queue counts empty once the fabric drains. On the line A-B-C-D, A's and
+// C's hosts overload C's port towards D (30 Mbit/s); a CNM for A's host
+// is written on C's port towards B and forwarded by B's program towards
+// A. The program used to count such a CNM into B's queue and never out of
+// it, so the count grew by a CNM's bytes each time until the queue looked
+// full, and the program dropped every frame given to it (seed 003's
+// topology 1 lost its reaction points 355 s into a run).
+func TestCNMsLeaveQueueCountsEmpty(t *testing.T) {
+	roottest.Need(t)
+	lab, _ := upYAML(t, "hcnmq", `topology: {kind: custom, switches: [A, B, C, D], links: [[A, B], [B, C], [C, D]], hosts: {A: 1, C: 1, D: 1}}
+routing: {mode: shortest, qcn: {rp: true}}
+links: {host: {rate: 100mbit}, local: {rate: 30mbit, limit: 64kb}}
+ovs: {datapath: ebpf}
+`)
+	hosts := map[string]fabric.Host{}
+	for _, h := range lab.Hosts {
+		hosts[h.Name] = h
+	}
+	a, c, d := hosts["Ah0"], hosts["Ch0"], hosts["Dh0"]
+	amac, _ := net.ParseMAC(a.MAC)
+	cmac, _ := net.ParseMAC(c.MAC)
+	dmac, _ := net.ParseMAC(d.MAC)
+	m, err := New(lab, Options{QCN: &QCN{Notify: true, Qeq: 16 << 10, W: 2, SampleBytes: 15000,
+		Qold: qcn.QoldSample, CNMProbability: 1, Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	stop := runMonitor(t, m)
+	overload(t, d, dmac, amac, cmac, a, c, 3*time.Second)
+	stop()
+	_, cnms, _, _ := m.QCNLog(QCNMark{})
+	toA := 0
+	for _, x := range cnms {
+		if x.Switch == "C" && x.VictimSrc == a.MAC && x.Dropped == "" {
+			toA++
+		}
+	}
+	t.Logf("%d CNMs, %d of them to A's host across B", len(cnms), toA)
+	if toA < 20 {
+		t.Fatalf("only %d CNMs crossed B towards A's host: %+v", toA, m.QCNCounters())
+	}
+	queuesCounted(t, lab)
+}

@@ -44,6 +44,9 @@ type Report struct {
 	// Missing lists links with an end whose interface was gone at the end
 	// of the point (deleted while the run went on).
 	Missing []string
+	// Leaked lists the eBPF datapath's counted queues that held more
+	// than their qdisc at the point's end.
+	Leaked []results.QueueLeak
 	// Backlog holds the series of the hottest link ends.
 	Backlog []results.BacklogSeries
 	// Timeline is the point bin by bin (nil when no bin closed).
@@ -143,6 +146,7 @@ func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
 	in.Drops.Socket = p.Drops.Socket
 	in.Unshaped = r.Unshaped
 	in.Missing = r.Missing
+	in.Leaked = r.Leaked
 	for _, l := range r.Links {
 		// A link counts as saturated for the rate check by the time its
 		// queue never emptied, and is judged by what it sent then.
