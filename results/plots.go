@@ -348,7 +348,10 @@ func timeByLoadChart(title, ylabel string, pts []Point, series func(*Point) (t, 
 
 // hostLoadChart is each host's received load over time at the phase's
 // highest load (seed 002 Fig. 6); hosts that received nothing are left
-// out.
+// out. Under a flows pattern whose destinations each receive one flow it
+// is each flow's throughput over time (seed 003's 3-flow figures, the
+// reset spikes), a line per flow named "source → destination", and the
+// hosts no flow goes to are left out (they receive only CNMs).
 func hostLoadChart(phase string, pts []Point) (plot.Chart, bool) {
 	p := highest(pts, func(p *Point) bool { return p.Timeline != nil && len(p.Timeline.DeliveredByHost) > 0 })
 	if p == nil {
@@ -356,6 +359,15 @@ func hostLoadChart(phase string, pts []Point) (plot.Chart, bool) {
 	}
 	tl := p.Timeline
 	c := plot.Chart{Title: fmt.Sprintf("%s: load each host received at load %g", phase, p.Load), XLabel: timeLabel, YLabel: "fraction of the host link rate"}
+	if flowOf := flowByDestination(p.Flows); flowOf != nil {
+		c.Title = fmt.Sprintf("%s: throughput of each flow at load %g", phase, p.Load)
+		for _, f := range p.Flows {
+			if y, ok := tl.DeliveredByHost[f.Dst]; ok {
+				c.Series = append(c.Series, plot.Series{Name: flowOf[f.Dst], Points: xy(tl.T, y), NoMarkers: true})
+			}
+		}
+		return c, hasData(c)
+	}
 	hosts := make([]string, 0, len(tl.DeliveredByHost))
 	for h := range tl.DeliveredByHost {
 		hosts = append(hosts, h)
@@ -367,6 +379,23 @@ func hostLoadChart(phase string, pts []Point) (plot.Chart, bool) {
 		}
 	}
 	return c, hasData(c)
+}
+
+// flowByDestination names each flow by its destination ("A1h0 → B1h0"),
+// or is nil when there are no flows or a destination receives more than
+// one (its host's load is then not one flow's).
+func flowByDestination(flows []Flow) map[string]string {
+	if len(flows) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(flows))
+	for _, f := range flows {
+		if _, dup := out[f.Dst]; dup {
+			return nil
+		}
+		out[f.Dst] = f.Src + " → " + f.Dst
+	}
+	return out
 }
 
 // maxPTraces bounds the ports in a P(t) figure.

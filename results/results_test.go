@@ -414,3 +414,20 @@ func TestBinAcceptedMin(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Under a flows pattern the host-load figure is each flow's throughput
+// over time, named by the flow; hosts that only received CNMs are left
+// out. When a destination receives two flows it stays per host.
+func TestFlowThroughputChart(t *testing.T) {
+	tl := &Timeline{T: []float64{0.5, 1}, DeliveredByHost: map[string][]float64{
+		"Bh0": {0.3, 0.4}, "Bh1": {0.5, 0.5}, "Ah0": {0.001, 0}, "Ah1": {0.001, 0}}}
+	p := Point{Load: 1, Timeline: tl, Flows: []Flow{{Src: "Ah0", Dst: "Bh0"}, {Src: "Ah1", Dst: "Bh1"}}}
+	c, ok := hostLoadChart("f", []Point{p})
+	if !ok || len(c.Series) != 2 || c.Series[0].Name != "Ah0 → Bh0" || c.Series[1].Name != "Ah1 → Bh1" || !strings.Contains(c.Title, "each flow") {
+		t.Errorf("flows chart: %q, %+v", c.Title, c.Series)
+	}
+	p.Flows = append(p.Flows, Flow{Src: "Ah1", Dst: "Bh0"})
+	if c, _ := hostLoadChart("f", []Point{p}); len(c.Series) != 4 || strings.Contains(c.Title, "each flow") {
+		t.Errorf("two flows to one host: %q, %d series, want one per host", c.Title, len(c.Series))
+	}
+}
