@@ -703,10 +703,7 @@ func (d *decoder) qcn(n *node) QCN {
 	}
 	if e := f["cnm_priority"]; e != nil {
 		if v, ok := d.boolean(e.val, path("cnm_priority")); ok {
-			if v {
-				d.errf(e.val, path("cnm_priority"), "true (an htb band for CNMs) is not built yet: CNMs share the links' FIFO; set false")
-			}
-			q.CNMPriority = false
+			q.CNMPriority = v
 		}
 	}
 	if e := f["refresh"]; e != nil && e.val.kind == scalarNode && e.val.typ == strScalar && e.val.text == "auto" {
@@ -730,7 +727,7 @@ func (d *decoder) notifyQCN(n *node, snoop bool) QCN {
 	if n == nil {
 		return q
 	}
-	keys := []string{"rp", "qeq", "w", "sample_bytes", "qold"}
+	keys := []string{"rp", "qeq", "w", "sample_bytes", "qold", "cnm_priority"}
 	if snoop {
 		keys = append(keys, "expiry", "remote_refresh", "time_scale")
 	}
@@ -764,6 +761,11 @@ func (d *decoder) notifyQCN(n *node, snoop bool) QCN {
 	if e := f["rp"]; e != nil {
 		if v, ok := d.boolean(e.val, path("rp")); ok {
 			q.RP = v
+		}
+	}
+	if e := f["cnm_priority"]; e != nil {
+		if v, ok := d.boolean(e.val, path("cnm_priority")); ok {
+			q.CNMPriority = v
 		}
 	}
 	if e := f["qold"]; e != nil {
@@ -1432,6 +1434,13 @@ func (d *decoder) crossChecks(s *Scenario, f map[string]*entry) {
 			// Its switches move a rule by writing its action in the
 			// program's map; the Open vSwitch path is not built.
 			d.errf(me.val, "routing.mode", "snoop-ar runs on the eBPF datapath only (ovs: {datapath: ebpf})")
+		}
+	}
+	if q := s.Routing.QCN; q != nil && q.CNMPriority && s.OVS.Datapath != DatapathEBPF {
+		// The program sends a CNM past the data queues; Open vSwitch's
+		// tbf has one FIFO (the spec's htb band is not built).
+		if qe := f["routing"].val.get("qcn"); qe != nil && qe.val.get("cnm_priority") != nil {
+			d.errf(qe.val.get("cnm_priority").val, "routing.qcn.cnm_priority", "true runs on the eBPF datapath only (ovs: {datapath: ebpf}), whose program sends CNMs ahead of the data queues; on Open vSwitch they share the links' FIFO: set false")
 		}
 	}
 	if s.Routing.Mode == controller.VLAN {

@@ -137,7 +137,8 @@ func (s *Scenario) effectiveTree() *node {
 			"qeq", mkStr(FormatSize(q.Qeq)),
 			"w", mkFloat(q.W),
 			"sample_bytes", mkStr(FormatSize(q.SampleBytes)),
-			"qold", mkStr(q.Qold))
+			"qold", mkStr(q.Qold),
+			"cnm_priority", mkBool(q.CNMPriority))
 		if s.Routing.Mode == controller.SnoopAR {
 			qm.add("expiry", mkStr(FormatDuration(q.Expiry)))
 			qm.add("remote_refresh", mkBool(q.RemoteRefresh))

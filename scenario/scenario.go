@@ -107,8 +107,9 @@ type QCN struct {
 	// CNMProbability: the share of samples with Fbq > 0 that send a CNM
 	// (FOGSim v5 used 0.10; seed 004 does not mention one).
 	CNMProbability float64
-	// CNMPriority: CNMs in a strict-priority band of the links' shaper.
-	// Not built yet: CNMs share the data FIFO (spec §0.5's first step).
+	// CNMPriority: CNMs ahead of the data queues, as in a strict-priority
+	// band (eBPF datapath only: each skips the queue of every port it
+	// leaves by). False: they share the links' FIFO with the data.
 	CNMPriority bool
 	Realise     string        // metadata: the bitmask from a random N every Refresh
 	Refresh     time.Duration // how often each switch draws N; 0: auto, by datapath

@@ -466,7 +466,8 @@ func (m *Monitor) writerFor(lab *fabric.Lab, s fabric.Switch, id int, ifaces map
 		}
 		m.bpf = h
 	}
-	return &bpfWriter{h: m.bpf, sw: id, ifaces: ifaces, out: map[int]*packet.Sender{}}, nil
+	return &bpfWriter{h: m.bpf, sw: id, ifaces: ifaces, out: map[int]*packet.Sender{},
+		bypass: m.o.QCN != nil && m.o.QCN.CNMPriority}, nil
 }
 
 // bpfWriter sets a switch's bitmask in the eBPF datapath's conditions
@@ -480,6 +481,10 @@ type bpfWriter struct {
 	sw     int
 	ifaces map[int]iface
 	out    map[int]*packet.Sender // by port; the monitor's smu serializes sendFrame
+	// bypass: the frames skip the port's queue (PACKET_QDISC_BYPASS) and
+	// reach the far end at once, as the program sends CNMs on under
+	// routing.qcn.cnm_priority (a strict-priority band).
+	bypass bool
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -504,6 +509,12 @@ func (w *bpfWriter) sendFrame(port int, frame []byte) error {
 		var err error
 		if snd, err = packet.OpenSender(ifc.ns, ifc.name); err != nil {
 			return err
+		}
+		if w.bypass {
+			if err := snd.SetQdiscBypass(); err != nil {
+				snd.Close()
+				return err
+			}
 		}
 		w.out[port] = snd
 	}

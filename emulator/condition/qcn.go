@@ -64,8 +64,12 @@ type QCN struct {
 	SampleEvery    int     // transit departures between samples
 	Qold           qcn.QoldMode
 	CNMProbability float64 // share of samples with Fbq > 0 that send a CNM
-	Refresh        time.Duration
-	Seed           uint64 // the draws' (N, victims, CNM probability): reproducible per scenario seed
+	// CNMPriority: the lab's program sends CNMs ahead of the data queues
+	// (datapath.LoadOptions.CNMPriority), and the congestion points write
+	// theirs past the port's queue too (eBPF datapath only).
+	CNMPriority bool
+	Refresh     time.Duration
+	Seed        uint64 // the draws' (N, victims, CNM probability): reproducible per scenario seed
 }
 
 // CNMRecord is one congestion notification: sent by a congestion point,

@@ -2,12 +2,14 @@ package condition
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/ethertype"
@@ -323,4 +325,148 @@ ovs: {datapath: ebpf}
 		t.Fatalf("only %d CNMs crossed B towards A's host: %+v", toA, m.QCNCounters())
 	}
 	queuesCounted(t, lab)
+}
+
+// CNMs ahead of the data (routing.qcn.cnm_priority) on real, full queues.
+// On the line A-B-C-D, B's, C's and D's hosts send to A's host at twice
+// what the 10 Mbit/s links carry, so the ports towards A of D, C and B
+// hold their 64 KB each (52 ms). A CNM D's switch writes for A's host (as
+// its congestion point would) crosses all three: with the priority it
+// skips D's queue (the monitor's socket), C's and B's (the program) and
+// arrives within milliseconds; without, it waits behind every queue. The
+// switches are spread over two fabric namespaces (A, B | C, D), so the
+// program skips a queue both ways: into the far end's ingress in its own
+// namespace (B to A), and into another namespace's (C to B, and A to
+// its host: bpf_redirect_peer).
+func TestCNMPriority(t *testing.T) {
+	roottest.Need(t)
+	var fast, slow time.Duration
+	for _, prio := range []bool{true, false} {
+		t.Run(fmt.Sprint("priority=", prio), func(t *testing.T) {
+			d := cnmDelay(t, prio)
+			if prio {
+				fast = d
+			} else {
+				slow = d
+			}
+		})
+	}
+	t.Logf("median CNM delay across three full queues: %v with priority, %v without", fast, slow)
+	if fast > 10*time.Millisecond || slow < 50*time.Millisecond {
+		t.Errorf("median CNM delay %v with priority (want under 10 ms), %v without (want the queues' 157 ms, over 50 ms)", fast, slow)
+	}
+}
+
+// cnmDelay fills the queues of the line A-B-C-D towards A and returns the
+// median time CNMs written by D's switch take to reach A's host.
+func cnmDelay(t *testing.T, prio bool) time.Duration {
+	name := "hcnmpf"
+	if !prio {
+		name = "hcnmps"
+	}
+	lab, comp := upYAML(t, name, fmt.Sprintf(`topology: {kind: custom, switches: [A, B, C, D], links: [[A, B], [B, C], [C, D]], hosts: {A: 1, B: 1, C: 1, D: 1}}
+routing: {mode: shortest, qcn: {rp: true, cnm_priority: %v}}
+links: {host: {rate: 100mbit}, local: {rate: 10mbit, limit: 64kb}}
+ovs: {datapath: ebpf, instances: 2}
+`, prio))
+	hosts := map[string]fabric.Host{}
+	for _, h := range lab.Hosts {
+		hosts[h.Name] = h
+	}
+	nss := map[string][]string{}
+	for _, s := range lab.Switches {
+		nss[s.NetNS] = append(nss[s.NetNS], s.Name)
+	}
+	if len(nss) != 2 {
+		t.Fatalf("switches by fabric namespace %v: want two namespaces", nss)
+	}
+	t.Logf("switches by fabric namespace: %v", nss)
+	a := hosts["Ah0"]
+	amac, _ := net.ParseMAC(a.MAC)
+	m, err := New(lab, Options{QCN: &QCN{Notify: true, Qeq: 16 << 10, W: 2, SampleBytes: 150000, Qold: qcn.QoldSample,
+		CNMProbability: 1, CNMPriority: prio, Seed: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	c := m.switches["D"]
+	r := comp.Tables[3].Lookup(0, addressing.MACFromBytes(amac), ethertype.CNM)
+	if c == nil || r == nil || len(r.Out) != 1 {
+		t.Fatalf("switch D %v, its CNM route to A's host %+v", c, r)
+	}
+	// A's host stamps every CNM's arrival; the CNM's CP port field
+	// numbers it.
+	f, err := packet.EtherTypes(ethertype.CNM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx, err := packet.Open(a.NetNS, a.Iface, packet.Config{Filter: f, Timestamps: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	const n = 40
+	arrived := make([]time.Time, n)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf, oob := make([]byte, 256), make([]byte, 64)
+		var x qcn.CNM
+		for {
+			k, ts, err := rx.RecvStamped(buf, oob)
+			if err != nil {
+				return
+			}
+			if qcn.DecodeCut(buf[:k], &x) == nil && int(x.CPPort) < n {
+				arrived[x.CPPort] = ts
+			}
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, src := range []string{"Bh0", "Ch0", "Dh0"} {
+		h := hosts[src]
+		mac, _ := net.ParseMAC(h.MAC)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// 1514-byte frames every 0.6 ms: 20 Mbit/s, twice the links.
+			sendFrames(ctx, h.NetNS, h.Iface, amac, mac, 8000, 600*time.Microsecond)
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the queues fill in 60 ms
+	sent := make([]time.Time, n)
+	var cm [6]byte
+	copy(cm[:], amac)
+	for i := range n {
+		frame, err := (&qcn.CNM{Dst: cm, Src: cm, Fbq: 1, CPPort: uint16(i), VictimDst: cm}).Append(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent[i] = time.Now()
+		m.smu.Lock()
+		err = c.of.sendFrame(int(r.Out[0]), frame)
+		m.smu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // the last ones through the queues
+	cancel()
+	wg.Wait()
+	rx.SetReadDeadline(time.Now())
+	<-done
+	var delays []time.Duration
+	for i := range n {
+		if !arrived[i].IsZero() {
+			delays = append(delays, arrived[i].Sub(sent[i]))
+		}
+	}
+	if len(delays) < n/2 {
+		t.Fatalf("%d of %d CNMs reached A's host", len(delays), n)
+	}
+	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+	return delays[len(delays)/2]
 }

@@ -94,6 +94,9 @@ type LoadOptions struct {
 	// change at run time (VLAN routing's link off and on). It doubles
 	// the tables' maps, so others go without.
 	Reroutable bool
+	// CNMPriority sends QCN's CNMs ahead of the data queues: each skips
+	// the queue of the port it leaves by (send_cnm in the program).
+	CNMPriority bool
 }
 
 // Loaded is a datapath loaded into the kernel, its maps filled.
@@ -140,6 +143,9 @@ func Load(img *Image, o LoadOptions) (*Loaded, error) {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	if err := spec.Variables["queue_counters"].Set(uint32(b2u(len(img.queues) > 0))); err != nil {
+		return nil, fmt.Errorf("datapath object: %w", err)
+	}
+	if err := spec.Variables["cnm_priority"].Set(uint32(b2u(o.CNMPriority))); err != nil {
 		return nil, fmt.Errorf("datapath object: %w", err)
 	}
 	coll, err := ebpf.NewCollection(spec)

@@ -56,14 +56,19 @@ type Port struct {
 	Sw, Num uint16
 	Host    uint8
 	Used    uint8 // 1: the entry is a switch port (the map is an array)
-	Pad     [2]uint8
+	// CNMPeer: the far end is in another namespace (a CNM skipping the
+	// port's queue goes there by bpf_redirect_peer); else CNMFar is it.
+	CNMPeer, Pad uint8
 	// Probe[b][t] bit i: subtable i of bank b's table t may hold a rule
 	// for a frame on this port; an in_port subtable with no rule for it is
 	// skipped. Build fills bank 0's.
 	Probe [2][MaxTables]uint32
 	// Peer: with queue counters, the switch port at the far end of the
 	// link (0: none); a frame arriving here has left its queue.
-	Peer, Pad2 uint32
+	Peer uint32
+	// CNMFar: the switch port at the far end when it is in this
+	// namespace, where a CNM skipping the port's queue goes (0: none).
+	CNMFar uint32
 }
 
 // Subtable is one mask of a (switch, table): which fields its rules match.
@@ -175,6 +180,12 @@ type PortRef struct {
 	// port's queue and hold it to that many bytes (Queue).
 	Peer       uint32
 	QueueLimit uint64
+	// Far is the ifindex of the switch port at the far end (0: a host's,
+	// or unknown), and FarElsewhere says the far end is in another
+	// namespace (always so for a host's): where a CNM that skips the
+	// port's queue goes (LoadOptions.CNMPriority).
+	Far          uint32
+	FarElsewhere bool
 }
 
 // hosts counts the host ports: the fabric's hosts.
@@ -212,7 +223,13 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 		if p.Host {
 			host = 1
 		}
-		img.Ports[p.Ifindex] = Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host, Used: 1}
+		port := Port{Sw: uint16(p.Switch), Num: uint16(p.Port), Host: host, Used: 1}
+		if p.FarElsewhere {
+			port.CNMPeer = 1
+		} else {
+			port.CNMFar = p.Far
+		}
+		img.Ports[p.Ifindex] = port
 		if p.QueueLimit > 0 {
 			if p.Host || p.Peer == 0 {
 				return nil, fmt.Errorf("port %d of switch %d: a counted queue needs a switch port at the far end", p.Port, p.Switch)

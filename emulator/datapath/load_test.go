@@ -45,7 +45,8 @@ func TestLoadPassesTheVerifier(t *testing.T) {
 		}
 		cache := i%2 == 0      // both programs the flow_cache constant makes
 		reroutable := i%3 == 1 // and the reroutable one, with and without the cache
-		l, err := Load(img, LoadOptions{FlowCache: cache, Reroutable: reroutable})
+		prio := i%2 == 1       // CNMs ahead of the queues (send_cnm), with and without the queue counters
+		l, err := Load(img, LoadOptions{FlowCache: cache, Reroutable: reroutable, CNMPriority: prio})
 		if err != nil {
 			t.Fatalf("%s %s (flow cache %v, reroutable %v): %v", c.spec, c.opts.Mode, cache, reroutable, err)
 		}

@@ -284,11 +284,12 @@ func (l *Lab) rerouteBPF(top *topology.Topology, tables []*controller.Table, ord
 // tables up compiled, the image up loaded, so a rule's action index
 // (Image.RuleAction) is the program's.
 func (l *Lab) DatapathImage(top *topology.Topology, tables []*controller.Table) (*datapath.Image, error) {
-	index, err := readPortIndexes(top, func(sw int) string { return l.Switches[sw].NetNS })
+	nsOf := func(sw int) string { return l.Switches[sw].NetNS }
+	index, err := readPortIndexes(top, nsOf)
 	if err != nil {
 		return nil, err
 	}
-	return datapath.Build(tables, switchPorts(top, index))
+	return datapath.Build(tables, switchPorts(top, index, nsOf))
 }
 
 // turns says whether a switch sends some frame another way in b than in

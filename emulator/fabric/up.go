@@ -809,7 +809,7 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	refs := switchPorts(top, u.portIndex)
+	refs := switchPorts(top, u.portIndex, u.fabNS)
 	idx := map[string][]int{} // by fabric namespace
 	for i := range refs {
 		r := &refs[i]
@@ -827,7 +827,8 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 		return "", fmt.Errorf("%s: %w", u.sc.Source, err)
 	}
 	// A VLAN-routed lab's paths change at run time (Lab.Reroute).
-	l, err := datapath.Load(img, datapath.LoadOptions{FlowCache: u.cached, Reroutable: comp.Mode == controller.VLAN})
+	l, err := datapath.Load(img, datapath.LoadOptions{FlowCache: u.cached, Reroutable: comp.Mode == controller.VLAN,
+		CNMPriority: u.sc.Routing.QCN != nil && u.sc.Routing.QCN.CNMPriority})
 	if err != nil {
 		return "", err
 	}
@@ -877,12 +878,20 @@ func readPortIndexes(top *topology.Topology, nsOf func(sw int) string) (map[[2]i
 }
 
 // switchPorts lists every switch port for the eBPF datapath, with the
-// ifindex index gives it.
-func switchPorts(top *topology.Topology, index map[[2]int]int) []datapath.PortRef {
+// ifindex index gives it and its link's far end (nsOf: a switch's
+// fabric namespace).
+func switchPorts(top *topology.Topology, index map[[2]int]int, nsOf func(sw int) string) []datapath.PortRef {
 	var refs []datapath.PortRef
 	for i := range top.Switches {
 		for _, p := range top.Switches[i].Ports {
-			refs = append(refs, datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(index[[2]int{i, p.Num}])})
+			r := datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(index[[2]int{i, p.Num}])}
+			if r.Host {
+				r.FarElsewhere = true
+			} else {
+				r.Far = uint32(index[[2]int{p.Peer.Switch, p.Peer.Port}])
+				r.FarElsewhere = nsOf(p.Peer.Switch) != nsOf(i)
+			}
+			refs = append(refs, r)
 		}
 	}
 	return refs

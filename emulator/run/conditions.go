@@ -265,7 +265,7 @@ func qcnOptions(q *scenario.QCN, routing controller.Mode, linkBps uint64, seed i
 		Notify: q.Seed003(), SampleBytes: int(q.SampleBytes), Snoop: snoop,
 		Switch: qcnswitch.Params{Variant: qcnswitch.Variant(q.Variant), Lf: q.Lf, Ai: q.Ai, PCl: q.PCl, PMin: q.PMin},
 		Qeq:    int(q.Qeq), W: q.W, SampleEvery: q.SampleEvery, Qold: mode,
-		CNMProbability: q.CNMProbability, Refresh: q.Refresh, Seed: uint64(seed),
+		CNMProbability: q.CNMProbability, CNMPriority: q.CNMPriority, Refresh: q.Refresh, Seed: uint64(seed),
 	}
 }
 

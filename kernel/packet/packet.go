@@ -154,6 +154,16 @@ func (s *Sender) SetSendBuffer(n int) error {
 	return unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_SNDBUF, n)
 }
 
+// SetQdiscBypass has the socket's frames skip the interface's qdisc
+// (PACKET_QDISC_BYPASS): they go to the device at once, ahead of what
+// its queue holds.
+func (s *Sender) SetQdiscBypass() error {
+	if err := unix.SetsockoptInt(s.fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		return fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+	}
+	return nil
+}
+
 // Close closes the socket.
 func (s *Sender) Close() error {
 	if s.closed.Swap(true) {

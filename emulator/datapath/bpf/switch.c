@@ -56,7 +56,12 @@ struct port {
 	__u16 num;
 	__u8 host;
 	__u8 used; // 0: this ifindex is not a switch port
-	__u8 pad[2];
+	// cnm_peer: the far end of this port's link is in another namespace
+	// (a host's, or a switch of another fabric namespace), so a CNM
+	// skipping the port's queue (cnm_priority) gets there by
+	// bpf_redirect_peer; else cnm_far below is the far end.
+	__u8 cnm_peer;
+	__u8 pad;
 	// probe[b][t] bit i: subtable i of bank b's table t may hold a rule
 	// for a frame on this port. An in_port subtable without a rule for
 	// the port is skipped: it can only miss.
@@ -65,7 +70,10 @@ struct port {
 	// port's link (0: a host's, or none): a frame arriving here has
 	// left that port's queue.
 	__u32 peer;
-	__u32 pad2;
+	// cnm_far: the switch port at the far end of this port's link when it
+	// is in this namespace (0: none): where a CNM skipping the port's
+	// queue goes, to its ingress.
+	__u32 cnm_far;
 };
 
 // A port's queue as the program counts it (queue_counters): frames and
@@ -288,6 +296,11 @@ volatile const __u32 switches = 1;
 // then does a frame look its switch's generation up; elsewhere it is 0
 // and the lookup is compiled out at load.
 volatile const __u32 reroutable = 0;
+
+// cnm_priority: 1 where QCN's CNMs go in a strict-priority band
+// (routing.qcn.cnm_priority): a CNM skips the queue of the port it
+// leaves by and goes straight to the far end (send_cnm).
+volatile const __u32 cnm_priority = 0;
 
 // admit counts a frame into output port o's queue, or, if the queue is
 // at its limit, counts it dropped and says no. The bytes are taken first,
@@ -575,6 +588,33 @@ __attribute__((noinline)) int send(struct __sk_buff *skb, __u32 ak, __u32 ifinde
 	return bpf_redirect(last, 0); // egress: through the port's qdisc
 }
 
+// send_cnm puts a CNM out of its rule's port (action ak) ahead of the
+// port's queue: straight into the far end's ingress, as a strict-priority
+// band would send it next (seed 004's switches give QCN's messages their
+// own class of service). It skips the frame in service and its own
+// serialization too: at most one frame time per hop sooner than a real
+// band, a few milliseconds at the emulated rates, where the data queue it
+// skips holds up to hundreds. A CNM is unicast: one output.
+__attribute__((noinline)) int send_cnm(struct __sk_buff *skb, __u32 ak, __u32 ifindex, __u32 sw)
+{
+	struct action *a = bpf_map_lookup_elem(&actions, &ak);
+	if (!a || !a->nout) {
+		count(sw, SLOT_DROPPED, skb->len);
+		return TC_ACT_SHOT;
+	}
+	__u32 o = a->out[0];
+	if (o == OUT_IN_PORT)
+		o = ifindex;
+	else if (o == ifindex)
+		return TC_ACT_SHOT; // never back out of the ingress port
+	struct port *op = bpf_map_lookup_elem(&ports, &o);
+	if (op && op->cnm_peer)
+		return bpf_redirect_peer(o, 0);
+	if (op && op->cnm_far)
+		return bpf_redirect(op->cnm_far, BPF_F_INGRESS);
+	return bpf_redirect(o, 0); // no far end known: through the queue
+}
+
 SEC("tc")
 int ethfab_switch(struct __sk_buff *skb)
 {
@@ -670,6 +710,8 @@ int ethfab_switch(struct __sk_buff *skb)
 	}
 	if (skb->vlan_present)
 		bpf_skb_vlan_pop(skb); // from the skb's metadata: the bytes have none
+	if (cnm_priority && dl_type == CNM_ETHERTYPE)
+		return send_cnm(skb, ak, ifindex, sw);
 	return send(skb, ak, ifindex, sw, f->tci);
 }
 
