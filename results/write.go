@@ -18,8 +18,12 @@ const (
 	ScenarioFile = "scenario.yaml"
 	MachineFile  = "machine.json"
 	TopologyFile = "topology.json"
-	RulesFile    = "rules.json"
-	PlotsDir     = "plots"
+	// TopologyDot and TopologySVG draw the fabric (package graph; the
+	// SVG when Graphviz is installed).
+	TopologyDot = "topology.dot"
+	TopologySVG = "topology.svg"
+	RulesFile   = "rules.json"
+	PlotsDir    = "plots"
 )
 
 // Artifacts are files the caller made and the run directory keeps as
@@ -30,6 +34,7 @@ type Artifacts struct {
 	Machine  []byte // machine.json
 	Topology []byte // topology.json
 	Rules    []byte // rules.json
+	Dot, SVG []byte // topology.dot, topology.svg
 }
 
 // PhaseCSV names the CSV file of a phase.
@@ -66,7 +71,8 @@ func Write(dir string, m *Metrics, a Artifacts) ([]string, error) {
 	for _, f := range []struct {
 		name string
 		data []byte
-	}{{ScenarioFile, a.Scenario}, {MachineFile, a.Machine}, {TopologyFile, a.Topology}, {RulesFile, a.Rules}} {
+	}{{ScenarioFile, a.Scenario}, {MachineFile, a.Machine}, {TopologyFile, a.Topology}, {RulesFile, a.Rules},
+		{TopologyDot, a.Dot}, {TopologySVG, a.SVG}} {
 		if f.data == nil {
 			continue
 		}

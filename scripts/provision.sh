@@ -53,7 +53,8 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # netem is the kernel's sch_netem; iproute2's tc drives it. curl and
 # ca-certificates fetch Go when it is missing.
 # libtcmalloc-minimal4: ovs-vswitchd runs with it (ovs/allocator.go says why).
-PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates)
+# graphviz: `ethfab graph --format svg` and each run directory's topology.svg.
+PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 

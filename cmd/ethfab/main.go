@@ -32,6 +32,7 @@ func newApp() *cli.App {
 		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			planCommand(),
+			graphCommand(),
 			powerCommand(),
 			doctorCommand(),
 			upCommand(),
