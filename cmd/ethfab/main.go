@@ -41,6 +41,7 @@ func newApp() *cli.App {
 			execCommand(),
 			pingCommand(),
 			linkCommand(),
+			captureCommand(),
 			agentCommand(),
 			runCommand(),
 			reportCommand(),
