@@ -54,7 +54,8 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # ca-certificates fetch Go when it is missing.
 # libtcmalloc-minimal4: ovs-vswitchd runs with it (ovs/allocator.go says why).
 # graphviz: `ethfab graph --format svg` and each run directory's topology.svg.
-PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz)
+# tshark: the dissector's test (dissector/ethfab.lua) and reading captures.
+PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 
@@ -68,7 +69,8 @@ apt_install() {
     printf '#!/bin/sh\nexit 101\n' >$policy && chmod 755 $policy && ours=1
   fi
   local rc=0
-  { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } || rc=$?
+  # Noninteractive: tshark's package asks whether others may capture.
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null; } || rc=$?
   [ $ours = 1 ] && rm -f $policy
   return $rc
 }
