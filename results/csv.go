@@ -12,7 +12,7 @@ import (
 // are the scalar fields of Point; nested series stay in metrics.json.
 var csvColumns = []string{
 	"name", "pattern", "routing", "load", "offered_load", "accepted_load", "loss",
-	"latency_mean_us", "latency_p50_us", "latency_p99_us", "latency_max_us",
+	"latency_mean_us", "latency_p50_us", "latency_p99_us", "latency_p999_us", "latency_max_us",
 	"nonminimal_share", "sent", "received", "duplicates", "reordered",
 	"seed", "frame_bytes", "duration_s", "cpu_busy",
 	"drops_queue", "drops_datapath", "drops_kernel", "drops_socket",
@@ -30,7 +30,7 @@ func WriteCSV(w io.Writer, points []Point) error {
 	for _, p := range points {
 		row := []string{
 			p.Name, p.Pattern, p.Routing, fmtF(p.Load), fmtF(p.OfferedLoad), fmtF(p.AcceptedLoad), fmtF(p.Loss),
-			fmtF(p.LatencyUS.Mean), fmtF(p.LatencyUS.P50), fmtF(p.LatencyUS.P99), fmtF(p.LatencyUS.Max),
+			fmtF(p.LatencyUS.Mean), fmtF(p.LatencyUS.P50), fmtF(p.LatencyUS.P99), fmtF(p.LatencyUS.P999), fmtF(p.LatencyUS.Max),
 			fmtF(p.NonminimalShare), fmtU(p.Sent), fmtU(p.Received), fmtU(p.Duplicates), fmtU(p.Reordered),
 			strconv.FormatInt(p.Seed, 10), strconv.Itoa(p.FrameBytes), fmtF(p.DurationS), fmtF(p.CPUBusy),
 			fmtU(p.Drops.Queue), fmtU(p.Drops.Datapath), fmtU(p.Drops.Kernel), fmtU(p.Drops.Socket),
@@ -93,7 +93,7 @@ func ReadCSV(r io.Reader) ([]Point, error) {
 		p := Point{
 			Name: get("name"), Pattern: get("pattern"), Routing: get("routing"),
 			Load: f("load"), OfferedLoad: f("offered_load"), AcceptedLoad: f("accepted_load"), Loss: f("loss"),
-			LatencyUS:       Latency{Mean: f("latency_mean_us"), P50: f("latency_p50_us"), P99: f("latency_p99_us"), Max: f("latency_max_us")},
+			LatencyUS:       Latency{Mean: f("latency_mean_us"), P50: f("latency_p50_us"), P99: f("latency_p99_us"), P999: f("latency_p999_us"), Max: f("latency_max_us")},
 			NonminimalShare: f("nonminimal_share"),
 			Sent:            u("sent"), Received: u("received"), Duplicates: u("duplicates"), Reordered: u("reordered"),
 			Seed: i("seed"), FrameBytes: int(i("frame_bytes")), DurationS: f("duration_s"), CPUBusy: f("cpu_busy"),

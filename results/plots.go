@@ -453,5 +453,30 @@ func timeCharts(phase string, pts []Point) []namedChart {
 	if c, ok := hostLoadChart(phase, pts); ok {
 		out = append(out, namedChart{"host-load-" + name, c})
 	}
+	if c, ok := latencyCDFChart(phase, pts); ok {
+		out = append(out, namedChart{"latency-cdf-" + name, c})
+	}
 	return out
+}
+
+// latencyCDFChart is each load's latency distribution (the share of
+// frames at or below each latency, µs on a log axis): the tail the mean,
+// p50 and p99 leave out.
+func latencyCDFChart(phase string, pts []Point) (plot.Chart, bool) {
+	c := plot.Chart{Title: phase + ": latency distribution", XLabel: "latency (µs)", YLabel: "fraction of frames at or below", LogX: true}
+	for i := range pts {
+		if h := pts[i].LatencyHistogram; h != nil {
+			us, frac := h.CDF()
+			var sp []plot.Point
+			for j := range us {
+				if us[j] > 0 { // a log axis: a 0 ns latency has no place on it
+					sp = append(sp, plot.Point{X: us[j], Y: frac[j]})
+				}
+			}
+			if len(sp) > 0 {
+				c.Series = append(c.Series, plot.Series{Name: fmt.Sprintf("load %g", pts[i].Load), Points: sp, NoMarkers: true})
+			}
+		}
+	}
+	return c, hasData(c)
 }

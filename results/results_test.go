@@ -431,3 +431,25 @@ func TestFlowThroughputChart(t *testing.T) {
 		t.Errorf("two flows to one host: %q, %d series, want one per host", c.Title, len(c.Series))
 	}
 }
+
+// A point keeps its whole latency distribution: the CDF rises to 1 over
+// the buckets' upper bounds, and the figure draws one line per load that
+// has one, leaving a 0 ns bucket off its log axis.
+func TestLatencyCDF(t *testing.T) {
+	h := &LatencyHistogram{Unit: "ns", Buckets: [][2]uint64{{0, 1}, {1000, 2}, {5119, 6}, {1 << 20, 1}}}
+	us, frac := h.CDF()
+	want := []float64{0.1, 0.3, 0.9, 1}
+	for i := range want {
+		if math.Abs(frac[i]-want[i]) > 1e-12 || us[i] != float64(h.Buckets[i][0])/1e3 {
+			t.Fatalf("CDF %v %v, want fractions %v", us, frac, want)
+		}
+	}
+	c, ok := latencyCDFChart("p", []Point{{Load: 0.5, LatencyHistogram: h}, {Load: 0.7}})
+	if !ok || len(c.Series) != 1 || len(c.Series[0].Points) != 3 || !c.LogX {
+		t.Errorf("CDF chart %+v", c)
+	}
+	b, err := json.Marshal(Point{LatencyUS: Latency{P999: 12}, LatencyHistogram: h})
+	if err != nil || !strings.Contains(string(b), `"latency_histogram":{"unit":"ns","buckets":[[0,1],[1000,2]`) || !strings.Contains(string(b), `"p999":12`) {
+		t.Errorf("metrics.json names: %s", b)
+	}
+}

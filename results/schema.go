@@ -75,12 +75,15 @@ type Point struct {
 	// Load is the load the scenario asked for; OfferedLoad is what the
 	// hosts actually offered. Both, like AcceptedLoad, are per host and a
 	// fraction of the host link rate.
-	Load            float64 `json:"load"`
-	OfferedLoad     float64 `json:"offered_load"`
-	AcceptedLoad    float64 `json:"accepted_load"`
-	Loss            float64 `json:"loss"` // fraction of frames sent and not received
-	LatencyUS       Latency `json:"latency_us"`
-	NonminimalShare float64 `json:"nonminimal_share"`
+	Load         float64 `json:"load"`
+	OfferedLoad  float64 `json:"offered_load"`
+	AcceptedLoad float64 `json:"accepted_load"`
+	Loss         float64 `json:"loss"` // fraction of frames sent and not received
+	LatencyUS    Latency `json:"latency_us"`
+	// LatencyHistogram is the whole distribution behind LatencyUS (not
+	// in the CSV).
+	LatencyHistogram *LatencyHistogram `json:"latency_histogram,omitempty"`
+	NonminimalShare  float64           `json:"nonminimal_share"`
 
 	Seed       int64   `json:"seed,omitempty"`
 	FrameBytes int     `json:"frame_bytes,omitempty"`
@@ -194,7 +197,36 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
 	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
 	Max  float64 `json:"max"`
+}
+
+// LatencyHistogram is a point's whole latency distribution: the traffic
+// engine's log-linear histogram (every bucket at most 1/64 of its values
+// wide), its non-empty buckets as [upper, count], upper the largest value
+// the bucket holds in Unit.
+type LatencyHistogram struct {
+	Unit    string      `json:"unit"` // ns
+	Buckets [][2]uint64 `json:"buckets"`
+}
+
+// CDF is the histogram as (value in µs, fraction of frames at or below
+// it), one point per bucket.
+func (h *LatencyHistogram) CDF() (us, frac []float64) {
+	var n uint64
+	for _, b := range h.Buckets {
+		n += b[1]
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	var seen uint64
+	for _, b := range h.Buckets {
+		seen += b[1]
+		us = append(us, float64(b[0])/1e3)
+		frac = append(frac, float64(seen)/float64(n))
+	}
+	return us, frac
 }
 
 // Drops sorts lost frames by where they were lost. Queue drops are the

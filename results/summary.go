@@ -102,8 +102,8 @@ func Summary(m *Metrics, files []string) string {
 	for _, name := range phaseNames(m.Phases) {
 		pts := pointsOf(m.Phases, name)
 		fmt.Fprintf(&b, "### %s (pattern %s, routing %s)\n\n", name, pts[0].Pattern, pts[0].Routing)
-		b.WriteString("| load | offered | accepted | loss | mean µs | p50 µs | p99 µs | non-minimal | sent | received | CPU busy |\n")
-		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| load | offered | accepted | loss | mean µs | p50 µs | p99 µs | p99.9 µs | non-minimal | sent | received | CPU busy |\n")
+		b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, p := range pts {
 			lat := func(v float64) string {
 				if p.Received == 0 {
@@ -111,8 +111,8 @@ func Summary(m *Metrics, files []string) string {
 				}
 				return fmt.Sprintf("%.1f", v)
 			}
-			fmt.Fprintf(&b, "| %g | %.3f | %.3f | %s | %s | %s | %s | %.3f | %d | %d | %.0f%% |\n",
-				p.Load, p.OfferedLoad, p.AcceptedLoad, pct(p.Loss), lat(p.LatencyUS.Mean), lat(p.LatencyUS.P50), lat(p.LatencyUS.P99),
+			fmt.Fprintf(&b, "| %g | %.3f | %.3f | %s | %s | %s | %s | %s | %.3f | %d | %d | %.0f%% |\n",
+				p.Load, p.OfferedLoad, p.AcceptedLoad, pct(p.Loss), lat(p.LatencyUS.Mean), lat(p.LatencyUS.P50), lat(p.LatencyUS.P99), lat(p.LatencyUS.P999),
 				p.NonminimalShare, p.Sent, p.Received, 100*p.CPUBusy)
 		}
 		b.WriteString("\n")

@@ -104,3 +104,43 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("small/huge: %v %v", s.Quantile(0.5), s.Quantile(1))
 	}
 }
+
+// Buckets keeps the whole distribution: every sample in exactly one
+// listed bucket, at or below its upper bound and above the previous one,
+// counts summing to N, and the last bucket's upper the exact maximum.
+func TestHistogramBuckets(t *testing.T) {
+	var h Histogram
+	vals := []uint64{0, 1, 63, 64, 65, 1000, 1000, 4097, 123456, 9_876_543, 1 << 41}
+	for _, v := range vals {
+		h.Add(v)
+	}
+	bs := h.Buckets()
+	var n uint64
+	for i, b := range bs {
+		n += b[1]
+		if i > 0 && b[0] <= bs[i-1][0] {
+			t.Fatalf("bucket %d's upper %d not above the previous %d", i, b[0], bs[i-1][0])
+		}
+	}
+	if n != h.N || n != uint64(len(vals)) {
+		t.Fatalf("buckets count %d samples, the histogram %d", n, h.N)
+	}
+	for _, v := range vals {
+		i := 0
+		for i < len(bs) && bs[i][0] < v {
+			i++
+		}
+		if i == len(bs) || i > 0 && v <= bs[i-1][0] {
+			t.Errorf("%d ns is in no bucket: %v", v, bs)
+		}
+		if lo, w := bucketSpan(histBucket(v)); v < 1<<40 && bs[i][0] != lo+w-1 {
+			t.Errorf("%d ns: upper %d, want its bucket's %d", v, bs[i][0], lo+w-1)
+		}
+	}
+	if last := bs[len(bs)-1]; last[0] != 1<<41 {
+		t.Errorf("last bucket's upper %d, want the maximum %d", last[0], uint64(1)<<41)
+	}
+	if bs[0] != [2]uint64{0, 1} || bs[2] != [2]uint64{63, 1} {
+		t.Errorf("exact buckets below 64 ns: %v", bs[:3])
+	}
+}

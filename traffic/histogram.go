@@ -83,6 +83,27 @@ func (h *Histogram) Merge(o *Histogram) {
 	h.Sum += o.Sum
 }
 
+// Buckets lists the non-empty buckets in order as [upper, count]: upper
+// is the largest value the bucket holds, in ns (the exact maximum for the
+// last bucket, which holds everything beyond 2^40 ns). What a results
+// file keeps of the whole distribution: a CDF or any quantile can be read
+// from it afterwards.
+func (h *Histogram) Buckets() [][2]uint64 {
+	var out [][2]uint64
+	for b, c := range h.Counts {
+		if c == 0 {
+			continue
+		}
+		lo, w := bucketSpan(b)
+		upper := lo + w - 1
+		if b == histBuckets-1 {
+			upper = h.Max
+		}
+		out = append(out, [2]uint64{upper, uint64(c)})
+	}
+	return out
+}
+
 // Mean is the exact mean in ns (0 without samples).
 func (h *Histogram) Mean() float64 {
 	if h.N == 0 {

@@ -551,9 +551,10 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		Flows: flows, ReactionPoints: rp,
 		Name: ph.Name, Pattern: ph.Traffic.PatternString(), Routing: routing, Load: load,
 		OfferedLoad: a.OfferedLoad, AcceptedLoad: a.AcceptedLoad, Loss: a.Loss,
-		LatencyUS:  latencyUS(a.Latency),
-		Seed:       res.Seed,
-		FrameBytes: res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
+		LatencyUS:        latencyUS(a.Latency),
+		Seed:             res.Seed,
+		LatencyHistogram: latencyHistogram(res.Latency),
+		FrameBytes:       res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
 		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs},
 		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
@@ -686,6 +687,15 @@ func (r *runner) writePartial(cause error) {
 }
 
 // latencyUS is the engine's latency figures as results records them.
+// latencyHistogram keeps the point's whole distribution (nil without
+// samples).
+func latencyHistogram(h *pat.Histogram) *results.LatencyHistogram {
+	if h == nil || h.N == 0 {
+		return nil
+	}
+	return &results.LatencyHistogram{Unit: "ns", Buckets: h.Buckets()}
+}
+
 func latencyUS(l traffic.Latency) results.Latency {
-	return results.Latency{Mean: l.Mean, P50: l.P50, P99: l.P99, Max: l.Max}
+	return results.Latency{Mean: l.Mean, P50: l.P50, P99: l.P99, P999: l.P999, Max: l.Max}
 }

@@ -198,6 +198,6 @@ func latencyOfSamples(us []float64) Latency {
 	for _, v := range s {
 		sum += v
 	}
-	return Latency{Mean: sum / float64(len(s)), P50: quantile.NearestRank(s, 0.5), P99: quantile.NearestRank(s, 0.99),
+	return Latency{Mean: sum / float64(len(s)), P50: quantile.NearestRank(s, 0.5), P99: quantile.NearestRank(s, 0.99), P999: quantile.NearestRank(s, 0.999),
 		Min: s[0], Max: s[len(s)-1]}
 }

@@ -59,6 +59,7 @@ type Latency struct {
 	Mean float64 `json:"mean"`
 	P50  float64 `json:"p50"`
 	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
 	Min  float64 `json:"min"`
 	Max  float64 `json:"max"`
 }
@@ -118,6 +119,7 @@ func latencyOf(h *pat.Histogram) Latency {
 		Mean: h.Mean() / 1e3,
 		P50:  h.Quantile(0.5) / 1e3,
 		P99:  h.Quantile(0.99) / 1e3,
+		P999: h.Quantile(0.999) / 1e3,
 		Min:  float64(h.Min) / 1e3,
 		Max:  float64(h.Max) / 1e3,
 	}
