@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"math"
 	"os"
@@ -451,5 +452,43 @@ func TestLatencyCDF(t *testing.T) {
 	b, err := json.Marshal(Point{LatencyUS: Latency{P999: 12}, LatencyHistogram: h})
 	if err != nil || !strings.Contains(string(b), `"latency_histogram":{"unit":"ns","buckets":[[0,1],[1000,2]`) || !strings.Contains(string(b), `"p999":12`) {
 		t.Errorf("metrics.json names: %s", b)
+	}
+}
+
+// A phase's series come out as tidy CSVs, one observation per row: every
+// timeline bin of every metric and host, every backlog sample, every
+// switch; a phase without series writes none.
+func TestSeriesCSVs(t *testing.T) {
+	pts := []Point{{Load: 0.5,
+		Timeline: &Timeline{T: []float64{0.5, 1}, AcceptedLoad: []float64{0.4, 0.5}, MeanBacklogBytes: []float64{10, 20},
+			DeliveredByHost: map[string][]float64{"h1": {0.1, 0.2}, "h0": {0.3, 0.4}}},
+		Backlog:                 []BacklogSeries{{Port: "g0s0:3", Link: "g0s0:3 -> g0s1:3", T: []float64{0.1, 0.2, 0.3}, Bytes: []uint64{1, 2, 3}, Frames: []uint64{1, 1, 1}}},
+		PerSwitchInjected:       []SwitchInjected{{Switch: "g0s0", Group: 0, Index: 0, Bps: 1e6, Fraction: 0.25}, {Switch: "g0s1", Index: 1, Bps: 2e6, Fraction: 0.5}},
+		DeliveredBySourceSwitch: map[string]float64{"g0s0": 0.2},
+	}}
+	csvs, err := seriesCSVs("un", pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) [][]string {
+		rows, err := csv.NewReader(bytes.NewReader(csvs[name])).ReadAll()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return rows
+	}
+	tl := read("timeline-un.csv")
+	// 2 bins x (accepted, backlog, delivered:h0, delivered:h1).
+	if len(tl) != 1+8 || strings.Join(tl[0], ",") != "load,t_s,metric,value" || strings.Join(tl[5], ",") != "0.5,0.5,delivered:h0,0.3" {
+		t.Errorf("timeline rows %v", tl)
+	}
+	if bl := read("backlog-un.csv"); len(bl) != 4 || strings.Join(bl[3], ",") != "0.5,g0s0:3,g0s0:3 -> g0s1:3,0.3,3,1" {
+		t.Errorf("backlog rows %v", bl)
+	}
+	if sw := read("switches-un.csv"); len(sw) != 3 || strings.Join(sw[1], ",") != "0.5,g0s0,0,0,1e+06,0.25,0.2" || sw[2][6] != "" {
+		t.Errorf("switch rows %v", sw)
+	}
+	if csvs, _ := seriesCSVs("x", []Point{{Load: 1}}); len(csvs) != 0 {
+		t.Errorf("a phase without series wrote %v", csvs)
 	}
 }

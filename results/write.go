@@ -166,6 +166,15 @@ func render(dir string, m *Metrics) error {
 		if err := os.WriteFile(filepath.Join(dir, PhaseCSV(name)), buf.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("run directory: %w", err)
 		}
+		csvs, err := seriesCSVs(name, pointsOf(m.Phases, name))
+		if err != nil {
+			return err
+		}
+		for f, b := range csvs {
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				return fmt.Errorf("run directory: %w", err)
+			}
+		}
 	}
 	pdir := filepath.Join(dir, PlotsDir)
 	if err := os.MkdirAll(pdir, 0o755); err != nil {
