@@ -3,13 +3,14 @@
 GO      ?= go
 BIN     ?= bin/ethfab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: bpf all build test vet race reliability fuzz sweep clean quickstart
 
 all: build
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/ethfab
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/ethfab
 
 # The BPF programs (the eBPF datapath's emulator/datapath/bpf/switch.c,
 # the traffic engine's send stamp hostagent/traffic/bpf/stamp.c, the tagged

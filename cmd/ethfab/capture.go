@@ -16,9 +16,10 @@ import (
 
 func captureCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "capture",
-		Usage:     "record the frames on a host's link, a switch port or a link between two switches, as pcap or one line per frame",
-		ArgsUsage: "LAB HOST|SWITCH:PORT|SWITCH-SWITCH",
+		Name:         "capture",
+		Usage:        "record the frames on a host's link, a switch port or a link between two switches, as pcap or one line per frame",
+		ArgsUsage:    "LAB HOST|SWITCH:PORT|SWITCH-SWITCH",
+		BashComplete: completeLab(func(l *fabric.Lab) []string { return append(hostNames(l), switchNames(l)...) }),
 		Description: `Listens in the right namespace on the interface the name denotes: a host's own
 interface, a switch's end of its port's link, or switch A's end of its link to switch B.
 It sees what arrives and what leaves, each frame stamped by the kernel. Without -w it

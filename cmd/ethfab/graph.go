@@ -17,9 +17,10 @@ import (
 
 func graphCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "graph",
-		Usage:     "draw a fabric: Graphviz dot, Mermaid, networkx node-link JSON or SVG (no root needed)",
-		ArgsUsage: "[LAB | RUN_DIR]",
+		Name:         "graph",
+		Usage:        "draw a fabric: Graphviz dot, Mermaid, networkx node-link JSON or SVG (no root needed)",
+		ArgsUsage:    "[LAB | RUN_DIR]",
+		BashComplete: completeLab(nil),
 		Description: `Draws the fabric of a topology spec, of a lab (its state), or of a run directory
 (its topology.json): a node per switch and host, an edge per cable styled by class (host
 links grey, local blue, global red and thick), and one cluster per Dragonfly group,

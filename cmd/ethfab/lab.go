@@ -86,10 +86,11 @@ func upCommand() *cli.Command {
 
 func downCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "down",
-		Usage:     "remove everything a lab made (works after a crash; a lab that does not exist is an error)",
-		ArgsUsage: "[LAB...]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
+		Name:         "down",
+		Usage:        "remove everything a lab made (works after a crash; a lab that does not exist is an error)",
+		ArgsUsage:    "[LAB...]",
+		BashComplete: completeLabs,
+		Flags:        []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
 		Action: func(c *cli.Context) error {
 			labs := c.Args().Slice()
 			if c.Bool("all") {
@@ -148,10 +149,11 @@ func checkLab(what, name string) error {
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "status",
-		Usage:     "show a lab's hosts, switches, links and Open vSwitch instance (all labs without LAB)",
-		ArgsUsage: "[LAB]",
-		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Name:         "status",
+		Usage:        "show a lab's hosts, switches, links and Open vSwitch instance (all labs without LAB)",
+		ArgsUsage:    "[LAB]",
+		BashComplete: completeLab(nil),
+		Flags:        []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				labs, err := fabric.List()
@@ -238,9 +240,10 @@ func statusCommand() *cli.Command {
 
 func execCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "exec",
-		Usage:     "run a command inside a host's namespace",
-		ArgsUsage: "LAB HOST -- CMD [ARGS...]",
+		Name:         "exec",
+		Usage:        "run a command inside a host's namespace",
+		ArgsUsage:    "LAB HOST -- CMD [ARGS...]",
+		BashComplete: completeLab(hostNames),
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
 			if len(args) > 2 && args[2] == "--" {
@@ -281,9 +284,10 @@ func printJSON(c *cli.Context, v any) error {
 
 func pingCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "ping",
-		Usage:     "check reachability with real frames sent from the hosts through the fabric; lists every unreachable pair",
-		ArgsUsage: "LAB",
+		Name:         "ping",
+		Usage:        "check reachability with real frames sent from the hosts through the fabric; lists every unreachable pair",
+		ArgsUsage:    "LAB",
+		BashComplete: completeLab(nil),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "all", Usage: "every ordered host pair (the default)"},
 			&cli.IntFlag{Name: "sample", Usage: "this many random ordered pairs instead"},

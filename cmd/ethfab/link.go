@@ -18,9 +18,10 @@ import (
 
 func linkCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "link",
-		Usage:     "turn the link between two switches of a running lab off or on, or change its rate (seed 002's on/off and multispeed link regulation)",
-		ArgsUsage: "LAB A B off|on|rate RATE|avoid|use",
+		Name:         "link",
+		Usage:        "turn the link between two switches of a running lab off or on, or change its rate (seed 002's on/off and multispeed link regulation)",
+		ArgsUsage:    "LAB A B off|on|rate RATE|avoid|use",
+		BashComplete: completeLab(switchNames),
 		Description: `Off takes both veth ends of every link between switches A and B down at once;
 on brings them up, after the switch's wake-up time with --profile (seed 002 Table 6:
 PC5324 3.2 s, PC6224 2.6 s, PC6248 2.2 s, SF-420 1.2 s) or --hold. A and B are switch

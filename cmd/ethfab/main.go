@@ -10,8 +10,13 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "0.1.0-dev"
+// version and commit are set at build time with -ldflags "-X
+// main.version=... -X main.commit=..." (make build); commit otherwise
+// comes from Go's build information where the build recorded it.
+var (
+	version = "0.1.0-dev"
+	commit  = ""
+)
 
 func main() {
 	app := newApp()
@@ -30,6 +35,8 @@ func newApp() *cli.App {
 		// --set values are YAML: "loads=[0.1, 0.2]" must reach the
 		// scenario whole, not split at its commas.
 		DisableSliceFlagSeparator: true,
+		// ethfab completion: the scripts ask for the words.
+		EnableBashCompletion: true,
 		Commands: []*cli.Command{
 			planCommand(),
 			graphCommand(),
@@ -46,6 +53,8 @@ func newApp() *cli.App {
 			runCommand(),
 			reportCommand(),
 			compareCommand(),
+			completionCommand(),
+			manCommand(),
 			versionCommand(),
 		},
 	}
@@ -54,8 +63,12 @@ func newApp() *cli.App {
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
-		Usage: "print ethfab's version",
+		Usage: "print ethfab's version (--json: with its commit, Go's and Open vSwitch's)",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object: version, commit, modified, go, ovs"}},
 		Action: func(c *cli.Context) error {
+			if c.Bool("json") {
+				return printVersionJSON(c)
+			}
 			printVersion(c)
 			return nil
 		},
@@ -73,7 +86,9 @@ func printVersion(c *cli.Context) {
 // `ethfab status LAB --json` works as people type it (urfave/cli stops
 // parsing flags at the first argument). Everything after "--" is left alone.
 func flagsFirst(app *cli.App, args []string) []string {
-	if len(args) < 3 {
+	if len(args) < 3 || args[len(args)-1] == "--generate-bash-completion" {
+		// A completion request must stay last, where urfave/cli looks
+		// for it (ethfab completion).
 		return args
 	}
 	var cmd *cli.Command

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -208,5 +209,52 @@ func TestLinkUsage(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+func runApp(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer, app.ErrWriter = &out, io.Discard
+	err := app.Run(flagsFirst(app, append([]string{"ethfab"}, args...)))
+	return out.String(), err
+}
+
+// The shell completion scripts ask ethfab for the words, and ethfab
+// answers with the labs in its state root (a lab's name after a command
+// that takes one), wherever the request sits among the arguments; the
+// version has a JSON form; the manual page renders.
+func TestCompletionVersionMan(t *testing.T) {
+	root := t.TempDir()
+	old := fabric.StateRoot
+	fabric.StateRoot = root
+	t.Cleanup(func() { fabric.StateRoot = old })
+	for _, l := range []string{"lab-a", "lab-b"} {
+		if err := os.Mkdir(filepath.Join(root, l), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"status", "--generate-bash-completion"}, {"down", "lab-a", "--generate-bash-completion"}, {"capture", "--generate-bash-completion"}} {
+		out, err := runApp(t, args...)
+		if err != nil || out != "lab-a\nlab-b\n" {
+			t.Errorf("%v: %q, %v; want the two labs", args, out, err)
+		}
+	}
+	for shell, want := range map[string]string{"bash": "--generate-bash-completion", "zsh": "compdef _ethfab_complete ethfab", "fish": "complete -c ethfab"} {
+		if out, err := runApp(t, "completion", shell); err != nil || !strings.Contains(out, want) {
+			t.Errorf("completion %s: %v, %.200q", shell, err, out)
+		}
+	}
+	if _, err := runApp(t, "completion", "csh"); err == nil || !strings.Contains(err.Error(), "bash, zsh or fish") {
+		t.Errorf("completion csh: %v", err)
+	}
+	out, err := runApp(t, "version", "--json")
+	var v versionInfo
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Version != version || !strings.HasPrefix(v.Go, "go") {
+		t.Errorf("version --json: %q, %v", out, err)
+	}
+	if out, err := runApp(t, "man"); err != nil || !strings.Contains(out, ".TH ethfab") || !strings.Contains(out, "capture") {
+		t.Errorf("man: %v, %.200q", err, out)
 	}
 }
