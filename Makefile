@@ -47,6 +47,7 @@ race:
 # 2-core machine; packages running side by side would measure each other.
 test: vet race
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	cd python && python3 -m unittest discover -s tests
 
 # The reliability campaign's long runs (root): up and down killed at
 # random moments round after round, labs whose daemons die under load,

@@ -55,7 +55,8 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # libtcmalloc-minimal4: ovs-vswitchd runs with it (ovs/allocator.go says why).
 # graphviz: `ethfab graph --format svg` and each run directory's topology.svg.
 # tshark: the dissector's test (dissector/ethfab.lua) and reading captures.
-PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark)
+# python3: the Python package (python/) and its tests, and bench/*.py.
+PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 

@@ -1,0 +1,76 @@
+"""Running labs: up, status, exec, ping, down."""
+
+import json
+
+from . import cli
+
+
+class Lab:
+    """A lab ethfab brought up (or that exists already: Lab("name"))."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"Lab({self.name!r})"
+
+    @classmethod
+    def up(cls, scenario, sets=None, instances=None):
+        """Brings the scenario's fabric up and returns its Lab."""
+        args = ["up", str(scenario), "--json", *cli.sets_args(sets)]
+        if instances is not None:
+            args += ["--instances", str(instances)]
+        st = cli.call(*args, want_json=True)
+        return cls(st["lab"])
+
+    @classmethod
+    def all(cls):
+        """Every lab in ethfab's state."""
+        st = cli.call("status", "--json", want_json=True)
+        return [cls(name) for name in st.get("labs") or []]
+
+    def status(self):
+        """The lab's state: hosts, switches, links (ethfab status --json)."""
+        return cli.call("status", self.name, "--json", want_json=True)
+
+    def hosts(self):
+        """The hosts' names."""
+        return [h["name"] for h in self.status().get("hosts", [])]
+
+    def exec(self, host, *cmd, check=True, timeout=None):
+        """Runs a command in a host's namespace: a CompletedProcess with
+        text stdout and stderr."""
+        return cli.call("exec", self.name, host, "--", *cmd, check=check, timeout=timeout)
+
+    def ping(self, sample=None, seed=None):
+        """Real frames between hosts (every ordered pair, or a sample):
+        ethfab ping --json."""
+        args = ["ping", self.name, "--json"]
+        if sample:
+            args += ["--sample", str(sample)]
+        if seed is not None:
+            args += ["--seed", str(seed)]
+        return _ping(args)
+
+    def down(self):
+        """Removes everything the lab made."""
+        cli.call("down", self.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.down()
+        return False
+
+
+def _ping(args):
+    # ethfab ping exits non-zero when a pair is unreachable but still
+    # prints its JSON: the caller reads the result either way.
+    p = cli.call(*args, check=False)
+    try:
+        r = json.loads(p.stdout)
+    except ValueError:
+        raise cli.EthfabError([cli.binary(), *args], p.returncode, p.stderr) from None
+    r["unreachable"] = r.get("unreachable") or []  # null when every pair answered
+    return r
