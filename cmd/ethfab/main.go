@@ -51,6 +51,7 @@ func newApp() *cli.App {
 			captureCommand(),
 			agentCommand(),
 			runCommand(),
+			checkCommand(),
 			reportCommand(),
 			compareCommand(),
 			completionCommand(),

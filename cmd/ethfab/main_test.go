@@ -258,3 +258,23 @@ func TestCompletionVersionMan(t *testing.T) {
 		t.Errorf("man: %v, %.200q", err, out)
 	}
 }
+
+// ethfab check compiles a scenario (each of its cases) and builds
+// nothing; a bad field is reported with file, line and field.
+func TestCheck(t *testing.T) {
+	out, err := runApp(t, "check", "../../scenarios/qcn-df-un.yaml")
+	if err != nil || strings.Count(out, ": ok: dragonfly:p=2,a=4,h=2") != 6 || !strings.Contains(out, "case base: ok:") {
+		t.Errorf("check of a scenario with six cases: %v\n%s", err, out)
+	}
+	out, err = runApp(t, "check", "../../scenarios/quickstart.yaml", "--set", "routing.mode=valiant")
+	if err != nil || !strings.HasPrefix(out, "ok: dragonfly:p=2,a=4,h=2,g=9, 72 hosts, 36 switches, routing valiant") {
+		t.Errorf("check with --set: %v\n%s", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("version: 1\nname: x\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\nrouting: {mode: ugal}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runApp(t, "check", bad); err == nil || !strings.Contains(err.Error(), "bad.yaml:4:17: routing.mode") {
+		t.Errorf("check of a bad field: %v", err)
+	}
+}
