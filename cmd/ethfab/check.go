@@ -57,7 +57,7 @@ Examples:
 				for _, t := range comp.Tables {
 					rules += len(t.Rules)
 				}
-				fmt.Fprintf(c.App.Writer, "%sok: %s, %d hosts, %d switches, routing %s, %d rules, %d phases\n",
+				fmt.Fprintf(c.App.Writer, "%sok: %s, %d hosts, %d switches, routing %s, %d rules, %d phase(s)\n",
 					names[i], s.Topology, len(comp.Top.Hosts), len(comp.Top.Switches), s.Routing.Mode, rules, len(s.Phases))
 			}
 			return nil

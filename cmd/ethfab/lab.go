@@ -90,8 +90,17 @@ func downCommand() *cli.Command {
 		Usage:        "remove everything a lab made (works after a crash; a lab that does not exist is an error)",
 		ArgsUsage:    "[LAB...]",
 		BashComplete: completeLabs,
-		Flags:        []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"}},
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "all", Usage: "remove every ethfab lab"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: removed (lab, seconds) and errors"}},
 		Action: func(c *cli.Context) error {
+			type removed struct {
+				Lab     string  `json:"lab"`
+				Seconds float64 `json:"seconds"`
+			}
+			out := struct {
+				Removed []removed `json:"removed"`
+				Errors  []string  `json:"errors"`
+			}{Removed: []removed{}, Errors: []string{}}
 			labs := c.Args().Slice()
 			if c.Bool("all") {
 				all, err := fabric.List()
@@ -100,7 +109,13 @@ func downCommand() *cli.Command {
 				}
 				labs = all
 				if len(labs) == 0 {
-					fmt.Fprintln(c.App.Writer, "no labs")
+					if c.Bool("json") {
+						if err := printJSON(c, out); err != nil {
+							return err
+						}
+					} else {
+						fmt.Fprintln(c.App.Writer, "no labs")
+					}
 					// A down killed after removing the last lab leaves
 					// host settings to the next down: this one.
 					return fabric.RestoreHostSettings()
@@ -121,9 +136,18 @@ func downCommand() *cli.Command {
 				t := time.Now()
 				if err := fabric.Down(l); err != nil {
 					errs = append(errs, fmt.Errorf("down %s: %w", scenario.Abbrev(l), err))
+					out.Errors = append(out.Errors, errs[len(errs)-1].Error())
 					continue
 				}
-				fmt.Fprintf(c.App.Writer, "lab %s removed (%.2fs)\n", l, time.Since(t).Seconds())
+				out.Removed = append(out.Removed, removed{l, time.Since(t).Seconds()})
+				if !c.Bool("json") {
+					fmt.Fprintf(c.App.Writer, "lab %s removed (%.2fs)\n", l, time.Since(t).Seconds())
+				}
+			}
+			if c.Bool("json") {
+				if err := printJSON(c, out); err != nil {
+					return err
+				}
 			}
 			return errors.Join(errs...)
 		},

@@ -278,3 +278,37 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check of a bad field: %v", err)
 	}
 }
+
+// --json on report, compare and down: one object a script reads.
+func TestJSONOutputs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run1")
+	if err := os.CopyFS(dir, os.DirFS("../../python/tests/fixtures/run1")); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Dir      string   `json:"dir"`
+		Points   int      `json:"points"`
+		Files    []string `json:"files"`
+		Failed   []string `json:"failed"`
+		Fidelity struct {
+			OK bool `json:"ok"`
+		} `json:"fidelity"`
+	}
+	out, err := runApp(t, "report", dir, "--json")
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || rep.Dir != dir || rep.Points != 2 || !rep.Fidelity.OK || rep.Failed == nil || len(rep.Files) < 5 {
+		t.Errorf("report --json: %v %+v\n%.300s", err, rep, out)
+	}
+	var cmp struct {
+		Series []string `json:"series"`
+	}
+	out, err = runApp(t, "compare", dir, "../../python/tests/fixtures/run1", "--out", filepath.Join(t.TempDir(), "cmp"), "--json")
+	if err != nil || json.Unmarshal([]byte(out), &cmp) != nil || len(cmp.Series) != 2 {
+		t.Errorf("compare --json: %v %+v\n%.300s", err, cmp, out)
+	}
+	old := fabric.StateRoot
+	fabric.StateRoot = t.TempDir()
+	t.Cleanup(func() { fabric.StateRoot = old })
+	if out, err := runApp(t, "down", "--all", "--json"); err != nil || strings.Join(strings.Fields(out), "") != `{"removed":[],"errors":[]}` {
+		t.Errorf("down --all --json with no labs: %v %q", err, out)
+	}
+}

@@ -13,6 +13,7 @@ func reportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "render a run directory's plots and summary.md again from its metrics.json",
 		ArgsUsage: "DIR",
+		Flags:     []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON object: dir, points, files, fidelity, failed expectations"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("report: want one run directory, got %d arguments", c.NArg())
@@ -25,6 +26,10 @@ func reportCommand() *cli.Command {
 			m, err := results.Load(dir)
 			if err != nil {
 				return err
+			}
+			if c.Bool("json") {
+				return printJSON(c, map[string]any{"dir": dir, "points": len(m.Phases), "files": files,
+					"fidelity": m.Fidelity, "failed": nonNil(m.Failed())})
 			}
 			fmt.Fprintf(c.App.Writer, "%s: %d points, %d files\n", dir, len(m.Phases), len(files))
 			if !m.Fidelity.OK {
@@ -49,6 +54,7 @@ func compareCommand() *cli.Command {
 		ArgsUsage: "DIR...",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Value: "compare", Usage: "directory for compare.md and plots/compare-*"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object: out, series, files"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() < 1 {
@@ -58,8 +64,19 @@ func compareCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if c.Bool("json") {
+				return printJSON(c, map[string]any{"out": c.String("out"), "series": cmp.Series, "files": cmp.Files})
+			}
 			fmt.Fprintf(c.App.Writer, "%d series (%v), %d files in %s\n", len(cmp.Series), cmp.Series, len(cmp.Files), c.String("out"))
 			return nil
 		},
 	}
+}
+
+// nonNil keeps an empty list a list in JSON ([] rather than null).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ethfab/ethfab/emulator/run"
+	"github.com/ethfab/ethfab/results"
 )
 
 func runCommand() *cli.Command {
@@ -23,6 +24,7 @@ func runCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep", Usage: "leave the lab up after the run"},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default runs/<scenario>-<time>)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress; print only the run directory"},
+			&cli.BoolFlag{Name: "json", Usage: "no progress; print one JSON object: dir, fidelity, failed expectations (per case with cases)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -40,7 +42,7 @@ func runCommand() *cli.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o := run.Options{Lab: c.String("lab"), Keep: c.Bool("keep"), Out: c.String("out"), Version: version, Warn: c.App.ErrWriter}
-			if !c.Bool("quiet") {
+			if !c.Bool("quiet") && !c.Bool("json") {
 				d := newStepDisplay(c.App.ErrWriter)
 				defer d.Close()
 				o.Report = d
@@ -49,15 +51,42 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if !c.Bool("quiet") {
-				fmt.Fprint(c.App.Writer, out.Brief())
+			if c.Bool("json") {
+				if err := printJSON(c, outcomeJSON(out)); err != nil {
+					return err
+				}
+			} else {
+				if !c.Bool("quiet") {
+					fmt.Fprint(c.App.Writer, out.Brief())
+				}
+				// The run directory is the last line, for scripts.
+				fmt.Fprintln(c.App.Writer, out.Dir)
 			}
-			// The run directory is the last line, for scripts.
-			fmt.Fprintln(c.App.Writer, out.Dir)
 			if failed := out.Failed(); len(failed) > 0 {
 				return cli.Exit(fmt.Sprintf("%d expectation(s) failed", len(failed)), 1)
 			}
 			return nil
 		},
 	}
+}
+
+// runJSON is `ethfab run --json`: where the run went, whether it is to
+// be trusted, what failed; each case the same.
+type runJSON struct {
+	Dir      string            `json:"dir"`
+	Case     string            `json:"case,omitempty"`
+	Fidelity *results.Fidelity `json:"fidelity,omitempty"`
+	Failed   []string          `json:"failed"`
+	Cases    []runJSON         `json:"cases,omitempty"`
+}
+
+func outcomeJSON(o *run.Outcome) runJSON {
+	j := runJSON{Dir: o.Dir, Case: o.Case, Failed: nonNil(o.Failed())}
+	if o.Metrics != nil {
+		j.Fidelity = &o.Metrics.Fidelity
+	}
+	for _, c := range o.Cases {
+		j.Cases = append(j.Cases, outcomeJSON(c))
+	}
+	return j
 }
