@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ethfab/ethfab/results/plot"
 )
 
 // Comparison is what Compare made.
@@ -65,7 +67,7 @@ func CompareNamed(dirs, names []string, out string) (*Comparison, error) {
 		c.Series = append(c.Series, s.name)
 	}
 	for _, nc := range append(sweepCharts("compare-", "", ss), deliveredCompare("compare-", ss)...) {
-		for _, ext := range []string{".png", ".svg"} {
+		for _, ext := range plot.Formats {
 			f := filepath.Join(PlotsDir, nc.file+ext)
 			if err := nc.chart.Save(filepath.Join(out, f)); err != nil {
 				return nil, fmt.Errorf("compare: %w", err)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ethfab/ethfab/results/plot"
 )
 
 // Names of the files in a run directory.
@@ -181,7 +183,7 @@ func render(dir string, m *Metrics) error {
 		return fmt.Errorf("run directory: %w", err)
 	}
 	for _, c := range runCharts(m) {
-		for _, ext := range []string{".png", ".svg"} {
+		for _, ext := range plot.Formats {
 			if err := c.chart.Save(filepath.Join(pdir, c.file+ext)); err != nil {
 				return err
 			}

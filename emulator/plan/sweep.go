@@ -167,7 +167,7 @@ func WriteSweep(dir string, rows []SweepRow) ([]string, error) {
 		name  string
 		chart plot.Chart
 	}{{"fig4", fig4}, {"fig6", fig6}} {
-		for _, ext := range []string{".png", ".svg"} {
+		for _, ext := range plot.Formats {
 			p := filepath.Join(dir, c.name+ext)
 			if err := c.chart.Save(p); err != nil {
 				return nil, fmt.Errorf("%s: %w", p, err)

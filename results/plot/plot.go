@@ -83,6 +83,10 @@ var markers = []draw.GlyphDrawer{
 // point.
 func (c Chart) Save(path string) error { return save(path, c.render) }
 
+// Formats are the files every figure is written as: PNG to look at,
+// SVG for the web, PDF for papers (vector, embeddable in LaTeX).
+var Formats = []string{".png", ".svg", ".pdf"}
+
 // save renders onto the canvas the extension of path asks for and writes
 // it.
 func save(path string, render func(vg.CanvasSizer) error) error {
