@@ -5,9 +5,12 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
 )
 
 // version and commit are set at build time with -ldflags "-X
@@ -18,7 +21,26 @@ var (
 	commit  = ""
 )
 
+// StateDirEnv moves the labs' state (default /run/ethfab): a second set
+// of labs on one machine, or a test's.
+const StateDirEnv = "ETHFAB_STATE_DIR"
+
+// stateDirFromEnv applies StateDirEnv.
+func stateDirFromEnv() error {
+	if d := os.Getenv(StateDirEnv); d != "" {
+		if !filepath.IsAbs(d) {
+			return fmt.Errorf("%s=%q: want an absolute path", StateDirEnv, d)
+		}
+		fabric.StateRoot = filepath.Clean(d)
+	}
+	return nil
+}
+
 func main() {
+	if err := stateDirFromEnv(); err != nil {
+		fmt.Fprintln(os.Stderr, "ethfab:", err)
+		os.Exit(1)
+	}
 	app := newApp()
 	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "ethfab:", err)

@@ -312,3 +312,18 @@ func TestJSONOutputs(t *testing.T) {
 		t.Errorf("down --all --json with no labs: %v %q", err, out)
 	}
 }
+
+// ETHFAB_STATE_DIR moves the labs' state; a relative path is refused.
+func TestStateDirEnv(t *testing.T) {
+	old := fabric.StateRoot
+	t.Cleanup(func() { fabric.StateRoot = old })
+	dir := t.TempDir()
+	t.Setenv(StateDirEnv, dir+"/")
+	if err := stateDirFromEnv(); err != nil || fabric.StateRoot != dir {
+		t.Errorf("%s=%s: root %q, %v", StateDirEnv, dir, fabric.StateRoot, err)
+	}
+	t.Setenv(StateDirEnv, "labs")
+	if err := stateDirFromEnv(); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("a relative state directory: %v", err)
+	}
+}
