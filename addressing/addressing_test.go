@@ -4,21 +4,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
-func build(t *testing.T, spec string) *topology.Topology {
-	t.Helper()
-	sp, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
+// build is the one topology fixture (internal/topotest).
+var build = topotest.Build
 
 var specs = []string{"dragonfly:p=2,a=4,h=2", "dragonfly:p=3,a=3,h=2,g=4", "flatfly:dims=4x3x2,t=3", "flatfly:dims=5,t=2", "clos:k=4", "clos:k=6,levels=4,pods=5"}
 

@@ -6,21 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
-func build(t *testing.T, spec string) *topology.Topology {
-	t.Helper()
-	s, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
+// build is the one topology fixture (internal/topotest).
+var build = topotest.Build
 
 func count(t *topology.Topology, c topology.LinkClass) int {
 	n := 0

@@ -9,21 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
-func build(t *testing.T, spec string) *topology.Topology {
-	t.Helper()
-	s, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := topology.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return topo
-}
+// build is the one topology fixture (internal/topotest).
+var build = topotest.Build
 
 func mustNew(t *testing.T, name string, topo *topology.Topology, seed int64) Pattern {
 	t.Helper()

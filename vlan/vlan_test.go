@@ -8,21 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
-func build(t testing.TB, spec string) *topology.Topology {
-	t.Helper()
-	sp, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
+// build is the one topology fixture (internal/topotest).
+var build = topotest.Build
 
 func assign(t testing.TB, top *topology.Topology, m Method) *Assignment {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -37,18 +38,8 @@ func fabric(t testing.TB, c fabricCase) (*topology.Topology, *addressing.Plan, [
 	return top, plan, tables, ports
 }
 
-func buildSpec(t testing.TB, spec string) *topology.Topology {
-	t.Helper()
-	sp, err := topology.ParseSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
-}
+// buildSpec is the one topology fixture (internal/topotest).
+var buildSpec = topotest.Build
 
 // compileOn is fabric on a built topology, with the controller.
 func compileOn(t testing.TB, top *topology.Topology, scheme addressing.Scheme, opts controller.Options) (*addressing.Plan, *controller.Controller, []*controller.Table, []PortRef) {
