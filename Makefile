@@ -80,7 +80,8 @@ FUZZ_TARGETS = \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \
 	FuzzParseConnect:./hostagent/omx \
-	FuzzHandle:./hostagent
+	FuzzHandle:./hostagent \
+	FuzzResolve:./emulator/capture
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} in $${t#*:}"; \
