@@ -12,15 +12,15 @@ Usage (root): bench/fidelity.py [--sizes 2,4,2 4,8,4] [--rates 2mbit 10mbit]
               [--loads 0.1,0.3,0.5,0.7,0.9] [--duration 3s]
 """
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
 from settle import settle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import ethfab  # noqa: E402  the repository's Python package
 
 SCENARIO = """version: 1
 name: fid
@@ -51,6 +51,7 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
+    os.environ["ETHFAB"] = args.ethfab
     print("%-9s %-7s %5s %8s %8s %8s %10s %5s  %s" % ("dragonfly", "rate", "load", "offered", "accepted", "loss",
                                                       "frames/s", "cpu", "fidelity"))
     for size in args.sizes:
@@ -62,10 +63,10 @@ def main():
                     f.write(SCENARIO.format(p=p, a=a, h=h, rate=rate, loads=args.loads, duration=args.duration))
                 out = os.path.join(tmp, "run")
                 settle()
-                r = subprocess.run([args.ethfab, "run", sc, "--out", out, "--quiet"], capture_output=True, text=True)
-                if not os.path.exists(os.path.join(out, "metrics.json")):
-                    sys.exit("ethfab run failed (%d):\n%s" % (r.returncode, r.stderr[-3000:]))
-                m = json.load(open(os.path.join(out, "metrics.json")))
+                try:
+                    m = ethfab.run(sc, out=out).metrics
+                except ethfab.EthfabError as e:
+                    sys.exit("ethfab run failed: %s" % e)
                 bad = {(c["phase"], c["load"]) for c in m["fidelity"].get("checks", []) if not c.get("ok", True)}
                 hosts = m["run"]["hosts"]
                 faithful = 0.0

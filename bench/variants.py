@@ -14,27 +14,25 @@ Needs root and bin/ethfab (make build). A value the scenario rejects as not
 installed or unknown is dropped after its first run.
 """
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
 from settle import settle
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import ethfab  # noqa: E402  the repository's Python package
 
-def run(ethfab, scenario, sets, out):
-    cmd = [ethfab, "run", scenario, "--quiet", "--out", out]
-    for s in sets:
-        cmd += ["--set", s]
+
+def run(scenario, sets, out):
+    """One run's metrics, or why it did not run (a run whose expectations
+    fail still ran)."""
     settle()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
-        return None, msg[-1] if msg else f"exit {p.returncode}"
-    with open(os.path.join(out, "metrics.json")) as f:
-        return json.load(f), None
+    try:
+        return ethfab.run(scenario, out=out, sets=dict(s.split("=", 1) for s in sets)).metrics, None
+    except ethfab.EthfabError as e:
+        return None, str(e).splitlines()[-1]
 
 
 def summary(m):
@@ -70,6 +68,7 @@ def main(argv=None, key=None, values=None):
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit(f"{sys.argv[0]} needs root (it runs ethfab run)")
+    os.environ["ETHFAB"] = a.ethfab
     out = a.out or tempfile.mkdtemp(prefix="ethfab-variants-")
     vals = a.values.split(",")
     results = {v: [] for v in vals}
@@ -78,7 +77,7 @@ def main(argv=None, key=None, values=None):
         for v in order:
             if v not in results:
                 continue
-            m, err = run(a.ethfab, a.scenario, a.set + [f"{a.key}={v}"], os.path.join(out, f"{v}-{r + 1}"))
+            m, err = run(a.scenario, a.set + [f"{a.key}={v}"], os.path.join(out, f"{v}-{r + 1}"))
             if err:
                 print(f"round {r + 1} {v}: skipped: {err}", flush=True)
                 if "not installed" in err or "unknown" in err:
