@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -98,11 +99,7 @@ func TestShortestRefusals(t *testing.T) {
 		spec string
 		mode Mode
 	}{{"dragonfly:p=2,a=4,h=2", Shortest}, {"xgft:h=2,m=2x2,w=1x2", Valiant}, {"custom:switches=A+B,links=A-B,hosts=A:1+B:1", Conditional}, {"xgft:h=2,m=2x2,w=1x2", VLAN}} {
-		sp, err := topology.ParseSpec(c.spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		top, _ := topology.Build(sp)
+		top := topotest.Build(t, c.spec)
 		sc := addressing.Flat
 		plan, err := addressing.New(top, sc, false)
 		if err != nil {
@@ -188,8 +185,7 @@ func TestSnoopARTables(t *testing.T) {
 		sc      addressing.Scheme
 		compact bool
 	}{{"mesh:dims=3x3", addressing.Flat, false}, {seed003Shapes[0], addressing.PerSwitch, false}, {seed003Shapes[0], addressing.Flat, true}, {"dragonfly:p=1,a=2,h=1", addressing.Flat, false}} {
-		sp, _ := topology.ParseSpec(c.spec)
-		top, _ := topology.Build(sp)
+		top := topotest.Build(t, c.spec)
 		plan, err := addressing.New(top, c.sc, c.compact)
 		if err != nil {
 			t.Fatal(err)

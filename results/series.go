@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -64,12 +65,7 @@ func seriesCSVs(phase string, pts []Point) (map[string][]byte, error) {
 				inj[i] = float64(n)
 			}
 			add("injected_frames", inj)
-			hosts := make([]string, 0, len(t.DeliveredByHost))
-			for h := range t.DeliveredByHost {
-				hosts = append(hosts, h)
-			}
-			sort.Strings(hosts)
-			for _, h := range hosts {
+			for _, h := range slices.Sorted(maps.Keys(t.DeliveredByHost)) {
 				add("delivered:"+h, t.DeliveredByHost[h])
 			}
 		}

@@ -104,19 +104,15 @@ func manCommand() *cli.Command {
 // and, with then, its next argument from the lab's state.
 func completeLab(then func(l *fabric.Lab) []string) cli.BashCompleteFunc {
 	return func(c *cli.Context) {
-		var words []string
 		switch c.NArg() {
 		case 0:
-			words, _ = fabric.List()
+			completeLabs(c)
 		case 1:
 			if then != nil {
 				if l, err := fabric.Load(c.Args().First()); err == nil {
-					words = then(l)
+					printWords(c, then(l))
 				}
 			}
-		}
-		for _, w := range words {
-			fmt.Fprintln(c.App.Writer, w)
 		}
 	}
 }
@@ -124,8 +120,12 @@ func completeLab(then func(l *fabric.Lab) []string) cli.BashCompleteFunc {
 // completeLabs completes every argument with the labs' names (down).
 func completeLabs(c *cli.Context) {
 	labs, _ := fabric.List()
-	for _, l := range labs {
-		fmt.Fprintln(c.App.Writer, l)
+	printWords(c, labs)
+}
+
+func printWords(c *cli.Context, words []string) {
+	for _, w := range words {
+		fmt.Fprintln(c.App.Writer, w)
 	}
 }
 

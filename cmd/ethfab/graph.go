@@ -88,9 +88,7 @@ func graphTopology(c *cli.Context) (*topology.Topology, error) {
 		if err != nil {
 			return nil, fmt.Errorf("run directory %s: %w", arg, err)
 		}
-		var lab struct {
-			Topology topology.Spec `json:"topology"`
-		}
+		var lab fabric.Lab // topology.json is the lab's state, as lab.json
 		if err := json.Unmarshal(b, &lab); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

@@ -3,6 +3,7 @@ package condition
 import (
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
@@ -10,17 +11,7 @@ import (
 // a direct topology; on a Clos every host below, by the down port its
 // frames climb through.
 func TestClimbIngress(t *testing.T) {
-	build := func(spec string) *topology.Topology {
-		s, err := topology.ParseSpec(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		top, err := topology.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return top
-	}
+	build := func(spec string) *topology.Topology { return topotest.Build(t, spec) }
 	df := build("dragonfly:p=2,a=4,h=2")
 	for i := range df.Switches {
 		in := climbIngress(df, i)

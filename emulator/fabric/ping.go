@@ -60,7 +60,8 @@ func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, err
 	p.rounds(ctx, pairs, start)
 	p.closeAll()
 	rwg.Wait()
-	r := &PingReport{Pairs: len(pairs)}
+	// An empty list, not null, in `ethfab ping --json` when every pair answered.
+	r := &PingReport{Pairs: len(pairs), Unreachable: []Unreachable{}}
 	for _, m := range p.missing(pairs) {
 		r.Unreachable = append(r.Unreachable, Unreachable{l.Hosts[m[0]].Name, l.Hosts[m[1]].Name})
 	}

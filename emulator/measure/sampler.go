@@ -961,7 +961,7 @@ func (s *Sampler) leaked(q []kernel.QdiscStats) ([]results.QueueLeak, error) {
 	if s.queues == nil {
 		return nil, nil
 	}
-	drift := make([]int64, len(s.ends))
+	drift, limit := make([]int64, len(s.ends)), make([]uint64, len(s.ends))
 	left := false
 	for k := 0; k < leakChecks; k++ {
 		if k > 0 {
@@ -984,14 +984,14 @@ func (s *Sampler) leaked(q []kernel.QdiscStats) ([]results.QueueLeak, error) {
 			if k > 0 {
 				d = min(d, drift[i])
 			}
-			drift[i] = d
+			drift[i], limit[i] = d, c.Limit
 			left = left || d > 0
 		}
 	}
 	var out []results.QueueLeak
 	for i, e := range s.ends {
 		if drift[i] > 0 {
-			out = append(out, results.QueueLeak{Port: e.label, Bytes: uint64(drift[i]), Limit: s.queues.Read(uint32(e.ifindex)).Limit})
+			out = append(out, results.QueueLeak{Port: e.label, Bytes: uint64(drift[i]), Limit: limit[i]})
 		}
 	}
 	return out, nil

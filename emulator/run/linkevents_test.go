@@ -1,16 +1,11 @@
 package run
 
 import (
-	"context"
 	"math"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/ethfab/ethfab/emulator/fabric"
-	"github.com/ethfab/ethfab/results"
-	"github.com/ethfab/ethfab/scenario"
 )
 
 // A phase's link events happen during the load, at their times, are
@@ -34,9 +29,7 @@ func TestLinkEventsInRun(t *testing.T) {
 
 func linkEventsRun(t *testing.T, dp string) {
 	name := "hrun-lk-" + dp[:1]
-	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
-name: `+name+`
-topology: {kind: ring, n: 4}
+	m, _ := runYAML(t, name, `topology: {kind: ring, n: 4}
 links: {host: {rate: 5mbit}, local: {rate: 5mbit}}
 switch_profile: PC5324
 ovs: {datapath: `+dp+`}
@@ -49,21 +42,7 @@ phases:
       - {at: 2s, link: [s0, s1], op: on, hold: 200ms}
       - {at: 3s, link: [s0, s1], op: rate, rate: 500kbit, hold: 300ms}
       - {at: 4s, link: [s0, s1], op: rate, rate: 5mbit, hold: 0s}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fabric.Down(name) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	if _, err := Run(ctx, sc, Options{Out: dir, Warmup: 100 * time.Millisecond, Drain: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := results.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, 100*time.Millisecond)
 	p := m.Phases[0]
 	ev := p.LinkEvents
 	if len(ev) != 4 || ev[0].Op != "off" || ev[1].Op != "on" || ev[0].DoneS < 1 || ev[1].DoneS < 2.2 || ev[1].DoneS > 3 ||

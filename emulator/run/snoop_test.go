@@ -143,9 +143,7 @@ func runTopology1(t *testing.T, name, routing, links string, warmup time.Duratio
 	if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
 		t.Skip("needs Open vSwitch")
 	}
-	sc, err := scenario.Parse(name+".yaml", []byte(`version: 1
-name: `+name+`
-`+topology1+routing+links+`ovs: {datapath: ebpf}
+	return runYAML(t, name, topology1+routing+links+`ovs: {datapath: ebpf}
 phases:
   - name: t
     traffic:
@@ -154,7 +152,15 @@ phases:
       duration: 4s
       seed: 1
       flows: [{src: A1h0, dst: B1h0}, {src: A2h0, dst: B2h0}, {src: A3h0, dst: B3h0}]
-`))
+`, warmup)
+}
+
+// runYAML runs the scenario body (what follows its version and name) as
+// lab name, with warmup and a 200 ms drain, removes the lab when the
+// test ends, and returns the run's metrics and directory.
+func runYAML(t *testing.T, name, body string, warmup time.Duration) (*results.Metrics, string) {
+	t.Helper()
+	sc, err := scenario.Parse(name+".yaml", []byte("version: 1\nname: "+name+"\n"+body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,8 +69,6 @@ def _ping(args):
     # prints its JSON: the caller reads the result either way.
     p = cli.call(*args, check=False)
     try:
-        r = json.loads(p.stdout)
+        return json.loads(p.stdout)
     except ValueError:
         raise cli.EthfabError([cli.binary(), *args], p.returncode, p.stderr) from None
-    r["unreachable"] = r.get("unreachable") or []  # null when every pair answered
-    return r

@@ -602,11 +602,9 @@ __attribute__((noinline)) int send_cnm(struct __sk_buff *skb, __u32 ak, __u32 if
 		count(sw, SLOT_DROPPED, skb->len);
 		return TC_ACT_SHOT;
 	}
-	__u32 o = a->out[0];
-	if (o == OUT_IN_PORT)
-		o = ifindex;
-	else if (o == ifindex)
-		return TC_ACT_SHOT; // never back out of the ingress port
+	__u32 o = output(skb, a->out[0], ifindex, sw, 0); // IN_PORT resolved; 0: the ingress port
+	if (!o)
+		return TC_ACT_SHOT;
 	struct port *op = bpf_map_lookup_elem(&ports, &o);
 	if (op && op->cnm_peer)
 		return bpf_redirect_peer(o, 0);
