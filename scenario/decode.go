@@ -58,10 +58,19 @@ func join(path, key string) string {
 
 func index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
+// fieldsSeen, when set (by tests only; nil in ethfab), is told of every
+// mapping the decoder reads, with the fields it allows there: the test
+// holding scenario/schema.json to the decoder compares them with the
+// schema's (TestSchemaFieldsMatchDecoder).
+var fieldsSeen func(path string, allowed []string)
+
 // fields checks that n is a mapping with only the allowed keys and returns
 // its non-null entries by key. A null node reads as an empty mapping, and
 // a null value as an absent key, so `routing:` means "all defaults".
 func (d *decoder) fields(n *node, path string, allowed ...string) map[string]*entry {
+	if fieldsSeen != nil {
+		fieldsSeen(path, allowed)
+	}
 	out := map[string]*entry{}
 	if n.kind == nullNode {
 		return out
@@ -994,10 +1003,10 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 	for i, pn := range n.items {
 		pp := index(path, i)
 		if pn.kind != mapNode {
-			d.errf(pn, pp, "a phase must be a mapping with a name and one of dmp, announce, wait, traffic; got %s", describe(pn))
+			d.errf(pn, pp, "a phase must be a mapping with a name and one of dmp, announce, wait, traffic, mpi; got %s", describe(pn))
 			continue
 		}
-		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "expect", "link_events", "probes")
+		f := d.fields(pn, pp, "name", "dmp", "announce", "wait", "traffic", "mpi", "expect", "link_events", "probes")
 		ph := Phase{}
 		if e := f["name"]; e == nil {
 			d.errf(pn, join(pp, "name"), "required")
@@ -1013,7 +1022,7 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 			}
 		}
 		var kinds []string
-		for _, k := range []string{"dmp", "announce", "wait", "traffic"} {
+		for _, k := range []string{"dmp", "announce", "wait", "traffic", "mpi"} {
 			if f[k] != nil {
 				kinds = append(kinds, k)
 			}
@@ -1023,7 +1032,7 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 			if len(kinds) > 0 {
 				has = strings.Join(kinds, ", ")
 			}
-			d.errf(pn, pp, "a phase needs exactly one of dmp, announce, wait, traffic (has %s)", has)
+			d.errf(pn, pp, "a phase needs exactly one of dmp, announce, wait, traffic, mpi (has %s)", has)
 			out = append(out, ph)
 			continue
 		}
@@ -1046,6 +1055,8 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 			}
 		case PhaseTraffic:
 			ph.Traffic = d.traffic(e.val, kp, s, topoOK)
+		case PhaseMPI:
+			ph.MPI = d.mpi(e.val, kp, s, topoOK)
 		}
 		if e := f["expect"]; e != nil {
 			if ph.Kind != PhaseTraffic {
@@ -1076,6 +1087,85 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 		out = append(out, ph)
 	}
 	return out
+}
+
+// mpiWordRe bounds an MPI program's words to what a shell passes
+// through unchanged: Open MPI hands the ranks' command line to the launch
+// agent's shell (as it would to ssh).
+var mpiWordRe = regexp.MustCompile(`^[A-Za-z0-9_./:=,+@%-]+$`)
+
+func (d *decoder) mpi(n *node, path string, s *Scenario, topoOK bool) *MPI {
+	m := &MPI{Slots: 1, Timeout: DefaultMPITimeout}
+	f := d.fields(n, path, "program", "hosts", "slots", "np", "timeout")
+	if e := f["program"]; e == nil {
+		d.errf(n, join(path, "program"), "required: the MPI program and its arguments, e.g. [ethfab-mpibench, pingpong]")
+	} else if e.val.kind != seqNode || len(e.val.items) == 0 {
+		d.errf(e.val, join(path, "program"), "must be a list: the program and its arguments, e.g. [ethfab-mpibench, pingpong], got %s", describe(e.val))
+	} else {
+		for i, it := range e.val.items {
+			ip := index(join(path, "program"), i)
+			if v, ok := d.str(it, ip); ok {
+				if !mpiWordRe.MatchString(v) || len(v) > 256 {
+					d.errf(it, ip, "%q: a word of letters, digits and _ . / : = , + @ %% - (at most 256), since Open MPI passes it through a shell", v)
+				}
+				m.Program = append(m.Program, v)
+			}
+		}
+	}
+	if e := f["hosts"]; e != nil {
+		if e.val.kind != seqNode || len(e.val.items) == 0 {
+			d.errf(e.val, join(path, "hosts"), "must be a list of host names, e.g. [g0s0h0, g1s0h0], got %s", describe(e.val))
+		} else {
+			known := d.hostNames(s, topoOK)
+			seen := map[string]bool{}
+			for i, it := range e.val.items {
+				ip := index(join(path, "hosts"), i)
+				v, ok := d.str(it, ip)
+				switch {
+				case !ok:
+				case known != nil && !known[v]:
+					d.errf(it, ip, "%s has no host %q", s.Topology, v)
+				case seen[v]:
+					d.errf(it, ip, "host %q is listed twice", v)
+				default:
+					seen[v] = true
+					m.Hosts = append(m.Hosts, v)
+				}
+			}
+		}
+	}
+	if e := f["slots"]; e != nil {
+		if v, ok := d.smallInt(e.val, join(path, "slots")); ok {
+			if v < 1 || v > MaxMPISlots {
+				d.errf(e.val, join(path, "slots"), "must be between 1 and %d ranks per host, got %d", MaxMPISlots, v)
+			}
+			m.Slots = v
+		}
+	}
+	if e := f["np"]; e != nil {
+		if v, ok := d.smallInt(e.val, join(path, "np")); ok {
+			hosts := len(m.Hosts)
+			if hosts == 0 {
+				hosts, _, _ = s.Topology.Size()
+			}
+			switch {
+			case v < 1:
+				d.errf(e.val, join(path, "np"), "must be at least 1, got %d", v)
+			case topoOK && v > hosts*m.Slots:
+				d.errf(e.val, join(path, "np"), "%d ranks do not fit %d hosts with %d slots each", v, hosts, m.Slots)
+			}
+			m.NP = v
+		}
+	}
+	if e := f["timeout"]; e != nil {
+		if v, ok := d.duration(e.val, join(path, "timeout")); ok {
+			if v <= 0 {
+				d.errf(e.val, join(path, "timeout"), "must be positive, got %s", e.val.text)
+			}
+			m.Timeout = v
+		}
+	}
+	return m
 }
 
 func (d *decoder) announce(n *node, path string) *Announce {
@@ -1640,6 +1730,9 @@ func (d *decoder) linkEvents(n *node, path string, s *Scenario, topoOK bool, t *
 			if f["profile"] != nil {
 				d.errf(e.val, join(ep, "hold"), "give profile or hold, not both")
 			} else if v, ok := d.duration(e.val, join(ep, "hold")); ok {
+				if v < 0 {
+					d.errf(e.val, join(ep, "hold"), "must not be negative, got %s", e.val.text)
+				}
 				ev.Hold = v
 			}
 		}

@@ -235,6 +235,26 @@ func (s *Scenario) effectiveTree() *node {
 				"until_complete", mkBool(a.Until)))
 		case PhaseWait:
 			m.add("wait", mkStr(FormatDuration(ph.Wait)))
+		case PhaseMPI:
+			x := ph.MPI
+			prog := &node{kind: seqNode, flow: true}
+			for _, w := range x.Program {
+				prog.items = append(prog.items, mkUser(w))
+			}
+			mm := mkMap(true, "program", prog)
+			if len(x.Hosts) > 0 {
+				hs := &node{kind: seqNode, flow: true}
+				for _, h := range x.Hosts {
+					hs.items = append(hs.items, mkUser(h))
+				}
+				mm.add("hosts", hs)
+			}
+			mm.add("slots", mkInt(int64(x.Slots)))
+			if x.NP > 0 {
+				mm.add("np", mkInt(int64(x.NP)))
+			}
+			mm.add("timeout", mkStr(FormatDuration(x.Timeout)))
+			m.add("mpi", mm)
 		case PhaseTraffic:
 			t := ph.Traffic
 			tm := mkMap(true, "pattern", mkStr(t.PatternString()))

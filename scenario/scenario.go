@@ -331,16 +331,18 @@ const (
 	PhaseAnnounce PhaseKind = "announce"
 	PhaseWait     PhaseKind = "wait"
 	PhaseTraffic  PhaseKind = "traffic"
+	PhaseMPI      PhaseKind = "mpi"
 )
 
 // Phase is one step of a run. Exactly the field of its Kind is set
-// (Announce, Wait or Traffic; a DMP phase has no options).
+// (Announce, Wait, Traffic or MPI; a DMP phase has no options).
 type Phase struct {
 	Name     string
 	Kind     PhaseKind
 	Announce *Announce
 	Wait     time.Duration
 	Traffic  *Traffic
+	MPI      *MPI
 	Expect   []Expectation // traffic phases only
 	// LinkEvents turn links off and on while each load of a traffic phase
 	// runs (seed 002's on/off link regulation), in time order.
@@ -349,6 +351,24 @@ type Phase struct {
 	// traffic (seed 002's ping every 100 ms).
 	Probes *Probes
 }
+
+// MPI is an mpi phase: Program (an MPI program and its arguments) run
+// with Open MPI's mpirun as NP ranks, Slots on each of Hosts, over the
+// fabric (TCP over the hosts' interfaces), while the fabric sampler
+// measures the switches.
+type MPI struct {
+	Program []string
+	Hosts   []string // empty: every host of the lab
+	Slots   int
+	NP      int // 0: every slot
+	Timeout time.Duration
+}
+
+// MPI defaults and bounds.
+const (
+	DefaultMPITimeout = 10 * time.Minute
+	MaxMPISlots       = 64
+)
 
 // Probes are a traffic phase's probes: a Size-byte frame every Interval
 // from each source to its destination, through the fabric's routes.
