@@ -5,7 +5,7 @@ BIN     ?= bin/ethfab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: bpf all build test vet race reliability fuzz sweep clean quickstart
+.PHONY: bpf all build test vet race reliability fuzz sweep clean quickstart mpibench
 
 all: build
 
@@ -27,6 +27,12 @@ bpf:
 		clang -O2 -g -target bpf -Wall -Werror -I/usr/include/$$(uname -m)-linux-gnu \
 			-fdebug-prefix-map=$(CURDIR)=. -c $$src -o $$obj && llvm-strip -g $$obj || exit 1; \
 	done
+
+# The MPI microbenchmark (bench/mpi/mpibench.c), with Open MPI's mpicc
+# (apt install libopenmpi-dev); scripts/provision.sh installs it as
+# /usr/local/bin/ethfab-mpibench, where mpi phases find it.
+mpibench:
+	mpicc -O2 -Wall -Wextra -o bin/ethfab-mpibench bench/mpi/mpibench.c
 
 vet:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)

@@ -29,13 +29,14 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 from settle import settle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import ethfab  # noqa: E402  the repository's Python package
 CAPACITY_FILE = os.environ.get("ETHFAB_CAPACITY_FILE", "/var/lib/ethfab/capacity.json")
 
 SCENARIO = """version: 1
@@ -49,7 +50,8 @@ phases:
 """
 
 
-def run(ethfab, size, mode, pattern, rate, loads, duration, sets, tmp):
+def run(size, mode, pattern, rate, loads, duration, sets, tmp):
+    """One ethfab run (through the Python package); its RunDir."""
     settle()
     p, a, h = (int(x) for x in size.split(","))
     sc = os.path.join(tmp, "cap.yaml")
@@ -57,28 +59,16 @@ def run(ethfab, size, mode, pattern, rate, loads, duration, sets, tmp):
         f.write(SCENARIO.format(tag=os.getpid() % 10000, p=p, a=a, h=h, mode=mode, pattern=pattern, rate=rate,
                                 loads=",".join(str(x) for x in loads), duration=duration))
     out = os.path.join(tmp, "run-%s-%s-%s-%s" % (size.replace(",", "_"), mode, pattern, rate))
-    cmd = [ethfab, "run", sc, "--out", out, "--quiet"]
-    for s in sets:
-        cmd += ["--set", s]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    mf = os.path.join(out, "metrics.json")
-    if not os.path.exists(mf):
-        sys.exit("ethfab run failed (%d):\n%s" % (r.returncode, (r.stderr or r.stdout)[-3000:]))
-    with open(mf) as f:
-        return json.load(f)
+    try:
+        return ethfab.run(sc, out=out, sets=dict(s.split("=", 1) for s in sets))
+    except ethfab.EthfabError as e:
+        sys.exit("ethfab run failed: %s" % e)
 
 
-def points(m):
-    """Each point with its fidelity verdict and the first failed check."""
-    bad = {}
-    for c in m["fidelity"].get("checks", []):
-        if not c.get("ok", True):
-            bad.setdefault((c["phase"], c["load"]), c["check"])
-    out = []
-    for pt in m["phases"]:
-        why = bad.get((pt["name"], pt["load"]))
-        out.append((pt, why))
-    return out
+def points(rd):
+    """Each point with the first fidelity check it failed (None: faithful)."""
+    bad = rd.unfaithful()
+    return [(pt, bad.get((pt["name"], pt["load"]))) for pt in rd.points()]
 
 
 def describe(pt, rate, why):
@@ -114,6 +104,7 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
+    os.environ["ETHFAB"] = args.ethfab
     loads = [float(x) for x in args.loads.split(",")]
     args.set = ["ovs.datapath=" + args.datapath] + args.set
     used = set()
@@ -135,10 +126,10 @@ def main():
             for mode in args.modes.split(","):
                 for pattern in args.patterns.split(","):
                     case = {"dragonfly": size, "routing": mode, "pattern": pattern, "load_search": [], "rate_search": []}
-                    m = run(args.ethfab, size, mode, pattern, args.rate, loads, args.duration, args.set, tmp)
-                    used.add(m["run"]["machine"].get("datapath", "?"))
+                    rd = run(size, mode, pattern, args.rate, loads, args.duration, args.set, tmp)
+                    used.add(rd.metrics["run"]["machine"].get("datapath", "?"))
                     ok = True
-                    for pt, why in points(m):
+                    for pt, why in points(rd):
                         d = describe(pt, args.rate, why)
                         case["load_search"].append(d)
                         show(size, mode, pattern, "load", d)
@@ -146,8 +137,7 @@ def main():
                         if ok:
                             case["max_load"] = d
                     for rate in rates:
-                        m = run(args.ethfab, size, mode, pattern, rate, [args.load], args.duration, args.set, tmp)
-                        pt, why = points(m)[0]
+                        pt, why = points(run(size, mode, pattern, rate, [args.load], args.duration, args.set, tmp))[0]
                         d = describe(pt, rate, why)
                         case["rate_search"].append(d)
                         show(size, mode, pattern, "rate", d)

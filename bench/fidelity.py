@@ -64,10 +64,10 @@ def main():
                 out = os.path.join(tmp, "run")
                 settle()
                 try:
-                    m = ethfab.run(sc, out=out).metrics
+                    rd = ethfab.run(sc, out=out)
                 except ethfab.EthfabError as e:
                     sys.exit("ethfab run failed: %s" % e)
-                bad = {(c["phase"], c["load"]) for c in m["fidelity"].get("checks", []) if not c.get("ok", True)}
+                m, bad = rd.metrics, rd.unfaithful()
                 hosts = m["run"]["hosts"]
                 faithful = 0.0
                 broken = False

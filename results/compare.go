@@ -139,7 +139,13 @@ func compareMarkdown(dirs, labels []string, runs []*Metrics, ss []loadSeries, fi
 				pct(p.Loss), p.LatencyUS.Mean, p.LatencyUS.P99, p.NonminimalShare)
 		}
 	}
-	b.WriteString("\n## Plots\n\n")
+	b.WriteString("\n")
+	var mr []MPIRun
+	for i, m := range runs {
+		mr = append(mr, MPIRun{Label: labels[i], Points: m.Phases})
+	}
+	b.WriteString(MPIMarkdown(mr))
+	b.WriteString("## Plots\n\n")
 	for _, f := range files {
 		if strings.HasSuffix(f, ".png") {
 			fmt.Fprintf(&b, "![%s](%s)\n", f, f)

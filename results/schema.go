@@ -146,6 +146,11 @@ type Point struct {
 	// Probes is what the phase's probes found (seed 002's ping every
 	// 100 ms), with each pair's outages.
 	Probes *traffic.ProbeResult `json:"probes,omitempty"`
+	// MPI is an mpi phase's job: what ran where, how it ended and what
+	// the program measured. Its point has no traffic engine's figures;
+	// the switches' (rule counters, non-minimal share, queues, drops,
+	// CPU) are measured as for traffic.
+	MPI *MPI `json:"mpi,omitempty"`
 
 	PerSwitchInjected []SwitchInjected `json:"per_switch_injected,omitempty"`
 	// DeliveredBySourceSwitch is, by switch name, the load the sinks
@@ -535,4 +540,43 @@ type Flow struct {
 	AcceptedLoad float64 `json:"accepted_load"`
 	DeliveredBps float64 `json:"delivered_bps"`
 	LatencyUS    Latency `json:"latency_us"`
+}
+
+// MPI is an mpi phase's job (Open MPI's mpirun over the fabric).
+type MPI struct {
+	Program  []string `json:"program"`
+	Hosts    []string `json:"hosts"`
+	NP       int      `json:"np"`
+	Slots    int      `json:"slots"`
+	ExitCode int      `json:"exit_code"`
+	WallS    float64  `json:"wall_s"`
+	// CPUS is the CPU time mpirun, its launch agents, daemons and ranks
+	// took (their cgroup's), and CPUBusy that as a fraction of all cores
+	// over the point; null where the machine has no cgroup v2 to measure
+	// it by. The ranks run at idle priority and poll; the fidelity
+	// verdict's CPU check counts the machine's busy fraction without it.
+	CPUS    *float64 `json:"cpu_s"`
+	CPUBusy *float64 `json:"cpu_busy"`
+	// Output is the run directory's file with the program's standard
+	// output (mpi-<phase>.out; standard error in mpi-<phase>.err).
+	Output string `json:"output"`
+	// Results are the program's measurements: the lines of its standard
+	// output that are JSON objects with a "bench" (ethfab-mpibench's
+	// format; its "info" line is Where).
+	Results []MPIResult `json:"results,omitempty"`
+	// Where are the processor names the ranks reported, in rank order.
+	Where []string `json:"where,omitempty"`
+}
+
+// MPIResult is one measurement of ethfab-mpibench: a ping-pong's one-way
+// latency or an all-to-all's time per call, and the bandwidth either got.
+type MPIResult struct {
+	Bench         string   `json:"bench"`
+	Bytes         int64    `json:"bytes"`
+	Ranks         int      `json:"ranks"`
+	Iters         int      `json:"iters"`
+	MeanUS        *float64 `json:"mean_us"`
+	MinUS         *float64 `json:"min_us"`
+	MaxUS         *float64 `json:"max_us"`
+	BandwidthMbps *float64 `json:"bandwidth_mbps"`
 }

@@ -96,7 +96,7 @@ func Summary(m *Metrics, files []string) string {
 
 	agentsSummary(&b, m.Agents)
 	b.WriteString("## Phases\n\n")
-	if len(m.Phases) == 0 {
+	if len(phaseNames(m.Phases)) == 0 {
 		b.WriteString("No traffic phase ran.\n\n")
 	}
 	for _, name := range phaseNames(m.Phases) {
@@ -118,6 +118,7 @@ func Summary(m *Metrics, files []string) string {
 		b.WriteString("\n")
 		cpuSummary(&b, pts)
 	}
+	b.WriteString(MPIMarkdown([]MPIRun{{Points: m.Phases}}))
 
 	conditionsSummary(&b, m)
 	qcnSummary(&b, m)

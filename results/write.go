@@ -243,11 +243,15 @@ func listFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// phaseNames lists the phase names in the order they first appear.
+// phaseNames lists the traffic phases' names in the order they first
+// appear.
 func phaseNames(points []Point) []string {
 	var names []string
 	seen := map[string]bool{}
 	for _, p := range points {
+		if p.MPI != nil {
+			continue // an mpi phase has its own section (MPIMarkdown)
+		}
 		if !seen[p.Name] {
 			seen[p.Name] = true
 			names = append(names, p.Name)

@@ -56,7 +56,10 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # graphviz: `ethfab graph --format svg` and each run directory's topology.svg.
 # tshark: the dissector's test (dissector/ethfab.lua) and reading captures.
 # python3: the Python package (python/) and its tests, and bench/*.py.
-PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3)
+# openmpi-bin, libopenmpi-dev, gcc: ethfab mpirun and mpi phases, and
+# mpicc for the MPI microbenchmark (bench/mpi), built and installed below.
+PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3
+  openmpi-bin libopenmpi-dev gcc)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 
@@ -253,6 +256,13 @@ build() {
   fi
   say "building ethfab"
   if [ "$QUIET" = 1 ]; then make -s build >/dev/null; else make build; fi
+  # The MPI microbenchmark, where scenarios' mpi phases find it (PATH).
+  if command -v mpicc >/dev/null; then
+    make -s mpibench >/dev/null && install -m 755 bin/ethfab-mpibench /usr/local/bin/ethfab-mpibench
+    say "installed /usr/local/bin/ethfab-mpibench"
+  else
+    say "no mpicc: not building the MPI microbenchmark (bench/mpi)"
+  fi
   local out rc=0
   out=$(bin/ethfab doctor 2>&1) || rc=$?
   if [ $rc != 0 ]; then

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/urfave/cli/v2"
+
 	"github.com/ethfab/ethfab/emulator/fabric"
 )
 
@@ -217,6 +219,8 @@ func runApp(t *testing.T, args ...string) (string, error) {
 	var out bytes.Buffer
 	app := newApp()
 	app.Writer, app.ErrWriter = &out, io.Discard
+	// An exit status (cli.Exit) is returned, not passed to os.Exit.
+	app.ExitErrHandler = func(*cli.Context, error) {}
 	err := app.Run(flagsFirst(app, append([]string{"ethfab"}, args...)))
 	return out.String(), err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
@@ -55,6 +56,9 @@ func Down(name string) (err error) {
 	if err := ovs.StopPoolRunDir(filepath.Join(dir, "ovs")); err != nil {
 		errs = append(errs, fmt.Errorf("stopping open vswitch: %w", err))
 	}
+	if err := removeJobCgroups(name); err != nil {
+		errs = append(errs, err)
+	}
 	if len(l.Namespaces) > 0 {
 		mine := map[string]bool{}
 		for _, n := range l.Namespaces {
@@ -78,6 +82,27 @@ func Down(name string) (err error) {
 		return fmt.Errorf("lab directory: %w", err)
 	}
 	return nil
+}
+
+// JobCgroupPrefix begins the name of every cgroup an MPI job on the lab
+// runs in (emulator/mpi). A lab name has no dot, so no lab's prefix is
+// another's.
+func JobCgroupPrefix(lab string) string { return "ethfab." + lab + "." }
+
+// removeJobCgroups ends the processes of the lab's MPI jobs that a killed
+// run left (ranks run on in a namespace being deleted) and removes their
+// cgroups.
+func removeJobCgroups(lab string) error {
+	root := kernel.Cgroup2Root()
+	if root == "" {
+		return nil
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, JobCgroupPrefix(lab)+"*"))
+	var errs []error
+	for _, d := range dirs {
+		errs = append(errs, kernel.RemoveCgroup(d, 5*time.Second))
+	}
+	return errors.Join(errs...)
 }
 
 // existingOf lists the lab's namespaces (those in mine) that exist.
@@ -108,7 +133,7 @@ func removeOrphans(lab string) (int, error) {
 		return 0, nil // nothing can be found or removed; Down says so
 	}
 	n, err := ovs.StopOrphans(LabDir(lab))
-	errs := []error{err}
+	errs := []error{err, removeJobCgroups(lab)}
 	cands, lerr := kernel.ListNamespaces(lab + "-")
 	errs = append(errs, lerr)
 	var mine []string

@@ -644,10 +644,18 @@ func (u *upper) hosts(context.Context) (string, error) {
 		}
 		if u.datapath == ovs.DatapathNetdev {
 			// The userspace datapath neither computes nor offloads
-			// checksums: TCP over it needs the sender to fill them in.
+			// checksums: TCP over it needs the sender to fill them in
+			// (and without checksum offload the kernel drops TSO, so
+			// TCP leaves the host in wire-sized frames).
 			return kernel.DisableTxChecksum(ns, HostIface)
 		}
-		return nil
+		// A host puts wire-sized frames on its link, as a NIC does: with
+		// segmentation offload on, TCP crossed the eBPF datapath's
+		// switches as 64 KB packets, which no switch sees, and the
+		// program's queue counts took them in at one length and out at
+		// another (an MPI all-to-all left 4,184 bytes counted in a queue
+		// tbf had emptied).
+		return kernel.DisableSegmentation(ns, HostIface)
 	})
 	if err != nil {
 		return "", err

@@ -77,20 +77,28 @@ func writeCases(sc *scenario.Scenario, all *Outcome) error {
 		b.WriteString("\n")
 	}
 	hasTraffic := false
+	var mr []results.MPIRun
 	for _, r := range rows {
-		hasTraffic = hasTraffic || len(r.Phases) > 0
+		for _, p := range r.Phases {
+			hasTraffic = hasTraffic || p.MPI == nil
+		}
+		mr = append(mr, results.MPIRun{Label: r.Case, Points: r.Phases})
 	}
 	if hasTraffic {
 		b.WriteString("| case | phase | pattern | routing | load | offered | accepted | loss | p50 µs | p99 µs | non-minimal |\n")
 		b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, r := range rows {
 			for _, p := range r.Phases {
+				if p.MPI != nil {
+					continue // in the MPI table below
+				}
 				fmt.Fprintf(&b, "| %s | %s | %s | %s | %g | %.3f | %.3f | %.4f | %.0f | %.0f | %.3f |\n", r.Case, p.Name, p.Pattern,
 					p.Routing, p.Load, p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
 			}
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(results.MPIMarkdown(mr))
 	if len(all.Versus) > 0 {
 		b.WriteString("## Cases against each other\n\n")
 		b.WriteString("| case | versus | phase | load | expectation | measured | bound | result |\n|---|---|---|---:|---|---:|---:|---|\n")

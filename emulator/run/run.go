@@ -346,6 +346,8 @@ func (r *runner) phase(ctx context.Context, ph scenario.Phase) error {
 		return r.traffic(ctx, ph)
 	case scenario.PhaseDMP, scenario.PhaseAnnounce:
 		return r.agents(ctx, ph)
+	case scenario.PhaseMPI:
+		return r.mpi(ctx, ph)
 	}
 	return fmt.Errorf("unknown phase kind %q", ph.Kind)
 }
@@ -381,8 +383,8 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			return fmt.Errorf("traffic engine: %w", err)
 		}
 		r.m.Run.Machine["traffic_send"] = r.engine.SendMode()
-		if r.sampler, err = measure.New(r.lab, measure.Options{Topology: r.top}); err != nil {
-			return fmt.Errorf("fabric sampler: %w", err)
+		if err := r.openSampler(); err != nil {
+			return err
 		}
 	} else if r.lab.Assign != addressing.AssignRewrite {
 		// DMP may have changed the hosts' addresses since the engine opened.
@@ -654,6 +656,11 @@ func (o *Outcome) Brief() string {
 	if len(m.Phases) > 0 {
 		fmt.Fprintf(&b, "  %-12s %-10s %6s %8s %8s %8s %9s %9s %6s\n", "phase", "pattern", "load", "offered", "accepted", "loss", "p50 µs", "p99 µs", "nonmin")
 		for _, p := range m.Phases {
+			if x := p.MPI; x != nil {
+				fmt.Fprintf(&b, "  %-12s %-10s mpirun -np %d %s: %.2f s, %d frames into the fabric, non-minimal %.2f, %d result(s) (summary.md)\n",
+					p.Name, p.Pattern, x.NP, strings.Join(x.Program, " "), x.WallS, p.Sent, p.NonminimalShare, len(x.Results))
+				continue
+			}
 			fmt.Fprintf(&b, "  %-12s %-10s %6.2f %8.3f %8.3f %8.4f %9.0f %9.0f %6.2f\n", p.Name, p.Pattern, p.Load,
 				p.OfferedLoad, p.AcceptedLoad, p.Loss, p.LatencyUS.P50, p.LatencyUS.P99, p.NonminimalShare)
 		}

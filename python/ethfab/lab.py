@@ -52,6 +52,25 @@ class Lab:
             args += ["--seed", str(seed)]
         return _ping(args)
 
+    def hostfile(self, hosts=None, slots=1):
+        """An Open MPI hostfile naming the lab's hosts (ethfab hostfile)."""
+        args = ["hostfile", self.name, "--slots", str(slots)]
+        if hosts:
+            args += ["--hosts", ",".join(hosts)]
+        return cli.call(*args).stdout
+
+    def mpirun(self, *program, np=None, hosts=None, slots=1, mca=None, check=True, timeout=None):
+        """Runs an MPI program on the lab's hosts over the fabric (ethfab
+        mpirun): a CompletedProcess with the program's text output."""
+        args = ["mpirun", self.name, "--slots", str(slots)]
+        if np is not None:
+            args += ["--np", str(np)]
+        if hosts:
+            args += ["--hosts", ",".join(hosts)]
+        for k, v in (mca or {}).items():
+            args += ["--mca", f"{k}={v}"]
+        return cli.call(*args, "--", *program, check=check, timeout=timeout)
+
     def down(self):
         """Removes everything the lab made."""
         cli.call("down", self.name)

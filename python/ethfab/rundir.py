@@ -41,6 +41,20 @@ class RunDir:
         """The fidelity verdict: {"ok": ..., "reasons": [...], "checks": [...]}."""
         return self.metrics["fidelity"]
 
+    def unfaithful(self):
+        """The points the fidelity verdict failed: {(phase, load): the
+        first check each failed}. A point not in it kept every check."""
+        bad = {}
+        for c in self.fidelity.get("checks", []):
+            if not c.get("ok", True):
+                bad.setdefault((c["phase"], c["load"]), c["check"])
+        return bad
+
+    def mpi(self, phase=None):
+        """The mpi phases' jobs (program, hosts, exit code, wall and CPU
+        time, results: ethfab-mpibench's measurements), or one phase's."""
+        return [dict(p["mpi"], phase=p["name"]) for p in self.points(phase) if p.get("mpi")]
+
     @property
     def failed(self):
         """The expectations that failed."""

@@ -34,6 +34,10 @@ STUB = textwrap.dedent(
         print("ran " + " ".join(args[args.index("--") + 1:]))
     elif cmd == "down":
         pass
+    elif cmd == "hostfile":
+        print("g0s0h0 slots=2\\ng0s1h0 slots=2")
+    elif cmd == "mpirun":
+        print("ranks ran " + " ".join(args[args.index("--") + 1:]))
     elif cmd == "run":
         out = args[args.index("--out") + 1]
         os.makedirs(out, exist_ok=True)
@@ -84,6 +88,20 @@ class StubTest(unittest.TestCase):
                 ["ping", "demo", "--json", "--sample", "2"],
                 ["exec", "demo", "g0s0h0", "--", "ip", "link"],
                 ["down", "demo"],
+            ],
+        )
+
+    def test_mpi(self):
+        lab = ethfab.Lab("demo")
+        self.assertEqual(lab.hostfile(slots=2), "g0s0h0 slots=2\ng0s1h0 slots=2\n")
+        p = lab.mpirun("ethfab-mpibench", "pingpong", np=2, hosts=["g0s0h0", "g0s1h0"], mca={"btl_tcp_links": 2})
+        self.assertEqual(p.stdout, "ranks ran ethfab-mpibench pingpong\n")
+        self.assertEqual(
+            self.calls(),
+            [
+                ["hostfile", "demo", "--slots", "2"],
+                ["mpirun", "demo", "--slots", "1", "--np", "2", "--hosts", "g0s0h0,g0s1h0", "--mca", "btl_tcp_links=2",
+                 "--", "ethfab-mpibench", "pingpong"],
             ],
         )
 

@@ -47,6 +47,10 @@ class RealTest(unittest.TestCase):
             self.assertEqual(ping["reached"], ping["pairs"])
             out = lab.exec(hosts[0], "cat", "/sys/class/net/eth0/address").stdout.strip()
             self.assertEqual(out, lab.status()["hosts"][0]["mac"])
+            if shutil.which("mpirun"):
+                # One rank on each of two hosts, each under its host's name.
+                p = lab.mpirun("hostname", hosts=[hosts[0], hosts[-1]])
+                self.assertEqual(sorted(p.stdout.split()), sorted([hosts[0], hosts[-1]]))
         self.assertNotIn("pyreal", [x.name for x in ethfab.Lab.all()])
 
     def test_run(self):

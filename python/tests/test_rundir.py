@@ -49,6 +49,19 @@ class RunDirTest(unittest.TestCase):
         for name, rd in cases.items():
             self.assertTrue(rd.points(), name)
 
+    def test_mpi(self):
+        # tests/fixtures/mpi1: scenarios/mpi-df.yaml's Valiant case,
+        # trimmed to its points' mpi parts and two fidelity checks.
+        rd = ethfab.RunDir(FIX / "mpi1")
+        jobs = rd.mpi()
+        self.assertEqual([j["phase"] for j in jobs], ["pingpong", "alltoall"])
+        a2a = rd.mpi("alltoall")[0]
+        self.assertEqual(a2a["np"], 16)
+        self.assertEqual(len(a2a["where"]), 16)
+        self.assertEqual({r["bytes"] for r in a2a["results"] if r["bench"] == "alltoall"}, {8, 4096, 32768})
+        self.assertEqual(rd.unfaithful(), {})
+        self.assertEqual(self.rd.mpi(), [])
+
     def test_not_a_run_directory(self):
         with self.assertRaises(FileNotFoundError):
             ethfab.RunDir(FIX)
