@@ -1113,26 +1113,10 @@ func (d *decoder) mpi(n *node, path string, s *Scenario, topoOK bool) *MPI {
 		}
 	}
 	if e := f["hosts"]; e != nil {
-		if e.val.kind != seqNode || len(e.val.items) == 0 {
-			d.errf(e.val, join(path, "hosts"), "must be a list of host names, e.g. [g0s0h0, g1s0h0], got %s", describe(e.val))
-		} else {
-			known := d.hostNames(s, topoOK)
-			seen := map[string]bool{}
-			for i, it := range e.val.items {
-				ip := index(join(path, "hosts"), i)
-				v, ok := d.str(it, ip)
-				switch {
-				case !ok:
-				case known != nil && !known[v]:
-					d.errf(it, ip, "%s has no host %q", s.Topology, v)
-				case seen[v]:
-					d.errf(it, ip, "host %q is listed twice", v)
-				default:
-					seen[v] = true
-					m.Hosts = append(m.Hosts, v)
-				}
-			}
+		if e.val.kind == seqNode && len(e.val.items) == 0 {
+			d.errf(e.val, join(path, "hosts"), "must name at least one host (leave it out for every host)")
 		}
+		m.Hosts = d.hostList(e.val, join(path, "hosts"), s, topoOK)
 	}
 	if e := f["slots"]; e != nil {
 		if v, ok := d.smallInt(e.val, join(path, "slots")); ok {
