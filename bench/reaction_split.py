@@ -1,21 +1,25 @@
 #!/usr/bin/env python3
 """Split conditional routing's reaction times into their parts.
 
-Reads DIR/conditions-<phase>.csv written by `ethfab run` and prints, per
+Reads a run directory's conditions-<phase>.csv (through the Python
+package's RunDir) and prints, per
 load and flip kind (pause/resume), the 10/25/50/75/90th percentiles in ms
 after the onset of: the switch's barrier reply to the FlowMod, the first
 frame on the new path entering the switch, and that frame leaving it.
 
-Usage: bench/reaction_split.py RUN_DIR/conditions-adv.csv
+Usage: bench/reaction_split.py RUN_DIR PHASE
 """
-import csv
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import ethfab  # noqa: E402  the repository's Python package
 
-def main(path):
-    rows = [r for r in csv.DictReader(open(path)) if r["outcome"] == "reacted"]
+
+def main(run_dir, phase):
+    rows = [r for r in ethfab.RunDir(run_dir).conditions(phase) if r["outcome"] == "reacted"]
     if not rows:
-        sys.exit(f"{path}: no reacted flips")
+        sys.exit(f"{run_dir}: no reacted flips in phase {phase}")
     print("load  flip    part           n     p10   p25   p50   p75   p90")
     for load in sorted({r["load"] for r in rows}, key=float):
         for kind in ("pause", "resume"):
@@ -29,6 +33,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

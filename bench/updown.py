@@ -30,22 +30,35 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import ethfab  # noqa: E402  the repository's Python package
 MININET_SCRIPT = os.path.normpath(os.path.join(ROOT, "..", "shared", "bench", "mininet_dragonfly.py"))
+
+
+class PeakMemory:
+    """/usr/bin/time around a command: its peak resident memory."""
+
+    def __init__(self):
+        fd, self.file = tempfile.mkstemp()
+        os.close(fd)
+        self.wrap = ["/usr/bin/time", "-o", self.file, "-f", "%M"]
+
+    def mb(self):
+        with open(self.file) as f:
+            lines = f.read().strip().splitlines()
+        os.unlink(self.file)
+        return int(lines[-1]) / 1024.0
 
 
 def timed(cmd, **kw):
     """Runs cmd under /usr/bin/time; returns (seconds, peak RSS MB, stdout)."""
-    fd, tf = tempfile.mkstemp()
-    os.close(fd)
+    mem = PeakMemory()
     t0 = time.monotonic()
-    p = subprocess.run(["/usr/bin/time", "-o", tf, "-f", "%M"] + cmd, capture_output=True, text=True, **kw)
+    p = subprocess.run(mem.wrap + cmd, capture_output=True, text=True, **kw)
     dt = time.monotonic() - t0
-    with open(tf) as f:
-        lines = f.read().strip().splitlines()
-    os.unlink(tf)
     if p.returncode != 0:
         sys.exit("%s failed (%d):\n%s%s" % (" ".join(cmd), p.returncode, p.stdout[-2000:], p.stderr[-2000:]))
-    return dt, int(lines[-1]) / 1024.0, p.stdout
+    return dt, mem.mb(), p.stdout
 
 
 def hwm_mb(pid):
@@ -89,24 +102,34 @@ def wait_gone(pids, limit=300):
     return time.monotonic() - t0
 
 
-def ethfab_run(ethfab, p, a, h, datapath="auto"):
-    lab = "bench-df%d%d%d" % (p, a, h)
+def ethfab_run(p, a, h, datapath="auto"):
+    """Up, ping --all and down of a DF(p,a,h), through the Python package."""
+    name = "bench-df%d%d%d" % (p, a, h)
     # A lab left by an interrupted run goes first; none is the usual case.
-    subprocess.run([ethfab, "down", lab], stderr=subprocess.DEVNULL)
-    sets = ["--set", "name=" + lab, "--set", "topology.p=%d" % p, "--set", "topology.a=%d" % a,
-            "--set", "topology.h=%d" % h, "--set", "ovs.datapath=" + datapath]
-    up_s, up_mb, out = timed([ethfab, "up", os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), "--json"] + sets)
-    st = json.loads(out)
     try:
-        ping_s, ping_mb, pout = timed([ethfab, "ping", lab, "--all", "--json"])
-        pr = json.loads(pout)
-        rundir = st["ovs"].get("run_dir") or ""
-        pids = pids_in(rundir) if rundir else []  # the eBPF datapath runs no daemon
-        ovs_mb = sum(hwm_mb(x) for x in pids)
-    finally:
+        ethfab.Lab(name).down()
+    except ethfab.EthfabError:
+        pass
+    sets = {"name": name, "topology.p": p, "topology.a": a, "topology.h": h, "ovs.datapath": datapath}
+    try:
+        mem = PeakMemory()
         t0 = time.monotonic()
-        subprocess.run([ethfab, "down", lab], check=True)
-        down_s = time.monotonic() - t0
+        lab = ethfab.Lab.up(os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), sets=sets, wrap=mem.wrap)
+        up_s, up_mb, st = time.monotonic() - t0, mem.mb(), lab.up_status
+        try:
+            mem = PeakMemory()
+            t0 = time.monotonic()
+            pr = lab.ping(wrap=mem.wrap)
+            ping_s, ping_mb = time.monotonic() - t0, mem.mb()
+            rundir = st["ovs"].get("run_dir") or ""
+            pids = pids_in(rundir) if rundir else []  # the eBPF datapath runs no daemon
+            ovs_mb = sum(hwm_mb(x) for x in pids)
+        finally:
+            t0 = time.monotonic()
+            lab.down()
+            down_s = time.monotonic() - t0
+    except ethfab.EthfabError as e:
+        sys.exit("ethfab: %s" % e)
     exit_s = wait_gone(pids)
     return {
         "tool": "ethfab", "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
@@ -178,12 +201,13 @@ def main():
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
+    os.environ["ETHFAB"] = args.ethfab
     if not args.no_mininet and not os.path.exists(MININET_SCRIPT):
         sys.exit("%s not found (or use --no-mininet)" % MININET_SCRIPT)
     rows = []
     for s in args.sizes:
         p, a, h = (int(x) for x in s.split(","))
-        r = ethfab_run(args.ethfab, p, a, h, args.datapath)
+        r = ethfab_run(p, a, h, args.datapath)
         rows.append(r)
         if args.json:
             print(json.dumps(r), flush=True)

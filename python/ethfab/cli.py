@@ -42,10 +42,12 @@ def sets_args(sets):
     return out
 
 
-def call(*args, want_json=False, check=True, timeout=None):
+def call(*args, want_json=False, check=True, timeout=None, wrap=None):
     """Runs ethfab with args; returns its parsed JSON (want_json) or the
-    completed process. A failure raises EthfabError with ethfab's message."""
-    cmd = [binary(), *map(str, args)]
+    completed process. A failure raises EthfabError with ethfab's message.
+    wrap is a command ethfab runs under, e.g. ["/usr/bin/time", "-o",
+    FILE, "-f", "%M"] for its peak memory, or perf or strace."""
+    cmd = [*(wrap or []), binary(), *map(str, args)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise EthfabError(cmd, p.returncode, p.stderr)

@@ -8,20 +8,24 @@ from . import cli
 class Lab:
     """A lab ethfab brought up (or that exists already: Lab("name"))."""
 
-    def __init__(self, name):
+    def __init__(self, name, up_status=None):
         self.name = name
+        # What `ethfab up --json` printed when this object brought the lab
+        # up: its status then, with each bring-up step's time (timing).
+        self.up_status = up_status
 
     def __repr__(self):
         return f"Lab({self.name!r})"
 
     @classmethod
-    def up(cls, scenario, sets=None, instances=None):
-        """Brings the scenario's fabric up and returns its Lab."""
+    def up(cls, scenario, sets=None, instances=None, wrap=None):
+        """Brings the scenario's fabric up and returns its Lab (wrap: a
+        command ethfab runs under, as cli.call takes it)."""
         args = ["up", str(scenario), "--json", *cli.sets_args(sets)]
         if instances is not None:
             args += ["--instances", str(instances)]
-        st = cli.call(*args, want_json=True)
-        return cls(st["lab"])
+        st = cli.call(*args, want_json=True, wrap=wrap)
+        return cls(st["lab"], up_status=st)
 
     @classmethod
     def all(cls):
@@ -42,7 +46,7 @@ class Lab:
         text stdout and stderr."""
         return cli.call("exec", self.name, host, "--", *cmd, check=check, timeout=timeout)
 
-    def ping(self, sample=None, seed=None):
+    def ping(self, sample=None, seed=None, wrap=None):
         """Real frames between hosts (every ordered pair, or a sample):
         ethfab ping --json."""
         args = ["ping", self.name, "--json"]
@@ -50,7 +54,7 @@ class Lab:
             args += ["--sample", str(sample)]
         if seed is not None:
             args += ["--seed", str(seed)]
-        return _ping(args)
+        return _ping(args, wrap)
 
     def hostfile(self, hosts=None, slots=1):
         """An Open MPI hostfile naming the lab's hosts (ethfab hostfile)."""
@@ -83,10 +87,10 @@ class Lab:
         return False
 
 
-def _ping(args):
+def _ping(args, wrap=None):
     # ethfab ping exits non-zero when a pair is unreachable but still
     # prints its JSON: the caller reads the result either way.
-    p = cli.call(*args, check=False)
+    p = cli.call(*args, check=False, wrap=wrap)
     try:
         return json.loads(p.stdout)
     except ValueError:

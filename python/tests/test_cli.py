@@ -91,6 +91,14 @@ class StubTest(unittest.TestCase):
             ],
         )
 
+    def test_wrap(self):
+        # ethfab under another command (here env, as /usr/bin/time or
+        # perf would run it); up keeps what up printed.
+        lab = ethfab.Lab.up("s.yaml", wrap=["env"])
+        self.assertEqual(lab.up_status, {"lab": "demo", "state": "up"})
+        self.assertEqual(lab.ping(wrap=["env"])["pairs"], 2)
+        self.assertEqual(self.calls(), [["up", "s.yaml", "--json"], ["ping", "demo", "--json"]])
+
     def test_mpi(self):
         lab = ethfab.Lab("demo")
         self.assertEqual(lab.hostfile(slots=2), "g0s0h0 slots=2\ng0s1h0 slots=2\n")
