@@ -17,9 +17,11 @@ func fakeSettings(t *testing.T, wmem, rcu string) (wmemPath, rcuPath string) {
 	wmemPath, rcuPath = filepath.Join(dir, "wmem_default"), filepath.Join(dir, "rcu_expedited")
 	os.WriteFile(wmemPath, []byte(wmem+"\n"), 0o644)
 	os.WriteFile(rcuPath, []byte(rcu+"\n"), 0o644)
-	oldW, oldR := wmemSetting.path, rcuSetting.path
-	wmemSetting.path, rcuSetting.path = wmemPath, rcuPath
-	t.Cleanup(func() { wmemSetting.path, rcuSetting.path = oldW, oldR })
+	backlogPath := filepath.Join(dir, "netdev_max_backlog")
+	os.WriteFile(backlogPath, []byte("1000\n"), 0o644)
+	oldW, oldR, oldB := wmemSetting.path, rcuSetting.path, backlogSetting.path
+	wmemSetting.path, rcuSetting.path, backlogSetting.path = wmemPath, rcuPath, backlogPath
+	t.Cleanup(func() { wmemSetting.path, rcuSetting.path, backlogSetting.path = oldW, oldR, oldB })
 	return wmemPath, rcuPath
 }
 

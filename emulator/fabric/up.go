@@ -671,8 +671,12 @@ func (u *upper) shape(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	raises := []func() (string, error){raiseBacklog}
 	if u.datapath == ovs.DatapathNetdev {
-		w, err := raiseSendBuffer()
+		raises = append(raises, raiseSendBuffer)
+	}
+	for _, raise := range raises {
+		w, err := raise()
 		if err != nil {
 			return "", err
 		}
