@@ -47,6 +47,13 @@ func stateOf(t *testing.T, sc *scenario.Scenario) *Lab {
 	for i, s := range c.Top.Switches {
 		l.Switches = append(l.Switches, Switch{Name: s.Name, Flows: len(c.Tables[i].Rules)})
 	}
+	// One link of each class, shaped as built.
+	for _, class := range scenario.ClassesOf(sc.Topology.Kind) {
+		sh := linkShaping(sc.Links[class], false)
+		_, sh.Limit = sh.TBF()
+		l.Links = append(l.Links, Link{Class: classOf(class).String(), Shape: &sh})
+	}
+	l.OVS.Datapath = "netdev"
 	return l
 }
 
@@ -156,6 +163,7 @@ func TestAttachChecksEveryField(t *testing.T) {
 	for _, d := range [][3]string{
 		{"topology.t", "2", "topology"}, {"addressing.scheme", "flat", "addressing.scheme"}, {"addressing.compact", "false", "addressing.compact"},
 		{"addressing.assign", "static", "addressing.assign"}, {"addressing.source_guard", "true", "addressing.source_guard"}, {"routing.mode", "minimal", "routing.mode"},
+		{"links.local.rate", "5mbit", "links.local"}, {"links.host", "{rate: 100mbit, limit: 64kb}", "links.host"}, {"ovs.datapath", "ebpf", "ovs.datapath"},
 	} {
 		fresh := stateOf(t, parseLab(t, "lab"))
 		_, err := fresh.Attach(parseLab(t, "lab", d[0], d[1]))

@@ -368,6 +368,26 @@ func (l *Lab) matches(sc *scenario.Scenario) error {
 			return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
 		}
 	}
+	if d := sc.OVS.Datapath; d != scenario.DatapathAuto && d != "" && string(d) != l.OVS.Datapath {
+		return fmt.Errorf("lab %s runs ovs.datapath %s, %s wants %s (ethfab down %s, or run without --lab)", l.Lab, l.OVS.Datapath, sc.Source, d, l.Lab)
+	}
+	// A run derives thresholds from the links' rates and queues (the
+	// pause threshold, QCN's time scale, the rate checks): they must be
+	// the lab's. A run at 100 Mbit/s on a lab built at 10 put XOFF above
+	// the lab's whole queue, and no port ever paused.
+	for _, class := range scenario.ClassesOf(sc.Topology.Kind) {
+		want, cls := sc.Links[class], classOf(class).String()
+		for _, k := range l.Links {
+			if k.Class != cls || k.Shape == nil {
+				continue
+			}
+			if k.Shape.RateBps != want.Rate || want.Limit > 0 && uint64(k.Shape.Limit) != want.Limit {
+				return fmt.Errorf("lab %s runs links.%s %s, %s wants %s (ethfab down %s, or run without --lab)", l.Lab, class,
+					describe(*k.Shape), sc.Source, describe(linkShaping(want, false)), l.Lab)
+			}
+			break
+		}
+	}
 	return nil
 }
 

@@ -71,6 +71,10 @@ type Job struct {
 // quote it safely: the lab's names are all of this form.
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
+// pathRe is what the lab's state directory may be for the agent script to
+// name files under it unquoted.
+var pathRe = regexp.MustCompile(`^/[A-Za-z0-9_./-]*$`)
+
 // Hostfile is Open MPI's hostfile for hosts of lab (every host when
 // hosts is empty), each with slots slots, in order.
 func Hostfile(lab *fabric.Lab, hosts []string, slots int) (string, error) {
@@ -138,6 +142,9 @@ func Prepare(lab *fabric.Lab, o Options) (*Job, error) {
 	root := fabric.LabDir(lab.Lab)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
+	}
+	if !pathRe.MatchString(root) {
+		return nil, fmt.Errorf("state directory %q: the launch agent script names files under it, and can only pass letters, digits and _ . / -", root)
 	}
 	dir, err := os.MkdirTemp(root, "mpi-")
 	if err != nil {
