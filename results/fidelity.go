@@ -134,8 +134,8 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 			}
 			add(FidelityCheck{Check: "cpu", Phase: p.Phase, Load: p.Load, Value: busy, Limit: MaxCPUBusy,
 				OK: busy <= MaxCPUBusy, What: what},
-				fmt.Sprintf("the CPUs were %.0f%% busy (limit %.0f%%): the machine, not the fabric, may have limited throughput and latency",
-					100*busy, 100*MaxCPUBusy))
+				fmt.Sprintf("the CPUs were %.0f%% busy%s (limit %.0f%%): the machine, not the fabric, may have limited throughput and latency",
+					100*busy, apartNote(p), 100*MaxCPUBusy))
 		}
 		if b := p.Busiest; b.Process != "" {
 			add(FidelityCheck{Check: "thread_cpu", Phase: p.Phase, Load: p.Load, Value: b.Cores, Limit: MaxThreadBusy,
@@ -245,4 +245,13 @@ func leakShare(l QueueLeak) float64 {
 		return 1
 	}
 	return float64(l.Bytes) / float64(l.Limit)
+}
+
+// apartNote says what the CPU check left out of the machine's busy
+// fraction, if anything.
+func apartNote(p FidelityInput) string {
+	if p.CPUApart <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" besides the MPI ranks' idle-priority %.0f%% (%.0f%% in all)", 100*p.CPUApart, 100*p.CPUBusy)
 }

@@ -13,12 +13,18 @@ import (
 // "info" line names where the ranks ran. Every other line is the
 // program's own and is skipped, so any program can run in an mpi phase.
 func ParseMPIOutput(r io.Reader) (res []MPIResult, where []string, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, long, rerr := readLine(br)
+		if rerr == io.EOF {
+			return res, where, nil
+		}
+		if rerr != nil {
+			return res, where, rerr
+		}
+		line = strings.TrimSpace(line)
+		if long || !strings.HasPrefix(line, "{") {
+			continue // the program's own, however long
 		}
 		var v struct {
 			Bench     string   `json:"bench"`
@@ -47,7 +53,34 @@ func ParseMPIOutput(r io.Reader) (res []MPIResult, where []string, err error) {
 		}
 		res = append(res, m)
 	}
-	return res, where, sc.Err()
+}
+
+// maxLine bounds the lines ParseMPIOutput reads whole (ethfab-mpibench's
+// are a few hundred bytes); a longer one is read through and skipped.
+const maxLine = 1 << 20
+
+// readLine reads one line, at most maxLine bytes of it; long says it was
+// longer (the rest is consumed).
+func readLine(br *bufio.Reader) (line string, long bool, err error) {
+	var b []byte
+	for {
+		frag, isPrefix, err := br.ReadLine()
+		if err != nil {
+			if err == io.EOF && len(b) > 0 {
+				return string(b), long, nil
+			}
+			return "", false, err
+		}
+		if len(b) < maxLine {
+			b = append(b, frag...)
+		}
+		if len(b) >= maxLine {
+			long = true
+		}
+		if !isPrefix {
+			return string(b), long, nil
+		}
+	}
 }
 
 type stat struct {
@@ -87,8 +120,8 @@ func MPIMarkdown(runs []MPIRun) string {
 		return ""
 	}
 	b.WriteString("## MPI\n\n")
-	b.WriteString(col("run") + "| phase | program | ranks | wall s | frames into fabric | non-minimal | CPU busy | ranks' CPU | exit |\n")
-	b.WriteString(col("---") + "|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString(col("run") + "| phase | program | ranks | wall s | frames into fabric | non-minimal | CPU busy | ranks' CPU |\n")
+	b.WriteString(col("---") + "|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
 		for _, p := range r.Points {
 			if m := p.MPI; m != nil {
@@ -96,8 +129,8 @@ func MPIMarkdown(runs []MPIRun) string {
 				if m.CPUBusy != nil {
 					ranks = fmt.Sprintf("%.0f%%", 100**m.CPUBusy)
 				}
-				fmt.Fprintf(&b, "%s| %s | `%s` | %d on %d hosts | %.2f | %d | %.3f | %.0f%% | %s | %d |\n", col(r.Label), p.Name, strings.Join(m.Program, " "),
-					m.NP, len(m.Hosts), m.WallS, p.Sent, p.NonminimalShare, 100*p.CPUBusy, ranks, m.ExitCode)
+				fmt.Fprintf(&b, "%s| %s | `%s` | %d on %d hosts | %.2f | %d | %.3f | %.0f%% | %s |\n", col(r.Label), p.Name, strings.Join(m.Program, " "),
+					m.NP, len(m.Hosts), m.WallS, p.Sent, p.NonminimalShare, 100*p.CPUBusy, ranks)
 			}
 		}
 	}
@@ -132,6 +165,6 @@ func MPIMarkdown(runs []MPIRun) string {
 			}
 		}
 	}
-	b.WriteString("\nPing-pong: one-way latency (half the round trip) and its bandwidth; all-to-all: time per call and the bytes all ranks exchanged per second. CPU busy: the machine's; ranks' CPU: what mpirun, its launch agents, daemons and ranks took at idle priority (they poll; their cgroup's CPU time, – without cgroup v2), which the fidelity verdict's CPU check leaves out. Each job's standard output is in `mpi-<phase>.out`.\n\n")
+	b.WriteString("\nPing-pong: one-way latency (half the round trip) and its bandwidth; all-to-all: time per call and the bytes all ranks exchanged per second. CPU busy: the machine's; ranks' CPU: what mpirun, its launch agents, daemons and ranks took at idle priority (they poll; their cgroup's CPU time, – without cgroup v2), which the fidelity verdict's CPU check leaves out, less the machine's packet work (softirq) over the point. Each job's standard output is in `mpi-<phase>.out`.\n\n")
 	return b.String()
 }

@@ -39,6 +39,11 @@ func TestParseMPIOutput(t *testing.T) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
 	}
+	// A line of the program's own however long is skipped, not an error.
+	long := strings.Repeat("x", 3<<20) + "\n" + `{"bench":"pingpong","bytes":8,"ranks":2,"iters":1,"latency_us":{"mean":1,"min":1,"max":1},"bandwidth_mbps":1}` + "\n"
+	if res, _, err := ParseMPIOutput(strings.NewReader(long)); err != nil || len(res) != 1 {
+		t.Errorf("after a 3 MB line: %d results, %v; want the one after it", len(res), err)
+	}
 	if MPIMarkdown([]MPIRun{{Points: []Point{{Name: "traffic"}}}}) != "" {
 		t.Error("a run without mpi points has an MPI section")
 	}

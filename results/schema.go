@@ -544,12 +544,11 @@ type Flow struct {
 
 // MPI is an mpi phase's job (Open MPI's mpirun over the fabric).
 type MPI struct {
-	Program  []string `json:"program"`
-	Hosts    []string `json:"hosts"`
-	NP       int      `json:"np"`
-	Slots    int      `json:"slots"`
-	ExitCode int      `json:"exit_code"`
-	WallS    float64  `json:"wall_s"`
+	Program []string `json:"program"`
+	Hosts   []string `json:"hosts"`
+	NP      int      `json:"np"`
+	Slots   int      `json:"slots"`
+	WallS   float64  `json:"wall_s"`
 	// CPUS is the CPU time mpirun, its launch agents, daemons and ranks
 	// took (their cgroup's), and CPUBusy that as a fraction of all cores
 	// over the point; null where the machine has no cgroup v2 to measure

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,6 +64,7 @@ Examples:
 			&cli.IntFlag{Name: "np", Usage: "number of ranks (default: hosts × slots)"},
 			&cli.StringSliceFlag{Name: "mca", Usage: "an Open MPI parameter, NAME=VALUE (repeatable)"},
 			&cli.BoolFlag{Name: "cpu", Usage: "print the CPU time mpirun, its launch agents, daemons and ranks took (standard error)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop the job after this long (mpirun, then whatever of it is left), exit status 124"},
 		}, mpiHostFlags...),
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -92,23 +94,42 @@ Examples:
 			defer job.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if d := c.Duration("timeout"); d > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, d)
+				defer cancel()
+			}
 			cmd := job.Command(ctx)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 			err = cmd.Run()
 			// The launch agents and daemons outlive mpirun by a moment:
-			// wait for them, so nothing of the job runs on after this.
-			cpu, werr := job.Wait(10 * time.Second)
-			switch {
-			case werr != nil:
+			// wait for them, so nothing of the job runs on after this
+			// (Close ends what is still there).
+			if werr := job.Wait(10 * time.Second); werr != nil {
 				fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: %v\n", werr)
-			case c.Bool("cpu") && cpu >= 0:
-				fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: the job took %.2f s of CPU\n", cpu)
-			case c.Bool("cpu"):
-				fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: no cgroup v2 hierarchy here: the job's CPU time is not measured\n")
+			}
+			if c.Bool("cpu") {
+				switch cpu, cerr := job.CPU(); {
+				case cerr != nil:
+					fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: the job's CPU time: %v\n", cerr)
+				case cpu >= 0:
+					fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: the job took %.2f s of CPU\n", cpu)
+				default:
+					fmt.Fprintf(c.App.ErrWriter, "ethfab mpirun: no cgroup v2 hierarchy here: the job's CPU time is not measured\n")
+				}
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return cli.Exit(fmt.Sprintf("ethfab mpirun: the job did not finish within %s", c.Duration("timeout")), 124)
+			}
+			if errors.Is(err, exec.ErrWaitDelay) {
+				err = nil // mpirun exited 0; something it left held the output
 			}
 			if err != nil {
 				if ee, ok := err.(*exec.ExitError); ok {
-					return cli.Exit("", ee.ExitCode())
+					if code := ee.ExitCode(); code >= 0 {
+						return cli.Exit("", code)
+					}
+					return fmt.Errorf("mpirun: %v", ee) // killed by a signal
 				}
 				return err
 			}

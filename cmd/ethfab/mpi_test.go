@@ -74,6 +74,16 @@ links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
 	if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != 3 {
 		t.Errorf("a rank's exit status 3: mpirun returned %v, want exit status 3", err)
 	}
+	// --timeout ends the whole job (exit status 124), and nothing of it
+	// is left.
+	_, err = runApp(t, "mpirun", lab, "--timeout", "2s", "--hosts", strings.Join(hosts[:2], ","), "--", "sleep", "300")
+	if ec, ok := err.(cli.ExitCoder); !ok || ec.ExitCode() != 124 {
+		t.Errorf("mpirun --timeout 2s of sleep 300: %v, want exit status 124", err)
+	}
+	if left := jobProcesses(lab, "sleep"); len(left) > 0 {
+		t.Errorf("ranks %v left after the timeout", left)
+	}
+
 	// An ethfab mpirun killed outright leaves its job running (mpirun,
 	// daemons, ranks in the lab's namespaces); down ends it.
 	cmd := exec.Command(os.Args[0], "mpirun", lab, "--hosts", strings.Join(hosts[:2], ","), "--", "sleep", "300")

@@ -51,6 +51,9 @@ func stateOf(t *testing.T, sc *scenario.Scenario) *Lab {
 	for _, class := range scenario.ClassesOf(sc.Topology.Kind) {
 		sh := linkShaping(sc.Links[class], false)
 		_, sh.Limit = sh.TBF()
+		if sh.RateBps == 0 {
+			sh.Limit = 0
+		}
 		l.Links = append(l.Links, Link{Class: classOf(class).String(), Shape: &sh})
 	}
 	l.OVS.Datapath = "netdev"
@@ -173,6 +176,12 @@ func TestAttachChecksEveryField(t *testing.T) {
 		if fresh.Compiled() != nil {
 			t.Errorf("%s=%s: a refused scenario was attached", d[0], d[1])
 		}
+	}
+	// A lab built with a queue limit refuses a scenario that leaves it
+	// out: its thresholds would follow the rate's larger queue.
+	limited := stateOf(t, parseLab(t, "lab", "links.host", "{rate: 100mbit, limit: 64kb}"))
+	if _, err := limited.Attach(parseLab(t, "lab", "links.host", "{rate: 100mbit}")); err == nil || !strings.Contains(err.Error(), "runs links.host rate 100mbit limit 64kb") {
+		t.Errorf("a lab with a 64kb queue, a scenario without: Attach = %v", err)
 	}
 	// Same fields, but not the lab's hosts (static: they have their
 	// pseudo-MACs) or rules: refused too.

@@ -381,7 +381,13 @@ func (l *Lab) matches(sc *scenario.Scenario) error {
 			if k.Class != cls || k.Shape == nil {
 				continue
 			}
-			if k.Shape.RateBps != want.Rate || want.Limit > 0 && uint64(k.Shape.Limit) != want.Limit {
+			// The queue as the scenario builds it: its limit, or the
+			// one its rate gives.
+			_, limit := linkShaping(want, false).TBF()
+			if want.Rate == 0 {
+				limit = 0
+			}
+			if k.Shape.RateBps != want.Rate || k.Shape.Limit != limit {
 				return fmt.Errorf("lab %s runs links.%s %s, %s wants %s (ethfab down %s, or run without --lab)", l.Lab, class,
 					describe(*k.Shape), sc.Source, describe(linkShaping(want, false)), l.Lab)
 			}

@@ -153,12 +153,25 @@ func Prepare(lab *fabric.Lab, o Options) (*Job, error) {
 	j := &Job{Dir: dir, NP: np, lab: lab, o: o}
 	if root := kernel.Cgroup2Root(); root != "" {
 		cg := filepath.Join(root, fabric.JobCgroupPrefix(lab.Lab)+filepath.Base(dir))
-		if err := os.Mkdir(cg, 0o755); err == nil {
-			j.cgroup = cg
-			if j.cgroupFD, err = os.Open(cg); err != nil {
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			j.Close()
+			return nil, fmt.Errorf("the MPI job's cgroup: %w", err)
+		}
+		j.cgroup = cg
+		// Where the cpu controller reaches the job's cgroup, the group
+		// competes with its siblings by weight and SCHED_IDLE would rank
+		// the ranks only among themselves: cpu.idle makes the whole
+		// group idle-priority (Linux 5.15). Here no controller reaches
+		// it and the file is absent.
+		if _, err := os.Stat(filepath.Join(cg, "cpu.idle")); err == nil {
+			if err := os.WriteFile(filepath.Join(cg, "cpu.idle"), []byte("1"), 0o644); err != nil {
 				j.Close()
-				return nil, err
+				return nil, fmt.Errorf("the MPI job's cgroup: cpu.idle: %w", err)
 			}
+		}
+		if j.cgroupFD, err = os.Open(cg); err != nil {
+			j.Close()
+			return nil, err
 		}
 	}
 	for _, h := range hs {
@@ -273,28 +286,33 @@ func (j *Job) Command(ctx context.Context) *exec.Cmd {
 	return cmd
 }
 
-// Wait waits, at most limit, until every process of a job whose mpirun
-// has exited is gone (the agents and daemons outlive it by a moment), and
-// returns the CPU time all of them took: mpirun, the agents, daemons and
-// ranks. It is -1 where there is no cgroup to measure it by (and then
-// Wait does not wait).
-func (j *Job) Wait(limit time.Duration) (cpuSeconds float64, err error) {
+// CPU is the CPU time the job's processes (mpirun, the agents, daemons
+// and ranks) have taken so far, those that exited included; -1 where
+// there is no cgroup to measure it by.
+func (j *Job) CPU() (float64, error) {
 	if j.cgroup == "" {
 		return -1, nil
 	}
-	deadline := time.Now().Add(limit)
-	for kernel.CgroupPopulated(j.cgroup) {
+	cpu, err := kernel.CgroupCPU(j.cgroup)
+	if err != nil {
+		return -1, err
+	}
+	return cpu.Seconds(), nil
+}
+
+// Wait waits, at most limit, until every process of a job whose mpirun
+// has exited is gone: the agents and daemons outlive it by a moment.
+// Without a cgroup it does not wait (Close cannot end them either).
+func (j *Job) Wait(limit time.Duration) error {
+	if j.cgroup == "" {
+		return nil
+	}
+	for deadline := time.Now().Add(limit); kernel.CgroupPopulated(j.cgroup); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			err = fmt.Errorf("processes of the MPI job still running %s after mpirun exited", limit)
-			break
+			return fmt.Errorf("processes of the MPI job still running %s after mpirun exited (Close ends them)", limit)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	cpu, cerr := kernel.CgroupCPU(j.cgroup)
-	if cerr != nil {
-		return -1, errors.Join(err, cerr)
-	}
-	return cpu.Seconds(), err
+	return nil
 }
 
 // Close ends what is left of the job (cgroup.kill) and removes its

@@ -65,15 +65,21 @@ class Lab:
 
     def mpirun(self, *program, np=None, hosts=None, slots=1, mca=None, check=True, timeout=None):
         """Runs an MPI program on the lab's hosts over the fabric (ethfab
-        mpirun): a CompletedProcess with the program's text output."""
+        mpirun): a CompletedProcess with the program's text output. A
+        timeout (seconds) is ethfab's own --timeout, which ends the whole
+        job (exit status 124); killing ethfab would leave it running."""
         args = ["mpirun", self.name, "--slots", str(slots)]
+        if timeout is not None:
+            args += ["--timeout", f"{timeout}s"]
         if np is not None:
             args += ["--np", str(np)]
         if hosts:
             args += ["--hosts", ",".join(hosts)]
         for k, v in (mca or {}).items():
             args += ["--mca", f"{k}={v}"]
-        return cli.call(*args, "--", *program, check=check, timeout=timeout)
+        # The backstop leaves ethfab time to end the job and clean up.
+        backstop = None if timeout is None else timeout + 30
+        return cli.call(*args, "--", *program, check=check, timeout=backstop)
 
     def down(self):
         """Removes everything the lab made."""
