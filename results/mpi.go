@@ -101,15 +101,16 @@ type MPIRun struct {
 // non-minimal share and the CPU split. Empty when no run has one.
 func MPIMarkdown(runs []MPIRun) string {
 	var b strings.Builder
-	found := false
+	jobs, results := 0, 0
 	for _, r := range runs {
 		for _, p := range r.Points {
 			if p.MPI != nil {
-				found = true
+				jobs++
+				results += len(p.MPI.Results)
 			}
 		}
 	}
-	if !found {
+	if jobs == 0 {
 		return ""
 	}
 	labelled := len(runs) > 1 || runs[0].Label != ""
@@ -131,14 +132,6 @@ func MPIMarkdown(runs []MPIRun) string {
 				}
 				fmt.Fprintf(&b, "%s| %s | `%s` | %d on %d hosts | %.2f | %d | %.3f | %.0f%% | %s |\n", col(r.Label), p.Name, strings.Join(m.Program, " "),
 					m.NP, len(m.Hosts), m.WallS, p.Sent, p.NonminimalShare, 100*p.CPUBusy, ranks)
-			}
-		}
-	}
-	results := 0
-	for _, r := range runs {
-		for _, p := range r.Points {
-			if p.MPI != nil {
-				results += len(p.MPI.Results)
 			}
 		}
 	}

@@ -27,8 +27,6 @@ func TimelineCSV(phase string) string { return "timeline-" + safeName(phase) + "
 func BacklogCSV(phase string) string  { return "backlog-" + safeName(phase) + ".csv" }
 func SwitchesCSV(phase string) string { return "switches-" + safeName(phase) + ".csv" }
 
-func ff(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
 // seriesCSVs renders a phase's tidy CSVs by file name (only the ones
 // with rows).
 func seriesCSVs(phase string, pts []Point) (map[string][]byte, error) {
@@ -50,11 +48,11 @@ func seriesCSVs(phase string, pts []Point) (map[string][]byte, error) {
 	}
 	var tl, bl, sw [][]string
 	for _, p := range pts {
-		load := ff(p.Load)
+		load := fmtF(p.Load)
 		if t := p.Timeline; t != nil {
 			add := func(metric string, v []float64) {
 				for i := range min(len(t.T), len(v)) {
-					tl = append(tl, []string{load, ff(t.T[i]), metric, ff(v[i])})
+					tl = append(tl, []string{load, fmtF(t.T[i]), metric, fmtF(v[i])})
 				}
 			}
 			add("accepted_load", t.AcceptedLoad)
@@ -71,15 +69,15 @@ func seriesCSVs(phase string, pts []Point) (map[string][]byte, error) {
 		}
 		for _, s := range p.Backlog {
 			for i := range min(len(s.T), len(s.Bytes), len(s.Frames)) {
-				bl = append(bl, []string{load, s.Port, s.Link, ff(s.T[i]), strconv.FormatUint(s.Bytes[i], 10), strconv.FormatUint(s.Frames[i], 10)})
+				bl = append(bl, []string{load, s.Port, s.Link, fmtF(s.T[i]), fmtU(s.Bytes[i]), fmtU(s.Frames[i])})
 			}
 		}
 		for _, s := range p.PerSwitchInjected {
 			d := ""
 			if v, ok := p.DeliveredBySourceSwitch[s.Switch]; ok {
-				d = ff(v)
+				d = fmtF(v)
 			}
-			sw = append(sw, []string{load, s.Switch, strconv.Itoa(s.Group), strconv.Itoa(s.Index), ff(s.Bps), ff(s.Fraction), d})
+			sw = append(sw, []string{load, s.Switch, strconv.Itoa(s.Group), strconv.Itoa(s.Index), fmtF(s.Bps), fmtF(s.Fraction), d})
 		}
 	}
 	if err := write(TimelineCSV(phase), []string{"load", "t_s", "metric", "value"}, tl); err != nil {

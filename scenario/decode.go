@@ -181,6 +181,16 @@ func (d *decoder) duration(n *node, path string) (time.Duration, bool) {
 	return v, true
 }
 
+// positiveDuration reads a duration that must be above zero; one that is
+// not is reported and still returned, as the other readers do.
+func (d *decoder) positiveDuration(n *node, path string) (time.Duration, bool) {
+	v, ok := d.duration(n, path)
+	if ok && v <= 0 {
+		d.errf(n, path, "must be positive, got %s", n.text)
+	}
+	return v, ok
+}
+
 // enum reads one of a fixed set of words.
 func (d *decoder) enum(n *node, path string, want ...string) (string, bool) {
 	s, ok := d.str(n, path)
@@ -1047,10 +1057,7 @@ func (d *decoder) phases(n *node, path string, s *Scenario, topoOK bool) []Phase
 		case PhaseAnnounce:
 			ph.Announce = d.announce(e.val, kp)
 		case PhaseWait:
-			if v, ok := d.duration(e.val, kp); ok {
-				if v <= 0 {
-					d.errf(e.val, kp, "must be positive, got %s", e.val.text)
-				}
+			if v, ok := d.positiveDuration(e.val, kp); ok {
 				ph.Wait = v
 			}
 		case PhaseTraffic:
@@ -1142,10 +1149,7 @@ func (d *decoder) mpi(n *node, path string, s *Scenario, topoOK bool) *MPI {
 		}
 	}
 	if e := f["timeout"]; e != nil {
-		if v, ok := d.duration(e.val, join(path, "timeout")); ok {
-			if v <= 0 {
-				d.errf(e.val, join(path, "timeout"), "must be positive, got %s", e.val.text)
-			}
+		if v, ok := d.positiveDuration(e.val, join(path, "timeout")); ok {
 			m.Timeout = v
 		}
 	}
@@ -1173,10 +1177,7 @@ func (d *decoder) announce(n *node, path string) *Announce {
 		dst *time.Duration
 	}{{"interval", &a.Interval}, {"repeat", &a.Repeat}, {"for", &a.For}} {
 		if e := f[x.key]; e != nil {
-			if v, ok := d.duration(e.val, join(path, x.key)); ok {
-				if v <= 0 {
-					d.errf(e.val, join(path, x.key), "must be positive, got %s", e.val.text)
-				}
+			if v, ok := d.positiveDuration(e.val, join(path, x.key)); ok {
 				*x.dst = v
 			}
 		}
@@ -1298,10 +1299,7 @@ func (d *decoder) traffic(n *node, path string, s *Scenario, topoOK bool) *Traff
 		}
 	}
 	if e := f["duration"]; e != nil {
-		if v, ok := d.duration(e.val, join(path, "duration")); ok {
-			if v <= 0 {
-				d.errf(e.val, join(path, "duration"), "must be positive, got %s", e.val.text)
-			}
+		if v, ok := d.positiveDuration(e.val, join(path, "duration")); ok {
 			t.Duration = v
 		}
 	}

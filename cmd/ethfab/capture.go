@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,7 +39,7 @@ Examples:
 			if c.Int("count") < 0 {
 				return fmt.Errorf("--count %d: want 0 (no limit) or more", c.Int("count"))
 			}
-			l, err := fabric.Load(c.Args().Get(0))
+			l, err := loadLab(c.Args().Get(0))
 			if err != nil {
 				return err
 			}
@@ -74,7 +71,7 @@ Examples:
 				return err
 			}
 			fmt.Fprintf(info, "capturing on %s (%s in netns %s)\n", p.Name, p.Iface, p.NetNS)
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(0)
 			defer stop()
 			n, err := cs.Run(ctx, c.Int("count"), w)
 			fmt.Fprintf(info, "%d frames\n", n)

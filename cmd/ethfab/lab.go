@@ -59,7 +59,7 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(0)
 			defer stop()
 			o := fabric.UpOptions{Instances: c.Int("instances")}
 			if !c.Bool("json") {
@@ -164,6 +164,25 @@ func flagInRange(c *cli.Context, name string, lo, hi int) error {
 
 // checkLab checks a lab name given on the command line, naming the
 // argument or flag it came from.
+// loadLab reads the state of the lab the LAB argument names.
+func loadLab(name string) (*fabric.Lab, error) {
+	if err := checkLab("LAB", name); err != nil {
+		return nil, err
+	}
+	return fabric.Load(name)
+}
+
+// interruptible is a context that Ctrl-C or SIGTERM cancels, and, with d
+// above zero, d ends.
+func interruptible(d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	if d <= 0 {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	return ctx, func() { cancel(); stop() }
+}
+
 func checkLab(what, name string) error {
 	if err := scenario.CheckLabName(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -200,10 +219,7 @@ func statusCommand() *cli.Command {
 				}
 				return nil
 			}
-			if err := checkLab("LAB", c.Args().First()); err != nil {
-				return err
-			}
-			lab, err := fabric.Load(c.Args().First())
+			lab, err := loadLab(c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -276,10 +292,7 @@ func execCommand() *cli.Command {
 			if len(args) < 3 {
 				return fmt.Errorf("usage: ethfab exec LAB HOST -- CMD [ARGS...]")
 			}
-			if err := checkLab("LAB", args[0]); err != nil {
-				return err
-			}
-			lab, err := fabric.Load(args[0])
+			lab, err := loadLab(args[0])
 			if err != nil {
 				return err
 			}
@@ -322,18 +335,15 @@ func pingCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
 			}
-			if err := checkLab("LAB", c.Args().First()); err != nil {
-				return err
-			}
 			// --sample 0 or below would silently mean every pair.
 			if err := flagInRange(c, "sample", 1, math.MaxInt32); err != nil {
 				return err
 			}
-			lab, err := fabric.Load(c.Args().First())
+			lab, err := loadLab(c.Args().First())
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(0)
 			defer stop()
 			r, err := fabric.Ping(ctx, lab, c.Int("sample"), c.Int64("seed"))
 			if err != nil {

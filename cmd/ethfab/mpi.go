@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -30,7 +28,10 @@ func hostfileCommand() *cli.Command {
 		BashComplete: completeLab(nil),
 		Flags:        mpiHostFlags,
 		Action: func(c *cli.Context) error {
-			lab, err := loadLabArg(c)
+			if c.NArg() != 1 {
+				return fmt.Errorf("want one LAB, got %d arguments", c.NArg())
+			}
+			lab, err := loadUpLab(c.Args().First())
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ Examples:
 			if len(args) < 2 {
 				return fmt.Errorf("usage: ethfab mpirun LAB [-np N] -- PROGRAM [ARGS...]")
 			}
-			lab, err := loadLab(args[0])
+			lab, err := loadUpLab(args[0])
 			if err != nil {
 				return err
 			}
@@ -92,13 +93,8 @@ Examples:
 				return err
 			}
 			defer job.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := interruptible(c.Duration("timeout"))
 			defer stop()
-			if d := c.Duration("timeout"); d > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, d)
-				defer cancel()
-			}
 			cmd := job.Command(ctx)
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.App.Writer, c.App.ErrWriter
 			err = cmd.Run()
@@ -138,18 +134,10 @@ Examples:
 	}
 }
 
-func loadLabArg(c *cli.Context) (*fabric.Lab, error) {
-	if c.NArg() != 1 {
-		return nil, fmt.Errorf("want one LAB, got %d arguments", c.NArg())
-	}
-	return loadLab(c.Args().First())
-}
-
-func loadLab(name string) (*fabric.Lab, error) {
-	if err := checkLab("LAB", name); err != nil {
-		return nil, err
-	}
-	lab, err := fabric.Load(name)
+// loadUpLab is the running lab the LAB argument names: MPI needs its
+// hosts' namespaces.
+func loadUpLab(name string) (*fabric.Lab, error) {
+	lab, err := loadLab(name)
 	if err != nil {
 		return nil, err
 	}

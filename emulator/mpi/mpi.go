@@ -82,6 +82,10 @@ func Hostfile(lab *fabric.Lab, hosts []string, slots int) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hostfile(hs, slots), nil
+}
+
+func hostfile(hs []fabric.Host, slots int) string {
 	if slots < 1 {
 		slots = 1
 	}
@@ -89,7 +93,7 @@ func Hostfile(lab *fabric.Lab, hosts []string, slots int) (string, error) {
 	for _, h := range hs {
 		fmt.Fprintf(&b, "%s slots=%d\n", h.Name, slots)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 func resolve(lab *fabric.Lab, names []string) ([]fabric.Host, error) {
@@ -177,7 +181,6 @@ func Prepare(lab *fabric.Lab, o Options) (*Job, error) {
 	for _, h := range hs {
 		j.Hosts = append(j.Hosts, h.Name)
 	}
-	hostfile, _ := Hostfile(lab, j.Hosts, o.Slots)
 	var etc, cases strings.Builder
 	etc.WriteString("127.0.0.1 localhost\n")
 	for _, h := range lab.Hosts {
@@ -190,7 +193,7 @@ func Prepare(lab *fabric.Lab, o Options) (*Job, error) {
 		}
 		fmt.Fprintf(&cases, "  %s) ns=%s ;;\n", h.Name, h.NetNS)
 	}
-	files := map[string]string{"hostfile": hostfile, "hosts": etc.String(), "agent": agentScript(lab.Lab, cases.String(), dir)}
+	files := map[string]string{"hostfile": hostfile(hs, o.Slots), "hosts": etc.String(), "agent": agentScript(lab.Lab, cases.String(), dir)}
 	for name, text := range files {
 		mode := os.FileMode(0o644)
 		if name == "agent" {
