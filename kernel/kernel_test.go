@@ -629,3 +629,31 @@ func TestParseStat(t *testing.T) {
 		}
 	}
 }
+
+// AwaitNetnsCleanup sees the kernel free namespaces just deleted, each
+// with a veth pair, and passes at once when nothing is being freed.
+func TestAwaitNetnsCleanup(t *testing.T) {
+	roottest.Need(t)
+	var names []string
+	var pairs []Veth
+	for i := range 64 {
+		n := fmt.Sprintf("%sclean%d", testPrefix, i)
+		names = append(names, n)
+		pairs = append(pairs, Veth{A: VethEnd{NS: n, Name: "a"}, B: VethEnd{NS: n, Name: "b"}})
+	}
+	makeNamespaces(t, names...)
+	if err := CreateVeths(pairs, 0); err != nil {
+		t.Fatal(err)
+	}
+	restore := ExpediteRCU()
+	defer restore()
+	if err := DeleteNamespaces(names); err != nil {
+		t.Fatal(err)
+	}
+	if !AwaitNetnsCleanup(30 * time.Second) {
+		t.Fatal("64 namespaces not freed within 30 s")
+	}
+	if !AwaitNetnsCleanup(10 * time.Second) {
+		t.Fatal("nothing to free, and still waiting after 10 s")
+	}
+}

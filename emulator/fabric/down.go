@@ -71,6 +71,7 @@ func Down(name string) (err error) {
 		if err := kernel.DeleteNamespaces(del); err != nil {
 			errs = append(errs, fmt.Errorf("namespaces: %w", err))
 		}
+		awaitCleanup(len(del))
 		if left, _ := existingOf(name, mine); len(left) > 0 {
 			errs = append(errs, fmt.Errorf("%d namespaces survive: %s", len(left), strings.Join(left[:min(len(left), 5)], ", ")))
 		}
@@ -82,6 +83,18 @@ func Down(name string) (err error) {
 		return fmt.Errorf("lab directory: %w", err)
 	}
 	return nil
+}
+
+// awaitCleanup waits, with the grace periods still expedited, until the
+// kernel has freed the n namespaces just deleted (kernel.AwaitNetnsCleanup):
+// so the lab is gone when `down` returns, not dying through the next
+// lab's bring-up and first measurements. Bounded at a second per 50
+// namespaces, at least 10 s: past that the kernel finishes in the
+// background, as it always did.
+func awaitCleanup(n int) {
+	if n > 0 {
+		kernel.AwaitNetnsCleanup(max(10*time.Second, time.Duration(n)*time.Second/50))
+	}
 }
 
 // JobCgroupPrefix begins the name of every cgroup an MPI job on the lab
@@ -145,6 +158,7 @@ func removeOrphans(lab string) (int, error) {
 	if len(mine) > 0 {
 		expediteRCU()
 		errs = append(errs, kernel.DeleteNamespaces(mine))
+		awaitCleanup(len(mine))
 	}
 	return n + len(mine), errors.Join(errs...)
 }

@@ -471,3 +471,31 @@ func TestVLANLearning(t *testing.T) {
 		t.Errorf("all pairs pinged after the learning broadcasts flooded %d frames, want 0 (before them: %d)", after-mid, before)
 	}
 }
+
+// Up and Down expedite RCU grace periods for their own work
+// (ExpediteRCU, expediteRCU) and leave the machine's switch as they found
+// it, with nothing left in the journal.
+func TestUpDownLeaveGracePeriodsAsFound(t *testing.T) {
+	roottest.NeedOVS(t)
+	before, err := readSetting(rcuSetting.path)
+	if err != nil {
+		t.Skipf("no %s: %v", rcuSetting.path, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if v, _ := readSetting(rcuSetting.path); v != before {
+			t.Errorf("%s: rcu_expedited %s, was %s", when, v, before)
+		}
+		if j, err := readJournal(); err != nil {
+			t.Error(err)
+		} else if v, ok := j[rcuSetting.name]; ok {
+			t.Errorf("%s: the journal still holds rcu_expedited %s", when, v)
+		}
+	}
+	lab := upYAML(t, "efrcu", "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n")
+	check("after up")
+	if err := Down(lab.Lab); err != nil {
+		t.Fatal(err)
+	}
+	check("after down")
+}

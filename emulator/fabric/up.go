@@ -275,6 +275,12 @@ func Up(ctx context.Context, sc *scenario.Scenario, o UpOptions) (lab *Lab, err 
 		return nil, err
 	}
 	rep := steps.Or(o.Report)
+	restore := ExpediteRCU()
+	defer func() {
+		if rerr := restore(); rerr != nil {
+			steps.Printf(rep, "warning: %v", rerr)
+		}
+	}()
 	defer func() {
 		// Once the state is on disk `down` knows every name this bring-up
 		// may have used; before, nothing exists.

@@ -278,6 +278,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 			return nil, fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
 	}
+	restore := r.expediteRCU() // the sockets close: see traffic above
 	if r.engine != nil {
 		r.engine.Close()
 	}
@@ -287,6 +288,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if r.cond != nil {
 		r.cond.mon.Close()
 	}
+	restore()
 	m.Run.End = time.Now()
 	m.Fidelity = results.EvaluateFidelity(r.fidelity)
 	m.Expectations = results.EvaluateScenario(sc, m.Phases)
@@ -372,6 +374,18 @@ func (r *runner) trafficHosts() ([]traffic.Host, error) {
 	return hs, nil
 }
 
+// expediteRCU is fabric.ExpediteRCU for the run's own sockets; a setting
+// it could not put back is a warning (the next `down` tries again), not a
+// failed run.
+func (r *runner) expediteRCU() (restore func()) {
+	back := fabric.ExpediteRCU()
+	return func() {
+		if err := back(); err != nil && r.o.Warn != nil {
+			fmt.Fprintf(r.o.Warn, "warning: %v\n", err)
+		}
+	}
+}
+
 func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 	t := ph.Traffic
 	if r.engine == nil {
@@ -379,13 +393,19 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if err != nil {
 			return err
 		}
+		// A socket and a send stamp per host, each attach and close a
+		// grace period (fabric.ExpediteRCU).
+		restore := r.expediteRCU()
 		if r.engine, err = traffic.Open(hs, traffic.Options{}); err != nil {
-			return fmt.Errorf("traffic engine: %w", err)
+			err = fmt.Errorf("traffic engine: %w", err)
+		} else {
+			err = r.openSampler()
 		}
-		r.m.Run.Machine["traffic_send"] = r.engine.SendMode()
-		if err := r.openSampler(); err != nil {
+		restore()
+		if err != nil {
 			return err
 		}
+		r.m.Run.Machine["traffic_send"] = r.engine.SendMode()
 	} else if r.lab.Assign != addressing.AssignRewrite {
 		// DMP may have changed the hosts' addresses since the engine opened.
 		for i := range r.lab.Hosts {
