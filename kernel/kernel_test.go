@@ -647,13 +647,22 @@ func TestAwaitNetnsCleanup(t *testing.T) {
 	}
 	restore := ExpediteRCU()
 	defer restore()
+	quick := NetnsQuick()
+	if quick < 20*time.Millisecond {
+		t.Errorf("NetnsQuick %v, want at least 20 ms", quick)
+	}
 	if err := DeleteNamespaces(names); err != nil {
 		t.Fatal(err)
 	}
-	if !AwaitNetnsCleanup(30 * time.Second) {
+	if !AwaitNetnsCleanup(30*time.Second, quick) {
 		t.Fatal("64 namespaces not freed within 30 s")
 	}
-	if !AwaitNetnsCleanup(10 * time.Second) {
+	if !AwaitNetnsCleanup(10*time.Second, quick) {
 		t.Fatal("nothing to free, and still waiting after 10 s")
+	}
+	// A probe that cannot be made (no time at all) is not taken for a
+	// finished cleanup.
+	if _, ok := NetnsProbe(0); ok {
+		t.Error("a probe given no time reported success")
 	}
 }

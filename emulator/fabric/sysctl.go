@@ -19,8 +19,9 @@ type hostSetting struct {
 	name string // key in the journal, as sysctl names it
 	path string
 	// untilLastLab: the setting stays while any lab exists and the last
-	// `down` restores it; otherwise the `down` that changed it does (or
-	// the next one, if it was killed).
+	// `down` restores it; otherwise the command that changed it does when
+	// its work is done (down; up and a run's socket work, ExpediteRCU),
+	// or the next down, if it was killed.
 	untilLastLab bool
 }
 
@@ -46,7 +47,8 @@ var wmemSetting = &hostSetting{name: "net.core.wmem_default", path: "/proc/sys/n
 var backlogSetting = &hostSetting{name: "net.core.netdev_max_backlog", path: "/proc/sys/net/core/netdev_max_backlog", untilLastLab: true}
 
 // Expedited RCU grace periods make a lab's teardown finish when Down
-// returns (see kernel.ExpediteRCU); Down turns them on for its own run.
+// returns (see kernel.ExpediteRCU); Down turns them on for its own run,
+// and so do Up and a run's socket setup and teardown (ExpediteRCU).
 var rcuSetting = &hostSetting{name: "kernel.rcu_expedited", path: "/sys/kernel/rcu_expedited"}
 
 var hostSettings = []*hostSetting{wmemSetting, backlogSetting, rcuSetting}
@@ -244,21 +246,27 @@ func raise(s *hostSetting, want int, while string) (string, error) {
 // that makes or frees thousands of kernel objects at once; restore (also
 // RestoreHostSettings, which the next `down` runs if this process is
 // killed first) puts the old value back. Every tcx attach and every packet
-// socket's close waits for a grace period, 9–25 ms each on the test VM
+// socket's close waits for a grace period, 9-25 ms each on the test VM
 // when they are not expedited: `up` of DF(4,8,4) on the eBPF datapath
-// (3,960 tcx attaches) took 65–81 s, 34–35 s of it attaching the switch
-// program, against 5.5 s expedited; `run --lab` of one 6 s point on it
-// (1,056 hosts' sockets and send stamps opened and closed) 69.7 s against
-// 10.1 s. Left off in between: traffic makes no grace periods to wait
-// for, and the switch goes through no RCU in steady state.
+// (3,960 tcx attaches) took 65-81 s, 34-35 s of it attaching the switch
+// program, against 3.8-4.7 s expedited; `run --lab` of one 6 s point on
+// it (1,056 hosts' sockets and send stamps opened and closed) 69.7 s
+// against 10.1 s. It is off while traffic runs, so measurements run as
+// they always did (an expedited grace period interrupts every busy CPU;
+// its cost on a run was not measured): the eBPF switch waits for no grace
+// period, and the tap sockets of Open vSwitch labs, opened and closed
+// during a run, wait at the normal pace. The switch is the machine's, not the process's: when two
+// ethfab processes overlap, the first to finish turns it off under the
+// other, which then goes on at normal grace periods (slower, not wrong).
 func ExpediteRCU() (restore func() error) {
 	expediteRCU()
 	return RestoreHostSettings
 }
 
-// expediteRCU turns on expedited RCU grace periods for a teardown, with
-// the old value in the journal; RestoreHostSettings puts it back. A kernel
-// without the switch, or a read-only /sys, makes this a no-op.
+// expediteRCU turns on expedited RCU grace periods (for a teardown, or
+// ExpediteRCU's work), with the old value in the journal;
+// RestoreHostSettings puts it back. A kernel without the switch, or a
+// read-only /sys, makes this a no-op.
 func expediteRCU() {
 	if _, err := readSetting(rcuSetting.path); err != nil {
 		return
