@@ -253,6 +253,11 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 
 	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say, artifacts: artifacts}
 	partial = r
+	// Deferred after the lab's down, so it runs first: a failed run's
+	// sockets hold the namespaces down deletes, which the kernel would
+	// free only at the process's exit, at normal grace periods (44 s of
+	// background teardown for DF(4,8,4)).
+	defer r.close()
 	n := 0
 	for _, ph := range sc.Phases {
 		if ph.Kind == scenario.PhaseTraffic {
@@ -278,17 +283,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 			return nil, fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
 	}
-	restore := r.expediteRCU() // the sockets close: see traffic above
-	if r.engine != nil {
-		r.engine.Close()
-	}
-	if r.sampler != nil {
-		r.sampler.Close()
-	}
-	if r.cond != nil {
-		r.cond.mon.Close()
-	}
-	restore()
+	r.close()
 	m.Run.End = time.Now()
 	m.Fidelity = results.EvaluateFidelity(r.fidelity)
 	m.Expectations = results.EvaluateScenario(sc, m.Phases)
@@ -372,6 +367,28 @@ func (r *runner) trafficHosts() ([]traffic.Host, error) {
 		hs[i] = th
 	}
 	return hs, nil
+}
+
+// close closes the engine, the sampler and the condition monitor, the
+// grace periods of their sockets expedited (see traffic); once.
+func (r *runner) close() {
+	if r.engine == nil && r.sampler == nil && r.cond == nil {
+		return
+	}
+	restore := r.expediteRCU()
+	if r.engine != nil {
+		r.engine.Close()
+		r.engine = nil
+	}
+	if r.sampler != nil {
+		r.sampler.Close()
+		r.sampler = nil
+	}
+	if r.cond != nil {
+		r.cond.mon.Close()
+		r.cond = nil
+	}
+	restore()
 }
 
 // expediteRCU is fabric.ExpediteRCU for the run's own sockets; a setting
