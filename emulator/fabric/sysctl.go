@@ -249,7 +249,7 @@ func raise(s *hostSetting, want int, while string) (string, error) {
 // socket's close waits for a grace period, 9-25 ms each on the test VM
 // when they are not expedited: `up` of DF(4,8,4) on the eBPF datapath
 // (3,960 tcx attaches) took 65-81 s, 34-35 s of it attaching the switch
-// program, against 3.8-4.7 s expedited; `run --lab` of one 6 s point on
+// program, against 3.8-5.5 s expedited; `run --lab` of one 6 s point on
 // it (1,056 hosts' sockets and send stamps opened and closed) 69.7 s
 // against 10.1 s. It is off while traffic runs, so measurements run as
 // they always did (an expedited grace period interrupts every busy CPU;
