@@ -255,10 +255,9 @@ func NetnsProbe(timeout time.Duration) (time.Duration, bool) {
 
 // AwaitNetnsCleanup waits, up to timeout, until no namespace teardown is
 // running, and reports false if the timeout came first or a probe could
-// not be made: probes (NetnsProbe) every
-// 25 ms until one has taken at least quick and three after it have not,
-// or until the first eight have not (nothing to wait for, or too small to
-// notice). quick is what a probe takes with no cleanup running, with a
+// not be made. It probes (NetnsProbe) every 25 ms until one has taken at
+// least quick and three after it have not, or until the first eight have
+// not (nothing to wait for, or too small to notice). quick is what a probe takes with no cleanup running, with a
 // margin (NetnsQuick, taken before the namespaces go). The kernel starts
 // its cleanup work once the first namespace is released and frees
 // namespaces released meanwhile in the next batch, so one quick probe
@@ -269,8 +268,8 @@ func NetnsProbe(timeout time.Duration) (time.Duration, bool) {
 // It waits for any teardown, also another process's.
 func AwaitNetnsCleanup(timeout, quick time.Duration) bool {
 	deadline := time.Now().Add(timeout)
-	waited, passes := false, 0
-	for (waited && passes < 3) || (!waited && passes < 8) {
+	need, passes := 8, 0 // quick probes still to see: 8 before any slow one, 3 after
+	for passes < need {
 		time.Sleep(25 * time.Millisecond)
 		left := time.Until(deadline)
 		if left <= 0 {
@@ -281,7 +280,7 @@ func AwaitNetnsCleanup(timeout, quick time.Duration) bool {
 		case !ok:
 			return false
 		case took >= quick:
-			waited, passes = true, 0
+			need, passes = 3, 0
 		default:
 			passes++
 		}

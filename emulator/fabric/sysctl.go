@@ -255,9 +255,10 @@ func raise(s *hostSetting, want int, while string) (string, error) {
 // they always did (an expedited grace period interrupts every busy CPU;
 // its cost on a run was not measured): the eBPF switch waits for no grace
 // period, and the tap sockets of Open vSwitch labs, opened and closed
-// during a run, wait at the normal pace. The switch is the machine's, not the process's: when two
-// ethfab processes overlap, the first to finish turns it off under the
-// other, which then goes on at normal grace periods (slower, not wrong).
+// during a run, wait at the normal pace. The switch is the machine's, not
+// the process's: when two ethfab processes overlap, the first to finish
+// turns it off under the other, which then goes on at normal grace
+// periods (slower, not wrong).
 func ExpediteRCU() (restore func() error) {
 	expediteRCU()
 	return RestoreHostSettings
