@@ -82,7 +82,8 @@ FUZZ_TARGETS = \
 	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./traffic \
 	FuzzDecode:./qcn \
-	FuzzParsePacketIn:./emulator/condition \
+	FuzzParsePacketIn:./ovs/openflow \
+	FuzzParseFlowStats:./ovs/openflow \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \
 	FuzzParseConnect:./hostagent/omx \

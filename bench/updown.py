@@ -8,7 +8,10 @@ For each size P,A,H it measures, with ethfab:
   down    `ethfab down` until it returns, and until the lab's OVS daemons
           have fully exited (their threads release the ports late)
 and peak memory: the largest ethfab process and the lab's OVS daemons
-(VmHWM summed over every ovsdb-server and ovs-vswitchd of the lab).
+(VmHWM summed over every ovsdb-server and ovs-vswitchd of the lab); and, in
+the same run, the kernel floor: as many namespaces and veth pairs made by
+`ip -batch` alone (up's steps that the kernel does), and the rate at which
+up's flows step installed and read back the rules.
 Then Mininet builds, starts and stops the same topology
 (../shared/bench/mininet_dragonfly.py: OVS userspace datapath, no rules, no
 reachability check) against an Open vSwitch started here for it on the
@@ -102,6 +105,34 @@ def wait_gone(pids, limit=300):
     return time.monotonic() - t0
 
 
+def kernel_floor(namespaces, pairs):
+    """Seconds `ip -batch` takes to make namespaces and veth pairs of these
+    counts (each pair between two of the namespaces), then removes them."""
+    tag = "efl%d" % os.getpid()
+    names = ["%s-%d" % (tag, i) for i in range(namespaces)]
+    fd, path = tempfile.mkstemp()
+    with os.fdopen(fd, "w") as f:
+        for n in names:
+            f.write("netns add %s\n" % n)
+    fd2, path2 = tempfile.mkstemp()
+    with os.fdopen(fd2, "w") as f:
+        for k in range(pairs):
+            f.write("link add v%d netns %s type veth peer name w%d netns %s\n" % (
+                k, names[k % namespaces], k, names[(k * 7 + 1) % namespaces]))
+    try:
+        t0 = time.monotonic()
+        subprocess.run(["ip", "-batch", path], check=True)
+        subprocess.run(["ip", "-batch", path2], check=True)
+        return time.monotonic() - t0
+    finally:
+        with open(path, "w") as f:
+            for n in names:
+                f.write("netns del %s\n" % n)
+        subprocess.run(["ip", "-force", "-batch", path], stderr=subprocess.DEVNULL)
+        os.unlink(path)
+        os.unlink(path2)
+
+
 def ethfab_run(p, a, h, datapath="auto"):
     """Up, ping --all and down of a DF(p,a,h), through the Python package."""
     name = "bench-df%d%d%d" % (p, a, h)
@@ -131,16 +162,21 @@ def ethfab_run(p, a, h, datapath="auto"):
     except ethfab.EthfabError as e:
         sys.exit("ethfab: %s" % e)
     exit_s = wait_gone(pids)
+    timing = st.get("timing", {})
+    floor_s = kernel_floor(len(st["hosts"]) + len(st["ovs"].get("instances") or [1]), len(st["links"]))
+    flows = sum(s["flows"] for s in st["switches"])
     return {
         "tool": "ethfab", "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
-        "links": len(st["links"]), "flows": sum(s["flows"] for s in st["switches"]),
+        "links": len(st["links"]), "flows": flows,
+        "kernel_floor_s": round(floor_s, 2), "up_over_floor": round(up_s / floor_s, 1),
+        "rules_per_s": round(flows / timing["flows"]) if timing.get("flows") else None,
         "ovs_instances": len(st["ovs"].get("instances") or []),
         "up_s": round(up_s, 2), "ping_s": round(ping_s, 2),
         "pairs": pr.get("pairs_checked", pr.get("pairs")), "unreachable": len(pr.get("unreachable") or []),
         "down_s": round(down_s, 2), "daemons_exit_s": round(down_s + exit_s, 2),
         "total_s": round(up_s + ping_s + down_s, 2),
         "peak_mb_tool": round(max(up_mb, ping_mb), 1), "peak_mb_ovs": round(ovs_mb, 1),
-        "timing": st.get("timing", {}),
+        "timing": timing,
     }
 
 
@@ -219,20 +255,24 @@ def main():
             r["speedup"] = round(m["total_s"] / r["total_s"], 1)
     if args.json:
         return
-    print("%-8s %-9s %6s %6s %7s %7s %7s %7s %8s %9s %8s %8s" % (
-        "tool", "dragonfly", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup"))
+    print("%-8s %-9s %6s %6s %7s %7s %7s %7s %8s %9s %8s %8s %7s %7s" % (
+        "tool", "dragonfly", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup",
+        "floor_s", "rules/s"))
     for r in rows:
         if r["tool"] == "ethfab":
-            print("%-8s %-9s %6d %6d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s" % (
+            print("%-8s %-9s %6d %6d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s %7.2f %7s" % (
                 "ethfab" if r["datapath"] != "ebpf" else "ethfab+e", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
                 r["down_s"], r["total_s"], r["daemons_exit_s"], r["peak_mb_tool"], r["peak_mb_ovs"],
-                ("%.1fx" % r["speedup"]) if "speedup" in r else "-"))
+                ("%.1fx" % r["speedup"]) if "speedup" in r else "-", r["kernel_floor_s"],
+                r["rules_per_s"] if r["rules_per_s"] is not None else "-"))
         else:
             print("%-8s %-9s %6d %6s %7.2f %7s %7.2f %7.2f %8s %9.1f %8.1f %8s" % (
                 "mininet", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], "-", r["build_s"] + r["start_s"], "-",
                 r["stop_s"], r["total_s"], "-", r["peak_mb_tool"], r["peak_mb_ovs"], ""))
     print("ethfab total = up (rules installed) + ping --all (every pair reachable) + down; "
-          "exit_s = until the lab's OVS daemons fully exited. mininet total = build + start + stop, no rules, no check.")
+          "exit_s = until the lab's OVS daemons fully exited. mininet total = build + start + stop, no rules, no check.\n"
+          "floor_s = the same counts of namespaces and veth pairs made by `ip -batch` alone, in the same run; "
+          "rules/s = rules installed and read back per second of up's flows step.")
 
 
 if __name__ == "__main__":

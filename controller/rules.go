@@ -147,10 +147,27 @@ type Rule struct {
 	// Untagged lists output ports the frame leaves untagged: after Out, its
 	// tag popped (a VLAN's untagged members).
 	Untagged []int32 `json:"out_untagged,omitempty"`
-	// Actions, when set, are the rule's whole action list in ovs-ofctl
-	// syntax: the Open vSwitch extensions only the learning VLAN bridge
-	// uses (learn, resubmit, registers), which no other datapath runs.
-	Actions string `json:"actions,omitempty"`
+	// The Open vSwitch extensions only the learning VLAN bridge uses
+	// (controller/vlan.go), which no other datapath runs, applied in this
+	// order before any other action: LoadReg0 clears register 0, Learn
+	// writes a flow, Resubmit looks the frame up in each table in turn.
+	LoadReg0 bool    `json:"load_reg0,omitempty"`
+	Learn    *Learn  `json:"learn,omitempty"`
+	Resubmit []uint8 `json:"resubmit,omitempty"`
+}
+
+// Learn is Open vSwitch's learn action as the learning VLAN bridge uses it:
+// a flow in Table, matching the frame's VLAN ID and, as destination, its
+// source address, that loads the frame's ingress port into register 0.
+type Learn struct {
+	Table       uint8  `json:"table"`
+	HardTimeout uint16 `json:"hard_timeout"`
+	Priority    uint16 `json:"priority"`
+}
+
+// OVSOnly reports whether the rule uses an Open vSwitch extension.
+func (r *Rule) OVSOnly() bool {
+	return r.LoadReg0 || r.Learn != nil || len(r.Resubmit) > 0 || r.Match.Reg0Set
 }
 
 // Cookie is the OpenFlow cookie a rule of this kind carries: the switches'
@@ -208,11 +225,17 @@ func (r *Rule) OpenFlow() string {
 		fmt.Fprintf(&b, ",reg0=%d", r.Match.Reg0)
 	}
 	b.WriteString(",actions=")
-	if r.Actions != "" {
-		b.WriteString(r.Actions)
-		return b.String()
-	}
 	var acts []string
+	if r.LoadReg0 {
+		acts = append(acts, "load:0->NXM_NX_REG0[]")
+	}
+	if l := r.Learn; l != nil {
+		acts = append(acts, fmt.Sprintf("learn(table=%d,hard_timeout=%d,priority=%d,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15])",
+			l.Table, l.HardTimeout, l.Priority))
+	}
+	for _, t := range r.Resubmit {
+		acts = append(acts, fmt.Sprintf("resubmit(,%d)", t))
+	}
 	if r.PopVLAN {
 		acts = append(acts, "pop_vlan")
 	}

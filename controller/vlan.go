@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -223,13 +222,11 @@ func (c *Controller) vlanLearnRules(sw int, t *Table) {
 	c.vlanIngress(sw, t, true)
 	aging := int(c.opts.VLANAging / time.Second)
 	t.Rules = append(t.Rules,
-		Rule{Kind: KindVLAN, Table: 1, Priority: PrioRouting, Actions: fmt.Sprintf(
-			"learn(table=%d,hard_timeout=%d,priority=%d,NXM_OF_VLAN_TCI[0..11],NXM_OF_ETH_DST[]=NXM_OF_ETH_SRC[],load:NXM_OF_IN_PORT[]->NXM_NX_REG0[0..15]),goto_table:2",
-			LearnTable, aging, PrioRouting)},
+		Rule{Kind: KindVLAN, Table: 1, Priority: PrioRouting, Goto: 2,
+			Learn: &Learn{Table: LearnTable, HardTimeout: uint16(aging), Priority: PrioRouting}},
 		Rule{Kind: KindVLAN, Table: 2, Priority: PrioBroadcast, Match: Match{Dst: GroupAddressBit, DstMask: GroupAddressBit},
-			Actions: "load:0->NXM_NX_REG0[],goto_table:3"},
-		Rule{Kind: KindVLAN, Table: 2, Priority: PrioRouting,
-			Actions: fmt.Sprintf("load:0->NXM_NX_REG0[],resubmit(,%d),resubmit(,3)", LearnTable)})
+			LoadReg0: true, Goto: 3},
+		Rule{Kind: KindVLAN, Table: 2, Priority: PrioRouting, LoadReg0: true, Resubmit: []uint8{LearnTable, 3}})
 	for _, m := range a.Members {
 		flood := Rule{Table: 3, Match: Match{VLAN: uint16(m.VID), Reg0Set: true}}
 		for _, p := range m.Tagged {

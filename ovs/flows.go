@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/ethfab/ethfab/internal/fanout"
 )
 
 // ofctl runs ovs-ofctl speaking OpenFlow 1.3 (the only version bridges
@@ -21,29 +19,12 @@ func ofctl(ctx context.Context, args ...string) (string, error) {
 // InstallFlows atomically replaces the bridge's flow table with the flows
 // in file (ovs-ofctl flow syntax): one OpenFlow bundle, so the switch
 // never runs a half-installed rule set. mgmt is Instance.MgmtSocket(...).
+// A lab's tables go in over package openflow's connections, 10× faster;
+// this is for hand-written flow files, and the reference the binary
+// encoding is tested against.
 func InstallFlows(ctx context.Context, mgmt, file string) error {
 	_, err := ofctl(ctx, "--bundle", "replace-flows", mgmt, file)
 	return err
-}
-
-// FlowJob is one bridge's rule files for InstallAll.
-type FlowJob struct {
-	Mgmt      string // Instance.MgmtSocket(bridge)
-	FlowsFile string
-}
-
-// InstallAll runs the jobs with at most parallel ovs-ofctl at a time
-// (0 = 4) and returns every failure, joined.
-func InstallAll(ctx context.Context, jobs []FlowJob, parallel int) error {
-	if parallel <= 0 {
-		parallel = 4
-	}
-	return fanout.Each(len(jobs), parallel, func(k int) error {
-		if jobs[k].FlowsFile == "" {
-			return nil
-		}
-		return InstallFlows(ctx, jobs[k].Mgmt, jobs[k].FlowsFile)
-	})
 }
 
 var aggregateRe = regexp.MustCompile(`flow_count=(\d+)`)

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -119,6 +120,9 @@ type ifaceState struct {
 	mu      sync.Mutex
 	byName  map[string]ifaceStatus
 	changed chan struct{} // one pending wake-up at most
+	// curCfg is Open_vSwitch.cur_cfg: the configuration ovs-vswitchd
+	// has applied (transactAndWait).
+	curCfg atomic.Int64
 }
 
 type ifaceStatus struct {
@@ -141,6 +145,11 @@ func (s *ifaceState) update(m model.Model) {
 	s.mu.Lock()
 	s.byName[it.Name] = st
 	s.mu.Unlock()
+	s.wake()
+}
+
+// wake tells a waiter (WaitPorts, transactAndWait) the cache changed.
+func (s *ifaceState) wake() {
 	select {
 	case s.changed <- struct{}{}:
 	default:
@@ -605,13 +614,21 @@ func (i *Instance) connect(ctx context.Context) error {
 	i.ifs.changed = make(chan struct{}, 1)
 	c.Cache().AddEventHandler(&cache.EventHandlerFuncs{
 		AddFunc: func(table string, m model.Model) {
-			if table == vswitchd.InterfaceTable {
+			switch table {
+			case vswitchd.InterfaceTable:
 				i.ifs.update(m)
+			case vswitchd.OpenvSwitchTable:
+				i.ifs.curCfg.Store(int64(m.(*vswitchd.OpenvSwitch).CurCfg))
+				i.ifs.wake()
 			}
 		},
 		UpdateFunc: func(table string, _, m model.Model) {
-			if table == vswitchd.InterfaceTable {
+			switch table {
+			case vswitchd.InterfaceTable:
 				i.ifs.update(m)
+			case vswitchd.OpenvSwitchTable:
+				i.ifs.curCfg.Store(int64(m.(*vswitchd.OpenvSwitch).CurCfg))
+				i.ifs.wake()
 			}
 		},
 		DeleteFunc: func(table string, m model.Model) {
@@ -624,7 +641,7 @@ func (i *Instance) connect(ctx context.Context) error {
 	// few seconds on thousands of interfaces.
 	ovsRow, br, port, iface := &vswitchd.OpenvSwitch{}, &vswitchd.Bridge{}, &vswitchd.Port{}, &vswitchd.Interface{}
 	_, err = c.Monitor(ctx, c.NewMonitor(
-		client.WithTable(ovsRow, &ovsRow.Bridges, &ovsRow.ExternalIDs, &ovsRow.OVSVersion, &ovsRow.IfaceTypes),
+		client.WithTable(ovsRow, &ovsRow.Bridges, &ovsRow.ExternalIDs, &ovsRow.OVSVersion, &ovsRow.IfaceTypes, &ovsRow.CurCfg),
 		client.WithTable(br, &br.Name, &br.Ports, &br.ExternalIDs, &br.DatapathID),
 		client.WithTable(port, &port.Name, &port.Interfaces, &port.ExternalIDs),
 		client.WithTable(iface, &iface.Name, &iface.Ofport, &iface.OfportRequest, &iface.Error, &iface.ExternalIDs),

@@ -214,12 +214,10 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 	if err := os.WriteFile(flowFile, []byte(flows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var jobs []FlowJob
 	for _, b := range bridges {
-		jobs = append(jobs, FlowJob{Mgmt: again.MgmtSocket(b.Name), FlowsFile: flowFile})
-	}
-	if err := InstallAll(ctx, jobs, 2); err != nil {
-		t.Fatalf("install: %v", err)
+		if err := InstallFlows(ctx, again.MgmtSocket(b.Name), flowFile); err != nil {
+			t.Fatalf("install: %v", err)
+		}
 	}
 	for _, b := range bridges {
 		c, err := FlowCount(ctx, again.MgmtSocket(b.Name))

@@ -36,7 +36,7 @@ func BenchmarkMaskFlowMod(b *testing.B) {
 	if pid == 0 {
 		b.Fatal("no ovs-vswitchd")
 	}
-	var conns []*ofConn
+	var conns []*ofWriter
 	for _, s := range lab.Switches {
 		c, err := dialOF(s.Mgmt)
 		if err != nil {
@@ -78,7 +78,7 @@ func BenchmarkMaskFlowMod(b *testing.B) {
 // maskStorm sends every connection a mask FlowMod (alternating masks)
 // every period for d (none with period 0), and returns how many it sent
 // and the cores ovs-vswitchd used meanwhile.
-func maskStorm(b *testing.B, conns []*ofConn, pid int, every, d time.Duration) (sent int, cores float64) {
+func maskStorm(b *testing.B, conns []*ofWriter, pid int, every, d time.Duration) (sent int, cores float64) {
 	cpu0, t0 := processCPU(b, pid), time.Now()
 	if every == 0 {
 		time.Sleep(d)

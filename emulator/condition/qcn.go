@@ -233,11 +233,11 @@ func (m *Monitor) setupQCN(lab *fabric.Lab, comp *fabric.Compiled) error {
 			s.taps = append(s.taps, p.qp.tap)
 			m.byIfindex[uint32(p.ifindex)] = p
 		}
-		if of, ok := s.of.(*ofConn); ok && !q.Notify {
+		if of, ok := s.of.(*ofWriter); ok && !q.Notify {
 			// Open vSwitch: the table-0 rule of kind cnm (controller
 			// package) hands CNMs for this switch's hosts over as
 			// PACKET_INs, with the port they came in on.
-			err := of.receivePacketIns(controller.CNMMaxLen, func(in uint32, frame []byte, at time.Time) {
+			err := of.ReceivePacketIns(controller.CNMMaxLen, func(in uint32, frame []byte, at time.Time) {
 				if p := s.ports[int(in)]; p != nil && p.qp != nil {
 					m.intercept(p, frame, at)
 				}

@@ -467,7 +467,7 @@ func vlanMatch(v uint16) (val, mask uint16) {
 
 func actionOf(sw int, r *controller.Rule, ifindex map[[2]int]uint32) (Action, error) {
 	a := Action{SetSrc: uint64(r.SetSrc), SetDst: uint64(r.SetDst), Kind: uint8(r.Kind), GoTo: r.Goto, WriteCond: b2u(r.WriteCond), Pop: b2u(r.PopVLAN)}
-	if r.Actions != "" || r.Match.Reg0Set {
+	if r.OVSOnly() {
 		return a, fmt.Errorf("Open vSwitch's learn, resubmit and registers (routing.vlan.macs: learn): the eBPF datapath has none")
 	}
 	if r.PushVLAN != 0 {

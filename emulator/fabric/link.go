@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/switchprofile"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
@@ -206,7 +205,7 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	if l.OVS.Datapath == datapath.Name {
 		err = l.rerouteBPF(top, tables, order[:])
 	} else {
-		err = l.rerouteOVS(ctx, tables, order[:])
+		err = l.rerouteOVS(ctx, top, tables, order[:], learnedTable(ctl.Options()))
 	}
 	if err != nil {
 		return fmt.Errorf("lab %s: installing the new paths: %w", l.Lab, err)
@@ -233,24 +232,19 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 	return nil
 }
 
-// rerouteOVS installs the switches' new tables, one bundle per switch,
-// group by group, each group's in the datapath before the next goes in.
-func (l *Lab) rerouteOVS(ctx context.Context, tables []*controller.Table, order [][]int) error {
-	dir := filepath.Join(l.Dir, "flows")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+// rerouteOVS installs the switches' new tables, one bundle per switch
+// (openflow.InstallAll: a flow that stays keeps its counters), group by
+// group, each group's in the datapath before the next goes in.
+func (l *Lab) rerouteOVS(ctx context.Context, top *topology.Topology, tables []*controller.Table, order [][]int, learned func(uint8) bool) error {
+	if err := writeFlowFiles(l.Dir, top, tables); err != nil {
 		return err
 	}
 	for _, group := range order {
-		var jobs []ovs.FlowJob
-		for _, i := range group {
-			s := &l.Switches[i]
-			f := filepath.Join(dir, s.Name+".flows")
-			if err := os.WriteFile(f, []byte(tables[i].OpenFlow()), 0o644); err != nil {
-				return err
-			}
-			jobs = append(jobs, ovs.FlowJob{Mgmt: s.Mgmt, FlowsFile: f})
+		jobs := make([]openflow.Job, len(group))
+		for k, i := range group {
+			jobs[k] = openflow.Job{Bridge: l.Switches[i].Name, Mgmt: l.Switches[i].Mgmt, Rules: tables[i].Rules, Skip: learned}
 		}
-		if err := ovs.InstallAll(ctx, jobs, 4); err != nil {
+		if _, err := openflow.InstallAll(jobs, installParallel); err != nil {
 			return err
 		}
 		// The datapath forwards by the flows it cached from the old

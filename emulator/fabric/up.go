@@ -21,6 +21,7 @@ import (
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/topology"
 )
@@ -336,7 +337,6 @@ type upper struct {
 	pairs     []kernel.Veth
 	shapeJobs []shapeJob
 	pool      *ovs.Pool
-	jobs      []ovs.FlowJob
 }
 
 type shapeJob struct {
@@ -410,10 +410,9 @@ func (u *upper) steps() []steps.Step {
 	}
 	return append(common, []steps.Step{
 		{Name: "ovs", What: func() string { return fmt.Sprintf("starting %d private open vswitch instance(s)", len(u.cfgs)) }, Do: u.startOVS},
-		{Name: "bridges", What: func() string {
-			return fmt.Sprintf("creating %d bridges with %d ports", len(top().Switches), top().NumPorts())
-		}, Do: u.createBridges},
+		{Name: "bridges", What: func() string { return fmt.Sprintf("creating %d bridges", len(top().Switches)) }, Do: u.createBridges},
 		{Name: "flows", What: func() string { return fmt.Sprintf("installing and reading back %d tables", len(top().Switches)) }, Do: u.installFlows},
+		{Name: "ports", What: func() string { return fmt.Sprintf("attaching %d ports", top().NumPorts()) }, Do: u.attachPorts},
 	}...)
 }
 
@@ -726,72 +725,83 @@ func (u *upper) startOVS(ctx context.Context) (string, error) {
 
 func (u *upper) createBridges(ctx context.Context) (string, error) {
 	err := parallel(len(u.parts), func(k int) error {
-		return u.pool.Instances[k].CreateBridges(ctx, u.parts[k])
+		return u.pool.Instances[k].CreateEmptyBridges(ctx, u.parts[k])
 	})
 	if err != nil {
 		return "", err
 	}
-	top := u.comp.Top
-	return fmt.Sprintf("bridges: %d with %d ports", len(top.Switches), top.NumPorts()), nil
+	return fmt.Sprintf("bridges: %d", len(u.comp.Top.Switches)), nil
 }
 
-// flowsOutside counts a bridge's flows in every table but one.
-func flowsOutside(ctx context.Context, mgmt string, table int) (int, error) {
-	flows, err := ovs.DumpFlows(ctx, mgmt)
-	n := 0
-	for _, f := range flows {
-		if f.Table != table {
-			n++
-		}
+// attachPorts gives the bridges their ports once their rules are in (see
+// ovs.CreateEmptyBridges): a port forwards from the moment it attaches.
+func (u *upper) attachPorts(ctx context.Context) (string, error) {
+	err := parallel(len(u.parts), func(k int) error {
+		return u.pool.Instances[k].AddPorts(ctx, u.parts[k])
+	})
+	if err != nil {
+		return "", err
 	}
-	return n, err
+	return fmt.Sprintf("ports: %d attached", u.comp.Top.NumPorts()), nil
 }
 
-// installFlows writes each switch's table to a file, installs them all,
-// reads every switch's flow count back against the compiled table, and
+// installFlows writes each switch's table to a file (the lab's record of
+// what it runs), installs every table as one bundle over its bridge's
+// OpenFlow connection, reads each back against the compiled rules, and
 // records the hosts and switches.
-func (u *upper) installFlows(ctx context.Context) (string, error) {
+func (u *upper) installFlows(context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
-	flowDir := filepath.Join(u.lab.Dir, "flows")
-	if err := os.MkdirAll(flowDir, 0o755); err != nil {
+	jobs := make([]openflow.Job, len(top.Switches))
+	for i := range top.Switches {
+		jobs[i] = openflow.Job{Bridge: top.Switches[i].Name, Mgmt: u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name),
+			Rules: comp.Tables[i].Rules, Skip: learnedTable(comp.Ctl.Options())}
+	}
+	// The files are for people and for reroutes' diffs, not the switches:
+	// written while the switches take the rules (writing them first added
+	// 0.2 s to DF(4,8,4)'s 0.2 s install).
+	written := make(chan error, 1)
+	go func() { written <- writeFlowFiles(u.lab.Dir, top, comp.Tables) }()
+	counts, err := openflow.InstallAll(jobs, installParallel)
+	if werr := <-written; err == nil {
+		err = werr
+	}
+	if err != nil {
 		return "", err
 	}
-	u.jobs = make([]ovs.FlowJob, len(top.Switches))
-	for i := range top.Switches {
-		f := filepath.Join(flowDir, top.Switches[i].Name+".flows")
-		if err := os.WriteFile(f, []byte(comp.Tables[i].OpenFlow()), 0o644); err != nil {
-			return "", err
-		}
-		u.jobs[i] = ovs.FlowJob{Mgmt: u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name), FlowsFile: f}
-	}
-	if err := ovs.InstallAll(ctx, u.jobs, 2*runtime.NumCPU()); err != nil {
-		return "", fmt.Errorf("installing: %w", err)
-	}
-	counts := make([]int, len(top.Switches))
-	err := parallel(len(top.Switches), func(i int) error {
-		n, err := ovs.FlowCount(ctx, u.jobs[i].Mgmt)
-		if err != nil {
-			return err
-		}
-		if comp.Ctl.Options().VLANLearn {
-			// A learning bridge's table 10 fills from the hosts' first
-			// frames (IPv6 router solicitations) as soon as the rules are
-			// in: the controller's own rules are the rest.
-			if n, err = flowsOutside(ctx, u.jobs[i].Mgmt, controller.LearnTable); err != nil {
-				return err
-			}
-		}
-		if want := len(comp.Tables[i].Rules); n != want {
-			return fmt.Errorf("%s: %d flows installed, the controller compiled %d", top.Switches[i].Name, n, want)
-		}
-		counts[i] = n
-		return nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("reading back: %w", err)
-	}
-	total := u.recordNodes(counts, func(i int) (string, string) { return top.Switches[i].Name, u.jobs[i].Mgmt })
+	total := u.recordNodes(counts, func(i int) (string, string) { return top.Switches[i].Name, jobs[i].Mgmt })
 	return fmt.Sprintf("rules: %d installed and read back", total), nil
+}
+
+// installParallel bounds the bridges whose tables go in at once, each over
+// its own connection. An instance's main loop serves all its waiting
+// connections in one pass: DF(4,8,4)'s 16,894 rules on a live lab went in
+// and were read back in 0.42 s 16 at a time, 0.29-0.36 s 64 at a time and
+// 0.21-0.39 s all 264 at once.
+const installParallel = 64
+
+// learnedTable says which table a switch fills itself (the learning VLAN
+// bridge's filtering database, from the hosts' first frames as soon as
+// its rules are in): the read-back leaves it alone. Nil: none.
+func learnedTable(o controller.Options) func(table uint8) bool {
+	if !o.VLANLearn {
+		return nil
+	}
+	return func(t uint8) bool { return t == controller.LearnTable }
+}
+
+// writeFlowFiles writes each switch's table in ovs-ofctl syntax to
+// flows/SWITCH.flows in the lab's directory (nil tables: unchanged).
+func writeFlowFiles(labDir string, top *topology.Topology, tables []*controller.Table) error {
+	dir := filepath.Join(labDir, "flows")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return fanout.Each(len(tables), 8, func(i int) error {
+		if tables[i] == nil {
+			return nil
+		}
+		return os.WriteFile(filepath.Join(dir, top.Switches[i].Name+".flows"), []byte(tables[i].OpenFlow()), 0o644)
+	})
 }
 
 // recordNodes records the lab's hosts and switches, with each switch's
