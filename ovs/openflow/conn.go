@@ -249,8 +249,8 @@ func (o *Conn) read() {
 				if in, frame, err := ParsePacketIn(body); err == nil {
 					(*fn)(in, frame, time.Now())
 				} else {
-					o.errs.Add(1)
 					o.lastErr.Store(&Error{XID: xid, Text: err.Error()})
+					o.errs.Add(1)
 				}
 			}
 			continue
@@ -260,8 +260,9 @@ func (o *Conn) read() {
 		if p == nil {
 			o.mu.Unlock()
 			if h[1] == TypeError {
-				o.errs.Add(1)
+				// The error first: whoever sees the count move reads it.
 				o.lastErr.Store(parseError(xid, body))
+				o.errs.Add(1)
 			}
 			continue
 		}
