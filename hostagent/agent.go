@@ -28,6 +28,7 @@ type Agent struct {
 	mu         sync.Mutex
 	epoch      time.Time
 	mac        ether.MAC // the interface's address as last seen
+	macGen     uint64    // counts changes of mac: pollMAC drops a read a change overtook
 	payloadMAC ether.MAC // what announcements carry
 	table      *omx.PeerTable
 	ann        *omx.Announcer // nil until announcing starts
@@ -54,7 +55,11 @@ func Open(ns, ifname string, rcvbuf int) (*packet.Socket, error) {
 	if rcvbuf <= 0 {
 		rcvbuf = 1 << 20
 	}
-	return packet.OpenEtherTypes(ns, ifname, rcvbuf, ethertype.DMP, ethertype.OpenMX)
+	f, err := packet.EtherTypes(ethertype.DMP, ethertype.OpenMX)
+	if err != nil {
+		return nil, err
+	}
+	return packet.Open(ns, ifname, packet.Config{Filter: f, IgnoreOutgoing: true, RcvBuf: rcvbuf, Timestamps: true})
 }
 
 // New makes an agent on an open socket (from Open); Run closes it.
@@ -266,13 +271,21 @@ func (a *Agent) runDMP(ctx context.Context) error {
 
 // pollMAC notices address changes made by someone else.
 func (a *Agent) pollMAC(now time.Time) {
+	a.mu.Lock()
+	gen := a.macGen
+	a.mu.Unlock()
 	m, err := a.sock.MAC()
 	if err != nil {
 		return
 	}
 	mac := ether.MAC(m)
 	a.mu.Lock()
-	a.addressChanged(now, mac)
+	// A change the agent made itself (DMP) between the read and here
+	// makes what was read stale: adopting it would undo the change (3 of
+	// 1,056 hosts booting at once kept their original MAC so).
+	if a.macGen == gen {
+		a.addressChanged(now, mac)
+	}
 	a.mu.Unlock()
 	a.poke()
 }
@@ -284,6 +297,7 @@ func (a *Agent) addressChanged(now time.Time, mac ether.MAC) {
 	}
 	a.event(now, "mac_changed", a.mac.String()+" -> "+mac.String())
 	a.mac = mac
+	a.macGen++
 	if a.ann == nil {
 		a.payloadMAC = mac // not announced yet: nothing stale
 		return
@@ -330,9 +344,9 @@ func (a *Agent) announcement() []byte {
 
 // receive handles frames until the socket closes.
 func (a *Agent) receive() error {
-	buf := make([]byte, recvBuf)
+	buf, oob := make([]byte, recvBuf), make([]byte, 64)
 	for {
-		n, err := a.sock.Recv(buf)
+		n, at, err := a.sock.RecvStamped(buf, oob)
 		if err != nil {
 			if a.sock.Closed() {
 				return nil
@@ -345,7 +359,7 @@ func (a *Agent) receive() error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if reply := a.handle(buf[:n], time.Now()); reply != nil {
+		if reply := a.handle(buf[:n], at); reply != nil {
 			a.send(reply)
 		}
 	}
@@ -370,6 +384,7 @@ func (a *Agent) handle(frame []byte, now time.Time) []byte {
 			return nil
 		}
 		a.res.Received.DMP++
+		m.At = now
 		if a.dmpc != nil {
 			select {
 			case a.dmpc <- m:

@@ -128,6 +128,7 @@ type Summary struct {
 	DMPDone         int      `json:"dmp_done"`
 	DMPFailed       int      `json:"dmp_failed"`
 	DMPMs           Quantile `json:"dmp_ms"`
+	DMPDoneMs       Quantile `json:"dmp_done_ms"`
 	DMPAttempts     int      `json:"dmp_attempts"`
 	PeersMin        int      `json:"peers_min"`
 	PeersMax        int      `json:"peers_max"`
@@ -158,7 +159,7 @@ func Quantiles(xs []float64) Quantile {
 // Summarize condenses results (nil entries are skipped).
 func Summarize(rs []*Result) Summary {
 	s := Summary{PeersMin: -1}
-	var dmp []float64
+	var dmp, done []float64
 	for _, r := range rs {
 		if r == nil {
 			continue
@@ -167,6 +168,9 @@ func Summarize(rs []*Result) Summary {
 		if r.DMPMs != nil {
 			s.DMPDone++
 			dmp = append(dmp, *r.DMPMs)
+		}
+		if r.DMPDoneMs != nil {
+			done = append(done, *r.DMPDoneMs)
 		}
 		if r.DMPError != "" {
 			s.DMPFailed++
@@ -185,6 +189,6 @@ func Summarize(rs []*Result) Summary {
 		}
 	}
 	s.PeersMin = max(s.PeersMin, 0)
-	s.DMPMs = Quantiles(dmp)
+	s.DMPMs, s.DMPDoneMs = Quantiles(dmp), Quantiles(done)
 	return s
 }

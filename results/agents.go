@@ -18,10 +18,14 @@ type AgentPhase struct {
 	OnAddressChange string `json:"on_address_change,omitempty"`
 	Hosts           int    `json:"hosts"`
 
-	// DMP, when this phase ran it: milliseconds from agent start to the
-	// address adopted, over every host.
-	DMPMs     *Quantile `json:"dmp_ms,omitempty"`
-	DMPFailed int       `json:"dmp_failed,omitempty"`
+	// DMP, when this phase ran it, over every host: DMPMs, milliseconds
+	// from the first request to the reply reaching the host (the kernel's
+	// receive stamp: what the network took); DMPAdoptedMs, from the
+	// phase's start to the host's interface having its new address, as the
+	// agent saw it (a thousand agents share the machine's cores).
+	DMPMs        *Quantile `json:"dmp_ms,omitempty"`
+	DMPAdoptedMs *Quantile `json:"dmp_adopted_ms,omitempty"`
+	DMPFailed    int       `json:"dmp_failed,omitempty"`
 	// AdoptedPseudoMAC counts hosts whose interface ended with exactly
 	// the pseudo-MAC the controller gave them.
 	AdoptedPseudoMAC int `json:"adopted_pseudo_mac"`

@@ -101,6 +101,7 @@ func (r *runner) fillAgentPhase(ap *results.AgentPhase, res []*hostagent.Result,
 	sum := hostagent.Summarize(res)
 	if dmp {
 		ap.DMPMs = &results.Quantile{N: sum.DMPMs.N, P50: sum.DMPMs.P50, P99: sum.DMPMs.P99, Max: sum.DMPMs.Max}
+		ap.DMPAdoptedMs = &results.Quantile{N: sum.DMPDoneMs.N, P50: sum.DMPDoneMs.P50, P99: sum.DMPDoneMs.P99, Max: sum.DMPDoneMs.Max}
 		ap.DMPFailed = sum.DMPFailed
 	}
 	seen := map[string]bool{}
@@ -145,6 +146,9 @@ func agentLine(a results.AgentPhase) string {
 	if a.DMPMs != nil {
 		s += fmt.Sprintf(", DMP p50 %.1f ms p99 %.1f ms max %.1f ms (%d failed), %d adopted their pseudo-MAC",
 			a.DMPMs.P50, a.DMPMs.P99, a.DMPMs.Max, a.DMPFailed, a.AdoptedPseudoMAC)
+		if q := a.DMPAdoptedMs; q != nil && q.N > 0 {
+			s += fmt.Sprintf(" (all by %.0f ms, p99 %.0f ms)", q.Max, q.P99)
+		}
 	}
 	if a.Kind == string(scenario.PhaseAnnounce) {
 		s += fmt.Sprintf(", peers %d..%d, %d full tables, connects %d of %d, %d bad-peer-address drops",

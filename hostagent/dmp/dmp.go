@@ -55,6 +55,9 @@ type Message struct {
 	Type    uint8
 	Attempt uint8
 	TxID    uint32
+	// At is when the frame reached the host's socket (the kernel's stamp),
+	// set by the receiver; zero: when Run reads it.
+	At time.Time
 }
 
 // Request builds a request from a host whose current address is mac.
@@ -118,8 +121,8 @@ func (b Backoff) withDefaults() Backoff {
 type Exchange struct {
 	MAC      ether.MAC     // the address the switch gave
 	Attempts int           // requests sent
-	Elapsed  time.Duration // first request to reply
-	RTT      time.Duration // the answered request to its reply
+	Elapsed  time.Duration // first request to the reply reaching the host
+	RTT      time.Duration // the answered request to its reply reaching the host
 	TxID     uint32
 }
 
@@ -135,8 +138,7 @@ var ErrNoReply = errors.New("no DMP reply (is the access switch's DMP rule insta
 func Run(ctx context.Context, mac ether.MAC, send func([]byte) error, replies <-chan Message, b Backoff) (Exchange, error) {
 	b = b.withDefaults()
 	txid := rand.Uint32()
-	start := time.Now()
-	deadline := start.Add(b.Timeout)
+	deadline := time.Now().Add(b.Timeout)
 	wait := b.Initial
 	var sent [256]time.Time // by attempt number, for the RTT
 	timer := time.NewTimer(0)
@@ -144,6 +146,25 @@ func Run(ctx context.Context, mac ether.MAC, send func([]byte) error, replies <-
 	<-timer.C
 	x := Exchange{TxID: txid}
 	var lastErr error
+	// reply takes m if it answers this exchange. Its time is when it
+	// reached the host (Message.At), not when this goroutine got to it:
+	// a thousand agents share the machine's cores, and the network's
+	// answer is what DMP's figure is about (seed 000 §IV).
+	reply := func(m Message) bool {
+		if m.TxID != txid || !m.Src.IsUnicast() {
+			return false
+		}
+		got := m.At
+		if got.IsZero() {
+			got = time.Now()
+		}
+		x.MAC = m.Src
+		x.Elapsed = got.Sub(sent[0])
+		if t := sent[m.Attempt]; !t.IsZero() {
+			x.RTT = got.Sub(t)
+		}
+		return true
+	}
 	for {
 		now := time.Now()
 		if !now.Before(deadline) {
@@ -167,18 +188,24 @@ func Run(ctx context.Context, mac ether.MAC, send func([]byte) error, replies <-
 			case <-ctx.Done():
 				return x, ctx.Err()
 			case <-timer.C:
-				break await
+				// A reply already waiting wins over the timer (select
+				// picks at random among ready cases): a late reader must
+				// not send a request the switch already answered.
+				for {
+					select {
+					case m := <-replies:
+						if reply(m) {
+							return x, nil
+						}
+						continue
+					default:
+					}
+					break await
+				}
 			case m := <-replies:
-				if m.TxID != txid || !m.Src.IsUnicast() {
-					continue
+				if reply(m) {
+					return x, nil
 				}
-				got := time.Now()
-				x.MAC = m.Src
-				x.Elapsed = got.Sub(start)
-				if t := sent[m.Attempt]; !t.IsZero() {
-					x.RTT = got.Sub(t)
-				}
-				return x, nil
 			}
 		}
 	}

@@ -165,3 +165,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The exchange is timed to when the reply reached the host (Message.At),
+// not to when Run got round to reading it: a reply read long after its
+// arrival (after a retry or two) still counts as arriving then.
+func TestRunTimesTheReplyAtTheHost(t *testing.T) {
+	replies := make(chan Message, 8)
+	var first time.Time
+	send := func(frame []byte) error {
+		now := time.Now()
+		m, _ := Parse(frame)
+		m.Src = pseudo
+		m.At = now.Add(3 * time.Millisecond) // arrived 3 ms after its request ...
+		if first.IsZero() {
+			first = now
+			go func() {
+				time.Sleep(30 * time.Millisecond) // ... read 30 ms later
+				replies <- m
+			}()
+		}
+		return nil
+	}
+	t0 := time.Now()
+	x, err := Run(context.Background(), orig, send, replies, Backoff{Initial: 10 * time.Millisecond, Max: time.Second, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first request went out between t0 and first.
+	if x.Elapsed < 3*time.Millisecond || x.Elapsed > 3*time.Millisecond+first.Sub(t0) || x.RTT != x.Elapsed {
+		t.Errorf("elapsed %v rtt %v, want 3 ms from the first request (sent within %v of the start)", x.Elapsed, x.RTT, first.Sub(t0))
+	}
+	if x.MAC != pseudo {
+		t.Errorf("adopted %v", x.MAC)
+	}
+}

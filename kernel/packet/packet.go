@@ -320,19 +320,28 @@ func (s *Socket) Recv(buf []byte) (int, error) {
 // RecvStamped reads one frame into buf and the time the kernel stamped it
 // (Config.Timestamps), or the time of the read if it gave none; oob is
 // scratch for the control message (64 bytes suffice). Like Recv it
-// blocks, but does not skip own transmissions: a tap wants them.
+// blocks and skips the socket's own transmissions if it asked to
+// (IgnoreOutgoing); a tap, which asks nothing, gets them.
 func (s *Socket) RecvStamped(buf, oob []byte) (int, time.Time, error) {
 	var n, oobn int
-	var rerr error
-	err := s.rc.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
-		return rerr != unix.EAGAIN
-	})
-	if err == nil {
-		err = rerr
-	}
-	if err != nil {
-		return 0, time.Time{}, err
+	for {
+		var (
+			rerr error
+			from unix.Sockaddr
+		)
+		err := s.rc.Read(func(fd uintptr) bool {
+			n, oobn, _, from, rerr = unix.Recvmsg(int(fd), buf, oob, 0)
+			return rerr != unix.EAGAIN
+		})
+		if err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		if ll, ok := from.(*unix.SockaddrLinklayer); !s.own || !ok || ll.Pkttype != unix.PACKET_OUTGOING {
+			break
+		}
 	}
 	ts := time.Now()
 	if oobn == 0 {
