@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/vishvananda/netlink/nl"
@@ -25,7 +26,7 @@ func newRtconn() (*rtconn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netlink socket: %w", err)
 	}
-	c := &rtconn{fd: fd, buf: make([]byte, 1<<20)}
+	c := &rtconn{fd: fd, buf: *rtbufs.Get().(*[]byte)}
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("netlink bind: %w", err)
@@ -46,8 +47,17 @@ func (c *rtconn) Close() error {
 	}
 	err := unix.Close(c.fd)
 	c.fd = -1
+	b := c.buf
+	c.buf = nil
+	rtbufs.Put(&b)
 	return err
 }
+
+// rtbufs holds receive buffers: one of 1 MiB takes a whole qdisc dump,
+// and a lab's shaping opens a connection per link end (5,016 on
+// DF(4,8,4)), whose fresh buffers cost 5 GiB of zeroing and the garbage
+// collector's scans (10% of the up's samples in perf) before the pool.
+var rtbufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
 func (c *rtconn) send(b []byte) error {
 	return unix.Sendto(c.fd, b, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
