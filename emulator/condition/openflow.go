@@ -1,6 +1,7 @@
 package condition
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -86,7 +87,7 @@ func (o *ofWriter) setMaskAcked(mask uint64) (<-chan struct{}, time.Time, error)
 // fails if it refused one.
 func (o *ofWriter) barrier(timeout time.Duration) error {
 	errs := o.Rejected()
-	if err := o.Barrier(timeout); err != nil {
+	if err := o.Barrier(context.Background(), timeout); err != nil {
 		return err
 	}
 	if o.Rejected() != errs {

@@ -244,7 +244,7 @@ func (l *Lab) rerouteOVS(ctx context.Context, top *topology.Topology, tables []*
 		for k, i := range group {
 			jobs[k] = openflow.Job{Bridge: l.Switches[i].Name, Mgmt: l.Switches[i].Mgmt, Rules: tables[i].Rules, Skip: learned}
 		}
-		if _, err := openflow.InstallAll(jobs, installParallel); err != nil {
+		if _, err := openflow.InstallAll(ctx, jobs, installParallel); err != nil {
 			return err
 		}
 		// The datapath forwards by the flows it cached from the old

@@ -749,7 +749,7 @@ func (u *upper) attachPorts(ctx context.Context) (string, error) {
 // what it runs), installs every table as one bundle over its bridge's
 // OpenFlow connection, reads each back against the compiled rules, and
 // records the hosts and switches.
-func (u *upper) installFlows(context.Context) (string, error) {
+func (u *upper) installFlows(ctx context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
 	jobs := make([]openflow.Job, len(top.Switches))
 	for i := range top.Switches {
@@ -761,7 +761,7 @@ func (u *upper) installFlows(context.Context) (string, error) {
 	// 0.2 s to DF(4,8,4)'s 0.2 s install).
 	written := make(chan error, 1)
 	go func() { written <- writeFlowFiles(u.lab.Dir, top, comp.Tables) }()
-	counts, err := openflow.InstallAll(jobs, installParallel)
+	counts, err := openflow.InstallAll(ctx, jobs, installParallel)
 	if werr := <-written; err == nil {
 		err = werr
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ethfab/ethfab/emulator/datapath"
-	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 )
 
 // switches reads every switch's counters: from the bridges on Open
@@ -14,7 +14,7 @@ import (
 // the device received, the switch received).
 func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 	if s.bpf == nil {
-		return readSwitches(ctx, s.mgmt, s.hostPorts, s.opt.Parallel)
+		return s.readSwitches(ctx)
 	}
 	cs, err := s.bpf.ReadCounters()
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 	out := make([]switchCounters, len(cs))
 	for i, c := range cs {
 		sc := &out[i]
-		sc.ports = map[int]ovs.PortStat{}
+		sc.ports = map[int]openflow.PortStat{}
 		for k := 0; k < numKinds; k++ {
 			sc.kindPackets[k], sc.kindBytes[k] = c[k].Packets, c[k].Bytes
 		}
@@ -41,7 +41,7 @@ func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 		if !ok {
 			continue // deleted under the run: report says so
 		}
-		out[e.sw].ports[e.port] = ovs.PortStat{RxPackets: st.RxPackets, RxBytes: st.RxBytes, RxDrops: st.RxDropped,
+		out[e.sw].ports[e.port] = openflow.PortStat{RxPackets: st.RxPackets, RxBytes: st.RxBytes, RxDrops: st.RxDropped,
 			TxPackets: st.TxPackets, TxBytes: st.TxBytes, TxDrops: st.TxDropped}
 	}
 	return out, nil

@@ -6,12 +6,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/fanout"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 )
 
 // switchCounters is one bridge's OpenFlow counters at one moment.
@@ -21,7 +22,7 @@ type switchCounters struct {
 	// hostBcast counts broadcast-rule frames that entered on a host port:
 	// they are injected but not unicast data.
 	hostBcast uint64
-	ports     map[int]ovs.PortStat // by OpenFlow port number
+	ports     map[int]openflow.PortStat // by OpenFlow port number
 }
 
 // kindSlots bounds the rule kinds (controller.Kinds has 12; a test keeps
@@ -30,64 +31,64 @@ const kindSlots = 16
 
 var numKinds = min(len(controller.Kinds()), kindSlots)
 
-var inPortRe = regexp.MustCompile(`(?:^|,)in_port=(\d+)`)
-
-// readSwitch dumps one bridge's flows and ports. hostPorts says which
-// OpenFlow ports face hosts.
-func readSwitch(ctx context.Context, mgmt string, hostPorts map[int]bool) (switchCounters, error) {
-	c := switchCounters{ports: map[int]ovs.PortStat{}}
-	flows, err := ovs.DumpFlows(ctx, mgmt)
+// readSwitch reads one bridge's flow and port counters over its OpenFlow
+// connection. hostPorts says which OpenFlow ports face hosts.
+func readSwitch(ctx context.Context, c *openflow.Conn, hostPorts map[int]bool) (switchCounters, error) {
+	sc := switchCounters{ports: map[int]openflow.PortStat{}}
+	flows, err := c.Flows(ctx)
 	if err != nil {
-		return c, err
+		return sc, err
 	}
 	for _, f := range flows {
 		k, ok := controller.KindOfCookie(f.Cookie)
 		if !ok || int(k) >= kindSlots {
 			continue
 		}
-		c.kindPackets[k] += f.Packets
-		c.kindBytes[k] += f.Bytes
+		sc.kindPackets[k] += f.Packets
+		sc.kindBytes[k] += f.Bytes
 		if k == controller.KindBroadcast {
-			if m := inPortRe.FindStringSubmatch(f.Match); m != nil {
-				if p, _ := strconv.Atoi(m[1]); hostPorts[p] {
-					c.hostBcast += f.Packets
-				}
+			if p, ok := f.InPort(); ok && hostPorts[int(p)] {
+				sc.hostBcast += f.Packets
 			}
 		}
 	}
-	ps, err := ovs.PortStats(ctx, mgmt)
+	ps, err := c.PortStats(ctx)
 	if err != nil {
-		return c, err
+		return sc, err
 	}
 	for _, p := range ps {
-		if n, err := strconv.Atoi(p.Port); err == nil {
-			c.ports[n] = p
+		if p.Port < openflow.PortInPort { // a switch port, not LOCAL
+			sc.ports[int(p.Port)] = p
 		}
 	}
-	return c, nil
+	return sc, nil
 }
 
-// readSwitches reads every switch with at most parallel ovs-ofctl at a
-// time.
-func readSwitches(ctx context.Context, mgmt []string, hostPorts []map[int]bool, parallel int) ([]switchCounters, error) {
-	out := make([]switchCounters, len(mgmt))
-	errs := make([]error, len(mgmt))
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for i := range mgmt {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			out[i], errs[i] = readSwitch(ctx, mgmt[i], hostPorts[i])
-		}()
+// readSwitches reads every switch, at most parallel at a time, each over
+// the sampler's connection to its bridge (made on first use, kept until
+// Close): two requests, where forking ovs-ofctl twice per bridge made a
+// read of DF(4,8,4)'s 264 bridges too dear for the timeline.
+func (s *Sampler) readSwitches(ctx context.Context) ([]switchCounters, error) {
+	if s.conns == nil {
+		s.conns = make([]*openflow.Conn, len(s.mgmt))
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("switch counters %s: %w", mgmt[i], err)
+	out := make([]switchCounters, len(s.mgmt))
+	err := fanout.Each(len(s.mgmt), s.opt.Parallel, func(i int) error {
+		if s.conns[i] == nil {
+			c, err := openflow.Dial(s.mgmt[i])
+			if err != nil {
+				return fmt.Errorf("switch counters %s: %w", s.mgmt[i], err)
+			}
+			s.conns[i] = c
 		}
+		var err error
+		if out[i], err = readSwitch(ctx, s.conns[i], s.hostPorts[i]); err != nil {
+			return fmt.Errorf("switch counters %s: %w", s.mgmt[i], err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

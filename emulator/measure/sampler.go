@@ -26,6 +26,7 @@ import (
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/vishvananda/netlink"
@@ -48,7 +49,7 @@ type Options struct {
 	// HotPorts is the number of backlog series kept in the report, the
 	// ports with the largest mean backlog (default 4).
 	HotPorts int
-	// Parallel is the number of ovs-ofctl run at a time at Start and Stop
+	// Parallel is the number of bridges read at a time at Start and Stop
 	// (default 2, the cores of the reference machine).
 	Parallel int
 	// Bin is the width of the point's timeline bins (default 500ms).
@@ -123,6 +124,9 @@ type Sampler struct {
 	lab  *fabric.Lab
 	opt  Options
 	mgmt []string
+	// conns are the OpenFlow connections to the bridges (Open vSwitch),
+	// by switch, made by readSwitches.
+	conns []*openflow.Conn
 	// bpf reaches the eBPF datapath's counters (nil on Open vSwitch);
 	// queues its queue counters, where the program keeps them: it drops
 	// what finds a counted queue full, before tbf sees it.
@@ -403,6 +407,12 @@ func (s *Sampler) Close() {
 		r.Close()
 	}
 	s.readers = map[string]*kernel.StatsReader{}
+	for _, c := range s.conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+	s.conns = nil
 }
 
 // watched lists the processes whose threads a point accounts for: every

@@ -14,6 +14,7 @@ package openflow
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -160,8 +161,9 @@ func (o *Conn) Forget(p *Pending) {
 }
 
 // Await returns the reply's message bodies once complete, the switch's
-// error, or an error when the connection closes or timeout passes.
-func (o *Conn) Await(p *Pending, timeout time.Duration) ([][]byte, error) {
+// error, or an error when the connection closes, ctx ends or timeout
+// passes (a switch that stopped answering: its database gone, say).
+func (o *Conn) Await(ctx context.Context, p *Pending, timeout time.Duration) ([][]byte, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -169,6 +171,9 @@ func (o *Conn) Await(p *Pending, timeout time.Duration) ([][]byte, error) {
 	case <-o.done:
 		o.Forget(p)
 		return nil, errors.New("openflow connection closed")
+	case <-ctx.Done():
+		o.Forget(p)
+		return nil, fmt.Errorf("openflow: %w", ctx.Err())
 	case <-t.C:
 		o.Forget(p)
 		return nil, fmt.Errorf("openflow: no reply in %s", timeout)
@@ -181,19 +186,19 @@ func (o *Conn) Await(p *Pending, timeout time.Duration) ([][]byte, error) {
 
 // Request sends msg (its xid set by the caller, from NextXID) and waits
 // for its reply.
-func (o *Conn) Request(msg []byte, timeout time.Duration) ([][]byte, error) {
+func (o *Conn) Request(ctx context.Context, msg []byte, timeout time.Duration) ([][]byte, error) {
 	p := o.Expect(binary.BigEndian.Uint32(msg[4:]))
 	if err := o.Write(msg); err != nil {
 		o.Forget(p)
 		return nil, err
 	}
-	return o.Await(p, timeout)
+	return o.Await(ctx, p, timeout)
 }
 
 // Barrier returns once the switch has processed every message sent
 // before it: any error they caused has been counted by then.
-func (o *Conn) Barrier(timeout time.Duration) error {
-	_, err := o.Request(Header(TypeBarrierRequest, 8, o.NextXID()), timeout)
+func (o *Conn) Barrier(ctx context.Context, timeout time.Duration) error {
+	_, err := o.Request(ctx, Header(TypeBarrierRequest, 8, o.NextXID()), timeout)
 	return err
 }
 
@@ -307,7 +312,7 @@ func (o *Conn) ReceivePacketIns(maxLen uint16, fn func(inPort uint32, frame []by
 	if err := o.Write(b); err != nil {
 		return err
 	}
-	return o.Barrier(dialTimeout)
+	return o.Barrier(context.Background(), dialTimeout)
 }
 
 // SendFrame sends frame out of the switch's port: a PACKET_OUT.

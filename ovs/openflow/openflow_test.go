@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -114,7 +115,16 @@ func bridges(t *testing.T, names ...string) *ovs.Instance {
 	t.Cleanup(func() { in.Stop() })
 	var bs []ovs.Bridge
 	for _, n := range names {
-		bs = append(bs, ovs.Bridge{Name: n})
+		// "bridge:port" gives the bridge one port, a veth made here.
+		br, port, ok := strings.Cut(n, ":")
+		b := ovs.Bridge{Name: br}
+		if ok {
+			if out, err := exec.Command("ip", "-n", id, "link", "add", port, "type", "veth", "peer", "name", port+"x").CombinedOutput(); err != nil {
+				t.Fatalf("veth %s: %v: %s", port, err, out)
+			}
+			b.Ports = []ovs.Port{{Name: port, OFPort: 1}}
+		}
+		bs = append(bs, b)
 	}
 	if err := in.CreateBridges(ctx, bs); err != nil {
 		t.Fatal(err)
@@ -137,7 +147,7 @@ func dial(t *testing.T, in *ovs.Instance, bridge string) *openflow.Conn {
 // instructions.
 func canonical(t *testing.T, c *openflow.Conn) []string {
 	t.Helper()
-	flows, err := c.Flows()
+	flows, err := c.Flows(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,14 +171,14 @@ func canonical(t *testing.T, c *openflow.Conn) []string {
 // and reads back as the compiled rules; a second table replaces the
 // first; a rule the switch rejects leaves the table as it was.
 func TestReplaceMatchesOfctl(t *testing.T) {
-	in := bridges(t, "ofbin", "oftext")
+	in := bridges(t, "ofbin", "oftext", "ofports:ofp0")
 	bin, text := dial(t, in, "ofbin"), dial(t, in, "oftext")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
 	cs := cases(t)
 	for k, c := range cs {
-		if err := bin.Replace(c.rules); err != nil {
+		if err := bin.Replace(ctx, c.rules); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		var b strings.Builder
@@ -199,26 +209,50 @@ func TestReplaceMatchesOfctl(t *testing.T) {
 			}
 			t.Fatalf("%s: %d flows from binary, %d from ovs-ofctl", c.name, len(got), len(want))
 		}
-		n, err := bin.Verify(c.rules, nil)
+		n, err := bin.Verify(ctx, c.rules, nil)
 		if err != nil || n != len(c.rules) {
 			t.Fatalf("%s: verify: %d flows, %v", c.name, n, err)
 		}
+	}
+
+	// Port counters, as ovs-ofctl reads them.
+	ps, err := dial(t, in, "ofports").PortStats(ctx)
+	if err != nil || !slices.ContainsFunc(ps, func(p openflow.PortStat) bool { return p.Port == 1 }) {
+		text, _ := ovs.PortStats(ctx, in.MgmtSocket("ofports"))
+		t.Fatalf("port stats %+v, %v: want port 1 (ovs-ofctl: %+v)", ps, err, text)
+	}
+	// InPort reads the switch's encoding of in_port.
+	flows, err := bin.Flows(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPort := 0
+	for _, f := range flows {
+		if p, ok := f.InPort(); ok {
+			if p == 0 || p > 64 {
+				t.Errorf("flow in_port %d", p)
+			}
+			withPort++
+		}
+	}
+	if withPort == 0 {
+		t.Errorf("none of %d flows of %s matches an in_port", len(flows), cs[len(cs)-1].name)
 	}
 
 	// A rule the switch refuses (a goto to an earlier table) fails the
 	// whole bundle: the last table stays, intact.
 	last := cs[len(cs)-1].rules
 	bad := append(slices.Clone(cs[0].rules), controller.Rule{Table: 3, Priority: 7, Goto: 1})
-	err := bin.Replace(bad)
+	err = bin.Replace(ctx, bad)
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("rule %d", len(bad)-1)) {
 		t.Fatalf("a goto backwards: %v, want the switch's rejection naming rule %d", err, len(bad)-1)
 	}
-	if n, err := bin.Verify(last, nil); err != nil || n != len(last) {
+	if n, err := bin.Verify(ctx, last, nil); err != nil || n != len(last) {
 		t.Fatalf("after a rejected bundle: %d flows, %v", n, err)
 	}
 	// Verify names what differs.
 	short := last[:len(last)-1]
-	if _, err := bin.Verify(short, nil); err == nil || !strings.Contains(err.Error(), "did not compile") {
+	if _, err := bin.Verify(ctx, short, nil); err == nil || !strings.Contains(err.Error(), "did not compile") {
 		t.Fatalf("verify against a table missing a rule: %v", err)
 	}
 }

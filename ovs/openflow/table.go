@@ -2,6 +2,7 @@ package openflow
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,13 +41,13 @@ func key(table uint8, priority uint16, match []byte) string {
 const statsTimeout = 30 * time.Second
 
 // Flows reads every flow of every table (OFPMP_FLOW).
-func (o *Conn) Flows() ([]Flow, error) {
+func (o *Conn) Flows(ctx context.Context) ([]Flow, error) {
 	req, p := o.flowsRequest()
 	if err := o.Write(req); err != nil {
 		o.Forget(p)
 		return nil, err
 	}
-	return o.awaitFlows(p)
+	return o.awaitFlows(ctx, p)
 }
 
 // flowsRequest is a flow-stats request for every flow, and its Pending.
@@ -63,8 +64,8 @@ func (o *Conn) flowsRequest() ([]byte, *Pending) {
 	return req, o.Expect(be.Uint32(req[4:]))
 }
 
-func (o *Conn) awaitFlows(p *Pending) ([]Flow, error) {
-	parts, err := o.Await(p, statsTimeout)
+func (o *Conn) awaitFlows(ctx context.Context, p *Pending) ([]Flow, error) {
+	parts, err := o.Await(ctx, p, statsTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("flow stats: %w", err)
 	}
@@ -158,16 +159,16 @@ const installTimeout = time.Minute
 // bundle that adds every rule and deletes every other flow, as
 // `ovs-ofctl --bundle replace-flows` does. A flow that stays keeps its
 // counters (an add of an existing match replaces its actions only).
-func (o *Conn) Replace(rules []controller.Rule) error {
-	_, err := o.replace(rules, false)
+func (o *Conn) Replace(ctx context.Context, rules []controller.Rule) error {
+	_, err := o.replace(ctx, rules, false)
 	return err
 }
 
 // Install is Replace, then Verify, the read-back requested with the
 // commit: Open vSwitch answers a connection's messages in order, so the
 // flows it reports are the committed table.
-func (o *Conn) Install(rules []controller.Rule, skip func(table uint8) bool) (int, error) {
-	have, err := o.replace(rules, true)
+func (o *Conn) Install(ctx context.Context, rules []controller.Rule, skip func(table uint8) bool) (int, error) {
+	have, err := o.replace(ctx, rules, true)
 	if err != nil {
 		return 0, err
 	}
@@ -180,7 +181,7 @@ func (o *Conn) Install(rules []controller.Rule, skip func(table uint8) bool) (in
 // table's flows and the bundle's opening; every add and delete and a
 // barrier, after which every rejection has been reported; the commit,
 // and with readBack the flows after it.
-func (o *Conn) replace(rules []controller.Rule, readBack bool) ([]Flow, error) {
+func (o *Conn) replace(ctx context.Context, rules []controller.Rule, readBack bool) ([]Flow, error) {
 	id := o.NextXID()
 	req, flowsP := o.flowsRequest()
 	openP := o.Expect(id)
@@ -189,8 +190,8 @@ func (o *Conn) replace(rules []controller.Rule, readBack bool) ([]Flow, error) {
 		o.Forget(openP)
 		return nil, err
 	}
-	have, err := o.awaitFlows(flowsP)
-	if _, err2 := o.Await(openP, installTimeout); err2 != nil {
+	have, err := o.awaitFlows(ctx, flowsP)
+	if _, err2 := o.Await(ctx, openP, installTimeout); err2 != nil {
 		return nil, fmt.Errorf("opening a bundle: %w", err2)
 	}
 	if err != nil {
@@ -219,7 +220,7 @@ func (o *Conn) replace(rules []controller.Rule, readBack bool) ([]Flow, error) {
 		o.Forget(barrierP)
 		return nil, err
 	}
-	if _, err := o.Await(barrierP, installTimeout); err != nil {
+	if _, err := o.Await(ctx, barrierP, installTimeout); err != nil {
 		return nil, err
 	}
 	if o.Rejected() != errs {
@@ -245,17 +246,19 @@ func (o *Conn) replace(rules []controller.Rule, readBack bool) ([]Flow, error) {
 		}
 		return nil, err
 	}
-	if _, err := o.Await(commitP, installTimeout); err != nil {
+	if _, err := o.Await(ctx, commitP, installTimeout); err != nil {
 		return nil, fmt.Errorf("committing the bundle: %w", err)
 	}
 	if after == nil {
 		return nil, nil
 	}
-	return o.awaitFlows(after)
+	return o.awaitFlows(ctx, after)
 }
 
+// discard drops an open bundle (a switch drops it anyway when the
+// connection closes); bounded on its own, whatever ended the caller's ctx.
 func (o *Conn) discard(id uint32, err error) error {
-	o.Request(bundleControl(o.NextXID(), id, bundleDiscard), installTimeout)
+	o.Request(context.Background(), bundleControl(o.NextXID(), id, bundleDiscard), dialTimeout)
 	return err
 }
 
@@ -284,8 +287,8 @@ func deleteStrict(xid uint32, f *Flow) []byte {
 // every rule present with its cookie and instructions, no other flow
 // (flows in a table skip says, e.g. a learning bridge's learned entries,
 // are not compared). It returns the number of flows compared.
-func (o *Conn) Verify(rules []controller.Rule, skip func(table uint8) bool) (int, error) {
-	have, err := o.Flows()
+func (o *Conn) Verify(ctx context.Context, rules []controller.Rule, skip func(table uint8) bool) (int, error) {
+	have, err := o.Flows(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -361,7 +364,7 @@ type Job struct {
 // InstallAll replaces every job's bridge table with its rules and reads
 // it back (Install), at most parallel bridges at a time, each
 // over one connection. It returns each bridge's flow count as read back.
-func InstallAll(jobs []Job, parallel int) ([]int, error) {
+func InstallAll(ctx context.Context, jobs []Job, parallel int) ([]int, error) {
 	counts := make([]int, len(jobs))
 	err := fanout.Each(len(jobs), parallel, func(i int) error {
 		j := &jobs[i]
@@ -370,7 +373,7 @@ func InstallAll(jobs []Job, parallel int) ([]int, error) {
 			return fmt.Errorf("%s: %w", j.Bridge, err)
 		}
 		defer c.Close()
-		if counts[i], err = c.Install(j.Rules, j.Skip); err != nil {
+		if counts[i], err = c.Install(ctx, j.Rules, j.Skip); err != nil {
 			return fmt.Errorf("%s: %w", j.Bridge, err)
 		}
 		return nil
