@@ -27,21 +27,6 @@ func InstallFlows(ctx context.Context, mgmt, file string) error {
 	return err
 }
 
-var aggregateRe = regexp.MustCompile(`flow_count=(\d+)`)
-
-// FlowCount returns the number of flows in the bridge's tables.
-func FlowCount(ctx context.Context, mgmt string) (int, error) {
-	out, err := ofctl(ctx, "dump-aggregate", mgmt)
-	if err != nil {
-		return 0, err
-	}
-	m := aggregateRe.FindStringSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("ovs: no flow_count in %q", strings.TrimSpace(out))
-	}
-	return strconv.Atoi(m[1])
-}
-
 // Flow is one entry of dump-flows.
 type Flow struct {
 	Table    int

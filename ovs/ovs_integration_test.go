@@ -17,6 +17,7 @@ import (
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/kernel/packet"
+	"github.com/ethfab/ethfab/ovs/openflow"
 )
 
 // newNetNS creates a named netns and deletes it at cleanup.
@@ -220,7 +221,7 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 		}
 	}
 	for _, b := range bridges {
-		c, err := FlowCount(ctx, again.MgmtSocket(b.Name))
+		c, err := openflow.FlowCount(ctx, again.MgmtSocket(b.Name))
 		if err != nil || c != 3 {
 			t.Fatalf("%s: flow count %d, %v; want 3", b.Name, c, err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/switchprofile"
 )
@@ -79,7 +80,7 @@ func TestUpPingDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, s := range lab.Switches {
-				n, err := ovs.FlowCount(context.Background(), s.Mgmt)
+				n, err := openflow.FlowCount(context.Background(), s.Mgmt)
 				if err != nil || n != len(comp.Tables[i].Rules) {
 					t.Errorf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))
 				}

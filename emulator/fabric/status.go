@@ -3,7 +3,7 @@ package fabric
 import (
 	"context"
 
-	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 )
 
 // RefreshFlows reads every bridge's live flow count. The eBPF datapath
@@ -13,7 +13,7 @@ func RefreshFlows(ctx context.Context, l *Lab) error {
 		return nil
 	}
 	return parallel(len(l.Switches), func(i int) error {
-		n, err := ovs.FlowCount(ctx, l.Switches[i].Mgmt)
+		n, err := openflow.FlowCount(ctx, l.Switches[i].Mgmt)
 		if err != nil {
 			return err
 		}

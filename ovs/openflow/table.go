@@ -380,3 +380,15 @@ func InstallAll(ctx context.Context, jobs []Job, parallel int) ([]int, error) {
 	})
 	return counts, err
 }
+
+// FlowCount connects to a bridge's management socket (unix:PATH) and
+// returns how many flows its tables hold.
+func FlowCount(ctx context.Context, mgmt string) (int, error) {
+	c, err := Dial(mgmt)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	flows, err := c.Flows(ctx)
+	return len(flows), err
+}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/roottest"
-	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -47,7 +47,7 @@ func Up(t testing.TB, sc *scenario.Scenario) *fabric.Lab {
 		if lab.BPF != nil {
 			break // no bridge: the datapath step checked every rule in
 		}
-		n, err := ovs.FlowCount(context.Background(), s.Mgmt)
+		n, err := openflow.FlowCount(context.Background(), s.Mgmt)
 		if err != nil || n != len(comp.Tables[i].Rules) {
 			t.Fatalf("%s: %d flows (%v), controller compiled %d", s.Name, n, err, len(comp.Tables[i].Rules))
 		}
