@@ -25,16 +25,27 @@ func (o *Conn) PortStats(ctx context.Context) ([]PortStat, error) {
 	req := Header(TypeMultipartReq, 8+8+8, o.NextXID())
 	be.PutUint16(req[8:], multipartPortStats)
 	be.PutUint32(req[16:], PortAny)
-	parts, err := o.Request(ctx, req, statsTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("port stats: %w", err)
+	p := o.Expect(be.Uint32(req[4:]))
+	if err := o.Write(req); err != nil {
+		o.Forget(p)
+		return nil, err
 	}
-	var out []PortStat
-	for _, p := range parts {
-		if len(p) < 8 || be.Uint16(p) != multipartPortStats {
-			return nil, fmt.Errorf("port stats: reply of %d bytes is not OFPMP_PORT_STATS", len(p))
+	return awaitMultipart(ctx, o, p, multipartPortStats, "port stats", parsePortStats)
+}
+
+// awaitMultipart waits for a multipart reply of type typ and parses every
+// part's body with parse, appending.
+func awaitMultipart[T any](ctx context.Context, o *Conn, p *Pending, typ uint16, what string, parse func([]T, []byte) ([]T, error)) ([]T, error) {
+	parts, err := o.Await(ctx, p, statsTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	var out []T
+	for _, b := range parts {
+		if len(b) < 8 || be.Uint16(b) != typ {
+			return nil, fmt.Errorf("%s: reply of %d bytes is not multipart type %d", what, len(b), typ)
 		}
-		if out, err = parsePortStats(out, p[8:]); err != nil {
+		if out, err = parse(out, b[8:]); err != nil {
 			return nil, err
 		}
 	}

@@ -65,20 +65,7 @@ func (o *Conn) flowsRequest() ([]byte, *Pending) {
 }
 
 func (o *Conn) awaitFlows(ctx context.Context, p *Pending) ([]Flow, error) {
-	parts, err := o.Await(ctx, p, statsTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("flow stats: %w", err)
-	}
-	var flows []Flow
-	for _, p := range parts {
-		if len(p) < 8 || be.Uint16(p) != multipartFlow {
-			return nil, fmt.Errorf("flow stats: reply of %d bytes is not OFPMP_FLOW", len(p))
-		}
-		if flows, err = parseFlowStats(flows, p[8:]); err != nil {
-			return nil, err
-		}
-	}
-	return flows, nil
+	return awaitMultipart(ctx, o, p, multipartFlow, "flow stats", parseFlowStats)
 }
 
 // parseFlowStats appends the ofp_flow_stats entries of one reply body.
