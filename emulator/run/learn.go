@@ -9,7 +9,7 @@ import (
 
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/hostagent/vlanlearn"
-	"github.com/ethfab/ethfab/ovs"
+	"github.com/ethfab/ethfab/ovs/openflow"
 )
 
 // learnVLANs runs seed 002's learning procedure before a load, where the
@@ -47,17 +47,30 @@ func (r *runner) learnVLANs(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	// The floods take milliseconds; 2 s without every entry is a fault.
+	conns := make([]*openflow.Conn, len(r.lab.Switches))
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
 	var short string
 	for deadline := time.Now().Add(2 * time.Second); ; {
 		short = ""
 		for i, s := range r.lab.Switches {
-			flows, err := ovs.DumpFlows(ctx, s.Mgmt)
+			if conns[i] == nil {
+				if conns[i], err = openflow.Dial(s.Mgmt); err != nil {
+					return nil, fmt.Errorf("%s: %w", s.Name, err)
+				}
+			}
+			flows, err := conns[i].Flows(ctx)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			got := 0
 			for _, f := range flows {
-				if f.Table == controller.LearnTable {
+				if int(f.Table) == controller.LearnTable {
 					got++
 				}
 			}
