@@ -84,6 +84,7 @@ FUZZ_TARGETS = \
 	FuzzDecode:./qcn \
 	FuzzParsePacketIn:./ovs/openflow \
 	FuzzParseFlowStats:./ovs/openflow \
+	FuzzParsePortStats:./ovs/openflow \
 	FuzzParse:./hostagent/dmp \
 	FuzzParseAnnouncement:./hostagent/omx \
 	FuzzParseConnect:./hostagent/omx \
