@@ -68,8 +68,9 @@ func AppendFlowMod(b []byte, xid uint32, cmd uint8, r *controller.Rule) ([]byte,
 			return nil, err
 		}
 	}
-	if len(b)-start > maxMessage {
-		return nil, fmt.Errorf("flow mod of %d bytes: OpenFlow's limit is %d", len(b)-start, maxMessage)
+	// It must fit OpenFlow's 16-bit length inside a bundle message too.
+	if limit := maxMessage - experimenterFixed - 8; len(b)-start > limit {
+		return nil, fmt.Errorf("flow mod of %d bytes: a bundled one holds at most %d", len(b)-start, limit)
 	}
 	putHeader(b[start:], TypeFlowMod, len(b)-start, xid)
 	return b, nil
