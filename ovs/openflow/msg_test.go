@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"github.com/ethfab/ethfab/controller"
 )
 
 // packetInBody is an OpenFlow 1.3 PACKET_IN body as Open vSwitch sends
@@ -177,4 +179,21 @@ func FuzzParsePortStats(f *testing.F) {
 			t.Fatalf("%d ports from %d bytes", len(ps), len(b))
 		}
 	})
+}
+
+// A rule too long for one bundled OpenFlow message is refused, not
+// truncated by the 16-bit length.
+func TestFlowModTooLong(t *testing.T) {
+	r := controller.Rule{Priority: 1, Out: make([]int32, 5000)}
+	for i := range r.Out {
+		r.Out[i] = int32(i + 1)
+	}
+	if _, err := AppendFlowMod(nil, 1, FlowAdd, &r); err == nil {
+		t.Fatal("a flow mod of 5,000 outputs (80 kB) was encoded")
+	}
+	r.Out = r.Out[:100]
+	b, err := AppendFlowMod(nil, 1, FlowAdd, &r)
+	if err != nil || int(binary.BigEndian.Uint16(b[2:])) != len(b) {
+		t.Fatalf("100 outputs: %d bytes, header says %d, %v", len(b), binary.BigEndian.Uint16(b[2:]), err)
+	}
 }
