@@ -257,8 +257,9 @@ func NetnsProbe(timeout time.Duration) (time.Duration, bool) {
 // running, and reports false if the timeout came first or a probe could
 // not be made. It probes (NetnsProbe) every 25 ms until one has taken at
 // least quick and three after it have not, or until the first eight have
-// not (nothing to wait for, or too small to notice). quick is what a probe takes with no cleanup running, with a
-// margin (NetnsQuick, taken before the namespaces go). The kernel starts
+// not (nothing to wait for, or too small to notice). quick is what a
+// probe takes with no cleanup running, with a margin (NetnsQuick, taken
+// before the namespaces go). The kernel starts
 // its cleanup work once the first namespace is released and frees
 // namespaces released meanwhile in the next batch, so one quick probe
 // between batches proves nothing. Measured on DF(4,8,4)'s 1,072

@@ -393,7 +393,7 @@ func (s *Sampler) SetBin(d time.Duration) {
 	s.opt.Bin = d
 }
 
-// Close releases the netlink sockets.
+// Close releases the netlink sockets and the bridges' OpenFlow connections.
 func (s *Sampler) Close() {
 	if s.queues != nil {
 		s.queues.Close()

@@ -100,8 +100,8 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 func (r *runner) fillAgentPhase(ap *results.AgentPhase, res []*hostagent.Result, dmp bool) {
 	sum := hostagent.Summarize(res)
 	if dmp {
-		ap.DMPMs = &results.Quantile{N: sum.DMPMs.N, P50: sum.DMPMs.P50, P99: sum.DMPMs.P99, Max: sum.DMPMs.Max}
-		ap.DMPAdoptedMs = &results.Quantile{N: sum.DMPDoneMs.N, P50: sum.DMPDoneMs.P50, P99: sum.DMPDoneMs.P99, Max: sum.DMPDoneMs.Max}
+		reply, adopted := results.Quantile(sum.DMPMs), results.Quantile(sum.DMPDoneMs)
+		ap.DMPMs, ap.DMPAdoptedMs = &reply, &adopted
 		ap.DMPFailed = sum.DMPFailed
 	}
 	seen := map[string]bool{}

@@ -191,17 +191,12 @@ func Run(ctx context.Context, mac ether.MAC, send func([]byte) error, replies <-
 				// A reply already waiting wins over the timer (select
 				// picks at random among ready cases): a late reader must
 				// not send a request the switch already answered.
-				for {
-					select {
-					case m := <-replies:
-						if reply(m) {
-							return x, nil
-						}
-						continue
-					default:
+				for len(replies) > 0 {
+					if reply(<-replies) {
+						return x, nil
 					}
-					break await
 				}
+				break await
 			case m := <-replies:
 				if reply(m) {
 					return x, nil

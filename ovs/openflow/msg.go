@@ -21,7 +21,6 @@ const (
 	TypeMultipartReq    = 18
 	TypeMultipartReply  = 19
 	TypeBarrierRequest  = 20
-	TypeBarrierReply    = 21
 	multipartMore       = 1 // OFPMPF_REPLY_MORE
 	multipartFlow       = 1 // OFPMP_FLOW
 	PortController      = 0xfffffffd
@@ -39,7 +38,6 @@ const (
 	// FlowMod commands.
 	FlowAdd          = 0
 	FlowModifyStrict = 2
-	FlowDelete       = 3
 	FlowDeleteStrict = 4
 )
 

@@ -147,7 +147,11 @@ const installTimeout = time.Minute
 // `ovs-ofctl --bundle replace-flows` does. A flow that stays keeps its
 // counters (an add of an existing match replaces its actions only).
 func (o *Conn) Replace(ctx context.Context, rules []controller.Rule) error {
-	_, err := o.replace(ctx, rules, false)
+	enc, err := encode(rules)
+	if err != nil {
+		return err
+	}
+	_, err = o.replace(ctx, rules, enc, false)
 	return err
 }
 
@@ -155,11 +159,50 @@ func (o *Conn) Replace(ctx context.Context, rules []controller.Rule) error {
 // commit: Open vSwitch answers a connection's messages in order, so the
 // flows it reports are the committed table.
 func (o *Conn) Install(ctx context.Context, rules []controller.Rule, skip func(table uint8) bool) (int, error) {
-	have, err := o.replace(ctx, rules, true)
+	enc, err := encode(rules)
 	if err != nil {
 		return 0, err
 	}
-	return check(rules, have, skip)
+	have, err := o.replace(ctx, rules, enc, true)
+	if err != nil {
+		return 0, err
+	}
+	return check(rules, enc, have, skip)
+}
+
+// flowMod is one rule encoded: its FlowMod (xid 0 until sent) and the
+// key (key) of the flow entry it makes.
+type flowMod struct {
+	msg []byte
+	key string
+}
+
+// encode encodes every rule as an add, and refuses two rules the switch
+// would keep as one (the same table, priority and match).
+func encode(rules []controller.Rule) ([]flowMod, error) {
+	out := make([]flowMod, len(rules))
+	first := make(map[string]int, len(rules))
+	for i := range rules {
+		r := &rules[i]
+		msg, err := AppendFlowMod(nil, 0, FlowAdd, r)
+		if err != nil {
+			return nil, fmt.Errorf("rule %d (%s): %w", i, r.OpenFlow(), err)
+		}
+		k := key(r.Table, r.Priority, oxmOf(msg))
+		if j, dup := first[k]; dup {
+			return nil, fmt.Errorf("rules %d and %d have the same table, priority and match: the switch keeps one (%s)", j, i, r.OpenFlow())
+		}
+		first[k] = i
+		out[i] = flowMod{msg, k}
+	}
+	return out, nil
+}
+
+// instructions returns a FlowMod's instructions, as the flow entry it
+// makes lists them.
+func instructions(flowMod []byte) []byte {
+	m := flowMod[48:]
+	return m[pad8(int(be.Uint16(m[2:]))):]
 }
 
 // replace runs Replace in three round trips to the switch, each message
@@ -168,7 +211,7 @@ func (o *Conn) Install(ctx context.Context, rules []controller.Rule, skip func(t
 // table's flows and the bundle's opening; every add and delete and a
 // barrier, after which every rejection has been reported; the commit,
 // and with readBack the flows after it.
-func (o *Conn) replace(ctx context.Context, rules []controller.Rule, readBack bool) ([]Flow, error) {
+func (o *Conn) replace(ctx context.Context, rules []controller.Rule, enc []flowMod, readBack bool) ([]Flow, error) {
 	id := o.NextXID()
 	req, flowsP := o.flowsRequest()
 	openP := o.Expect(id)
@@ -184,17 +227,14 @@ func (o *Conn) replace(ctx context.Context, rules []controller.Rule, readBack bo
 	if err != nil {
 		return nil, o.discard(id, err)
 	}
-	want := make(map[string]bool, len(rules))
-	var buf, fm []byte
-	xids := make([]uint32, len(rules))
-	for i := range rules {
-		r := &rules[i]
+	want := make(map[string]bool, len(enc))
+	var buf []byte
+	xids := make([]uint32, len(enc))
+	for i := range enc {
 		xids[i] = o.NextXID()
-		if fm, err = AppendFlowMod(fm[:0], xids[i], FlowAdd, r); err != nil {
-			return nil, o.discard(id, fmt.Errorf("rule %d (%s): %w", i, r.OpenFlow(), err))
-		}
-		want[key(r.Table, r.Priority, oxmOf(fm))] = true
-		buf = appendBundled(buf, id, fm)
+		be.PutUint32(enc[i].msg[4:], xids[i])
+		want[enc[i].key] = true
+		buf = appendBundled(buf, id, enc[i].msg)
 	}
 	for _, f := range have {
 		if !want[key(f.Table, f.Priority, f.Match)] {
@@ -275,33 +315,22 @@ func deleteStrict(xid uint32, f *Flow) []byte {
 // (flows in a table skip says, e.g. a learning bridge's learned entries,
 // are not compared). It returns the number of flows compared.
 func (o *Conn) Verify(ctx context.Context, rules []controller.Rule, skip func(table uint8) bool) (int, error) {
+	enc, err := encode(rules)
+	if err != nil {
+		return 0, err
+	}
 	have, err := o.Flows(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return check(rules, have, skip)
+	return check(rules, enc, have, skip)
 }
 
 // check is Verify on flows read.
-func check(rules []controller.Rule, have []Flow, skip func(table uint8) bool) (int, error) {
-	var err error
-	type want struct {
-		rule  int
-		instr []byte
-	}
-	wants := make(map[string]want, len(rules))
-	var fm []byte
-	for i := range rules {
-		r := &rules[i]
-		if fm, err = AppendFlowMod(fm[:0], 0, FlowAdd, r); err != nil {
-			return 0, err
-		}
-		m := fm[48:]
-		k := key(r.Table, r.Priority, oxmOf(fm))
-		if w, dup := wants[k]; dup {
-			return 0, fmt.Errorf("rules %d and %d have the same table, priority and match: the switch keeps one (%s)", w.rule, i, r.OpenFlow())
-		}
-		wants[k] = want{i, slices.Clone(m[pad8(int(be.Uint16(m[2:]))):])}
+func check(rules []controller.Rule, enc []flowMod, have []Flow, skip func(table uint8) bool) (int, error) {
+	wants := make(map[string]int, len(enc)) // rule by key
+	for i := range enc {
+		wants[enc[i].key] = i
 	}
 	n := 0
 	var problems []string
@@ -312,18 +341,18 @@ func check(rules []controller.Rule, have []Flow, skip func(table uint8) bool) (i
 		}
 		n++
 		k := key(f.Table, f.Priority, f.Match)
-		w, ok := wants[k]
+		i, ok := wants[k]
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("a flow the controller did not compile (table %d, priority %d, cookie %#x)", f.Table, f.Priority, f.Cookie))
-		case f.Cookie != rules[w.rule].Kind.Cookie() || !bytes.Equal(f.Instructions, w.instr):
-			problems = append(problems, fmt.Sprintf("rule %d (%s) installed as cookie %#x, instructions %x", w.rule, rules[w.rule].OpenFlow(), f.Cookie, f.Instructions))
+		case f.Cookie != rules[i].Kind.Cookie() || !bytes.Equal(f.Instructions, instructions(enc[i].msg)):
+			problems = append(problems, fmt.Sprintf("rule %d (%s) installed as cookie %#x, instructions %x", i, rules[i].OpenFlow(), f.Cookie, f.Instructions))
 		}
 		seen[k] = true
 	}
-	for k, w := range wants {
+	for k, i := range wants {
 		if !seen[k] {
-			problems = append(problems, fmt.Sprintf("rule %d (%s) missing", w.rule, rules[w.rule].OpenFlow()))
+			problems = append(problems, fmt.Sprintf("rule %d (%s) missing", i, rules[i].OpenFlow()))
 		}
 	}
 	if len(problems) > 0 {
