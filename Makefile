@@ -82,6 +82,7 @@ FUZZ_TARGETS = \
 	FuzzCapacity:./emulator/doctor \
 	FuzzDecode:./traffic \
 	FuzzDecode:./qcn \
+	FuzzTranslate:./kernel/packet \
 	FuzzParsePacketIn:./ovs/openflow \
 	FuzzParseFlowStats:./ovs/openflow \
 	FuzzParsePortStats:./ovs/openflow \

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/kernel"
 )
 
 // version and commit are set at build time with -ldflags "-X
@@ -41,6 +42,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "ethfab:", err)
 		os.Exit(1)
 	}
+	kernel.RaiseFileLimit()
 	app := newApp()
 	if err := app.Run(flagsFirst(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "ethfab:", err)

@@ -1,6 +1,7 @@
 // Package packet is ethfab's one AF_PACKET socket: opened inside a host's
 // or a switch's network namespace, bound to one interface, filtered by a
-// classic BPF program assembled here (filter.go), with the options the
+// classic BPF program assembled here (filter.go) and run as one shared
+// eBPF program per distinct filter (shared.go), with the options the
 // host agent, the traffic engine, `ethfab ping` and the condition
 // monitor's taps need. Callers with a hot path (the traffic engine) take
 // the descriptor and do their own per-frame syscalls; the rest use Send,
@@ -74,6 +75,8 @@ type Socket struct {
 	own    bool
 	closed atomic.Bool
 	ring   *Ring // a receive ring (Ring), unmapped on Close
+	// release drops the socket's use of its shared filter program.
+	release func()
 }
 
 // Open opens a packet socket on interface ifname of namespace ns ("" is
@@ -93,11 +96,13 @@ func Open(ns, ifname string, c Config) (*Socket, error) {
 	s := &Socket{fd: fd, ifname: ifname, netns: ns}
 	if err := s.configure(c, prog); err != nil {
 		unix.Close(fd)
+		s.releaseFilter()
 		return nil, fmt.Errorf("packet socket on %s in netns %q: %w", ifname, ns, err)
 	}
 	s.f = os.NewFile(uintptr(fd), "packet:"+ns+":"+ifname)
 	if s.rc, err = s.f.SyscallConn(); err != nil {
 		s.f.Close()
+		s.releaseFilter()
 		return nil, fmt.Errorf("packet socket on %s in netns %q: %w", ifname, ns, err)
 	}
 	return s, nil
@@ -203,10 +208,13 @@ func ifIndex(fd int, ifname string) (int, error) {
 func (s *Socket) configure(c Config, prog []unix.SockFilter) error {
 	fd := s.fd
 	if prog != nil {
-		fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fprog); err != nil {
-			return fmt.Errorf("attach filter: %w", err)
+		// One eBPF program shared by every socket with this filter, not a
+		// classic program per socket: see shared.go.
+		release, err := attachShared(fd, c.Filter, prog)
+		if err != nil {
+			return err
 		}
+		s.release = release
 	}
 	if c.IgnoreOutgoing && unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1) != nil {
 		s.own = true // kernels before 4.20
@@ -377,7 +385,14 @@ func (s *Socket) Close() error {
 	if s.ring != nil {
 		s.ring.unmap()
 	}
+	s.releaseFilter()
 	return err
+}
+
+func (s *Socket) releaseFilter() {
+	if s.release != nil {
+		s.release()
+	}
 }
 
 // Closed says whether Close was called, so a reader can tell its error

@@ -1,0 +1,41 @@
+package kernel
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// RaiseFileLimit lifts the process's open-file limit as far as the kernel
+// allows (fs.nr_open; the hard limit too when the process may), so a lab
+// of any size is not stopped by descriptors: one ethfab process holds a
+// packet socket per host for its agents, and as many again for the
+// traffic engine and `ethfab ping` (33,024 for a 16,512-host fabric, where
+// a login shell's hard limit here is 20,000). It returns the limit now
+// in force. Children inherit it: Open vSwitch's daemons, which hold a
+// descriptor per port, are the ones that need it most.
+func RaiseFileLimit() uint64 {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil {
+		return 0
+	}
+	want := uint64(1 << 20)
+	if b, err := os.ReadFile("/proc/sys/fs/nr_open"); err == nil {
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			want = n
+		}
+	}
+	if lim.Max < want {
+		// Allowed with CAP_SYS_RESOURCE; otherwise the soft limit still
+		// rises to the hard one below.
+		if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}) == nil {
+			return want
+		}
+	}
+	if lim.Cur < lim.Max && unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}) == nil {
+		return lim.Max
+	}
+	return lim.Cur
+}
