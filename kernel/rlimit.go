@@ -39,3 +39,16 @@ func RaiseFileLimit() uint64 {
 	}
 	return lim.Cur
 }
+
+// FileDescriptors is the process's open-file limit and how many
+// descriptors it has open.
+func FileDescriptors() (limit, open int) {
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) == nil {
+		limit = int(min(lim.Cur, 1<<31-1))
+	}
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		open = len(ents)
+	}
+	return limit, open
+}

@@ -952,8 +952,10 @@ func randomOriginalMAC() addressing.MAC {
 const MaxPortsEnv = "ETHFAB_MAX_PORTS"
 
 // FitsMachine refuses, before anything is built, a fabric this machine
-// cannot hold or cannot safely tear down (see package resources).
+// cannot hold or cannot safely tear down on the datapath it would run
+// (see package resources).
 func FitsMachine(sc *scenario.Scenario) error {
+	dp := DatapathOf(sc, kernel.HasOVSModule())
 	avail, err := kernel.MemAvailableMiB()
 	if err != nil {
 		return err
@@ -964,7 +966,7 @@ func FitsMachine(sc *scenario.Scenario) error {
 			return fmt.Errorf("%s=%q: want a positive number of ports", MaxPortsEnv, v)
 		}
 	}
-	if err := resources.CheckLab(resources.ForLab(sc.Topology), avail, maxPorts); err != nil {
+	if err := resources.CheckLab(resources.ForLab(sc.Topology, resources.Datapath(dp)), avail, maxPorts); err != nil {
 		return fmt.Errorf("%s: topology: %w", sc.Source, err)
 	}
 	return nil

@@ -22,7 +22,9 @@ import (
 // Per-object costs, measured on the 2-core, 24 GiB test VM with
 // DF(4,8,4) (1,056 hosts, 264 switches, 3,960 OVS ports, 2,508 veth
 // pairs, 8 vswitchd instances): kernel slab +510 MiB, the lab's OVS
-// daemons 431 MiB resident, MemAvailable down 849 MiB once up.
+// daemons 431 MiB resident, MemAvailable down 849 MiB once up; and on the
+// eBPF datapath with DF(6,12,6) (5,256 hosts, 12,702 veth pairs, 20,148
+// ports): slab +2,460 MiB, MemAvailable down 2,497 MiB.
 const (
 	// KernelPerVethMiB: slab per veth pair with its share of namespaces
 	// and the tbf queues on both ends.
@@ -44,14 +46,38 @@ const (
 	PlanPerHostB = 300
 	PlanPerPortB = 200
 	PlanBaseMiB  = 30
+	// TrafficFDsPerHost: the traffic engine's descriptors per host (a
+	// receiving socket and a sending one).
+	TrafficFDsPerHost = 2
 )
 
-// MaxOVSPorts is the largest lab `up` builds until teardown is paced. Each
-// port is a packet socket with a BPF filter, and a dying ovs-vswitchd
-// releases them all at once: with DF(4,8,4)'s 3,960 the kernel's workers
-// went from 35 to 37, none blocked (down in 1.4–2.1 s), while ~64k at once
-// (dragonfly:p=8,a=16,h=8) blocked ~2,050 workers and every later BPF
-// attach until a restart. Twice the largest size measured safe.
+// Datapath is what forwards a lab's frames, as far as its cost goes.
+type Datapath string
+
+const (
+	// OVSUserspace is Open vSwitch's userspace datapath (netdev): its
+	// daemons' memory per port, and a packet socket per port, each with
+	// a classic BPF filter of its own that a dying ovs-vswitchd releases
+	// all at once.
+	OVSUserspace Datapath = "netdev"
+	// OVSKernel is Open vSwitch's kernel module (system): the daemons'
+	// memory, ports with no socket.
+	OVSKernel Datapath = "system"
+	// EBPF is ethfab's tc program: no daemons, one program shared by
+	// every port (a lab's down frees one program, traced:
+	// kernel/cmd/closebench's method on DF(4,8,4) and DF(6,12,6)).
+	EBPF Datapath = "ebpf"
+)
+
+// MaxOVSPorts is the largest userspace Open vSwitch lab `up` builds. Each
+// port is a packet socket with a classic BPF filter of its own (Open
+// vSwitch's), freed through a kernel work item when the socket closes,
+// and a dying ovs-vswitchd closes them all at once: DF(4,8,4)'s 3,960 (a
+// `down` queued 3,960 such frees, traced) took the workers from 35 to
+// 37, none blocked, while ~64k at once (dragonfly:p=8,a=16,h=8) blocked
+// ~2,050 workers and every later BPF attach until a restart. Twice the
+// largest size measured safe. The eBPF datapath and the kernel module
+// have no such sockets.
 const MaxOVSPorts = 8192
 
 // Fraction of the available memory an estimate may use: the rest is
@@ -60,38 +86,57 @@ const MemoryHeadroom = 0.8
 
 // Estimate is what a fabric is expected to cost.
 type Estimate struct {
-	Spec          string  `json:"spec"`
-	Hosts         int     `json:"hosts"`
-	Switches      int     `json:"switches"`
-	Ports         int     `json:"ports"`
-	VethPairs     int     `json:"veth_pairs"`
-	Namespaces    int     `json:"namespaces"`
-	PacketSockets int     `json:"packet_sockets"` // with a BPF filter each: one per OVS port
-	MemoryMiB     float64 `json:"memory_mib"`
-	UpSeconds     float64 `json:"up_seconds,omitempty"`
+	Spec          string   `json:"spec"`
+	Datapath      Datapath `json:"datapath,omitempty"`
+	Hosts         int      `json:"hosts"`
+	Switches      int      `json:"switches"`
+	Ports         int      `json:"ports"`
+	VethPairs     int      `json:"veth_pairs"`
+	Namespaces    int      `json:"namespaces"`
+	PacketSockets int      `json:"packet_sockets"` // Open vSwitch's, with a classic BPF filter each: one per port on the userspace datapath
+	// MemoryMiB is the lab and its hosts' agents; TrafficMiB what a run's
+	// traffic engine adds when it opens.
+	MemoryMiB  float64 `json:"memory_mib"`
+	TrafficMiB float64 `json:"traffic_mib,omitempty"`
+	UpSeconds  float64 `json:"up_seconds,omitempty"`
 }
 
-// ForLab estimates `ethfab up` (and a run on it) of the fabric s.
-func ForLab(s topology.Spec) Estimate {
+// ForLab estimates `ethfab up` of the fabric s on datapath dp, with its
+// hosts' agents running, and what a traffic phase adds.
+func ForLab(s topology.Spec, dp Datapath) Estimate {
 	hosts, switches, ports := s.Size()
 	// Every host link is a veth pair; every inter-switch link takes two
 	// switch ports.
 	links := hosts + (ports-hosts)/2
-	e := Estimate{Spec: s.String(), Hosts: hosts, Switches: switches, Ports: ports, VethPairs: links,
-		Namespaces: hosts + 1, PacketSockets: ports}
-	e.MemoryMiB = KernelPerVethMiB*float64(links) + OVSPerPortMiB*float64(ports) + (AgentPerHostMiB+RingPerHostMiB)*float64(hosts)
-	e.UpSeconds = upSeconds(hosts, links, ports)
+	e := Estimate{Spec: s.String(), Datapath: dp, Hosts: hosts, Switches: switches, Ports: ports, VethPairs: links,
+		Namespaces: hosts + 1}
+	e.MemoryMiB = KernelPerVethMiB*float64(links) + AgentPerHostMiB*float64(hosts)
+	if dp != EBPF {
+		e.MemoryMiB += OVSPerPortMiB * float64(ports)
+	}
+	if dp == OVSUserspace {
+		e.PacketSockets = ports
+	}
+	e.TrafficMiB = RingPerHostMiB * float64(hosts)
+	e.UpSeconds = upSeconds(hosts, links, ports, dp)
 	return e
 }
 
-// upSeconds is bring-up time from the steps' measured costs: namespaces
-// 0.4 s for 1,057 but 197 s for 16,520 (the kernel's cost per namespace
-// grows with the namespaces there are: exponent 2.26 between the two),
-// veth pairs ~0.7 ms each, shaping 0.33 ms per link end, bridges and
-// ports 0.54 ms per port, rules ~4 per port at 0.34 ms per rule.
-func upSeconds(hosts, links, ports int) float64 {
+// upSeconds is bring-up time from the steps' measured costs. Namespaces:
+// 0.4 s for 1,057, 16.7 s for 5,335 and 197 s for 16,520 (the kernel's
+// cost per namespace grows with the namespaces there are: exponent 2.26
+// between the first and the last); veth pairs 0.8 ms each; shaping
+// 0.06 ms per link end; addressing 0.45 ms per host; rules ~4 per port
+// at 0.015 ms (Open vSwitch's bundles, 65k/s; the eBPF datapath's maps
+// about as fast); Open vSwitch's bridges and ports 0.7 ms per port.
+// DF(6,12,6) on the eBPF datapath: 29.6 s estimated, 32.6 s measured.
+func upSeconds(hosts, links, ports int, dp Datapath) float64 {
 	ns := 0.4 * math.Pow(float64(hosts+1)/1057, 2.26)
-	return ns + 0.0007*float64(links) + 0.00033*float64(2*links) + 0.00054*float64(ports) + 0.00034*4*float64(ports)
+	t := ns + 0.0008*float64(links) + 0.00006*float64(2*links) + 0.00045*float64(hosts) + 0.000015*4*float64(ports)
+	if dp != EBPF {
+		t += 0.0007 * float64(ports)
+	}
+	return t
 }
 
 // ForPlan estimates `ethfab plan` of the fabric s.
@@ -103,8 +148,8 @@ func ForPlan(s topology.Spec) Estimate {
 }
 
 // CheckLab refuses a lab that does not fit: memory above MemoryHeadroom
-// of availMiB, or more OVS ports than MaxOVSPorts (maxPorts overrides it
-// when positive).
+// of availMiB, or more Open vSwitch packet sockets than MaxOVSPorts
+// (maxPorts overrides it when positive).
 func CheckLab(e Estimate, availMiB float64, maxPorts int) error {
 	if maxPorts <= 0 {
 		maxPorts = MaxOVSPorts
@@ -114,8 +159,8 @@ func CheckLab(e Estimate, availMiB float64, maxPorts int) error {
 		why = append(why, fmt.Sprintf("it needs about %.1f GiB of memory and %.1f GiB is available (%.0f%% of it may be used)",
 			e.MemoryMiB/1024, availMiB/1024, 100*MemoryHeadroom))
 	}
-	if e.Ports > maxPorts {
-		why = append(why, fmt.Sprintf("its %d switch ports are %d packet sockets with BPF filters, more than the %d this machine tears down safely until teardown is paced (ETHFAB_MAX_PORTS overrides it on a machine you can restart)",
+	if e.PacketSockets > maxPorts {
+		why = append(why, fmt.Sprintf("its %d switch ports are %d Open vSwitch packet sockets with a BPF filter each, more than the %d this machine tears down safely (ovs.datapath: ebpf has none; ETHFAB_MAX_PORTS overrides it on a machine you can restart)",
 			e.Ports, e.PacketSockets, maxPorts))
 	}
 	if len(why) == 0 {
@@ -123,8 +168,8 @@ func CheckLab(e Estimate, availMiB float64, maxPorts int) error {
 	}
 	return fmt.Errorf("%s is too large for this machine: %s; estimate: %s; %s",
 		e.Spec, strings.Join(why, "; "), e.Text(), largestFit(e.Spec, func(s topology.Spec) bool {
-			f := ForLab(s)
-			return f.MemoryMiB <= MemoryHeadroom*availMiB && f.Ports <= maxPorts
+			f := ForLab(s, e.Datapath)
+			return f.MemoryMiB <= MemoryHeadroom*availMiB && f.PacketSockets <= maxPorts
 		}))
 }
 
@@ -139,10 +184,35 @@ func CheckPlan(e Estimate, availMiB float64) error {
 		}))
 }
 
+// CheckTraffic refuses a traffic engine for hosts hosts that the machine
+// cannot hold: its receive rings in availMiB, its descriptors (two per
+// host) in what the open-file limit leaves (fdLimit less fdsOpen).
+func CheckTraffic(hosts int, availMiB float64, fdLimit, fdsOpen int) error {
+	var why []string
+	if need := RingPerHostMiB * float64(hosts); need > MemoryHeadroom*availMiB {
+		why = append(why, fmt.Sprintf("its receive rings need %.1f GiB (%.1f MiB a host) and %.1f GiB is available (%.0f%% of it may be used)",
+			need/1024, RingPerHostMiB, availMiB/1024, 100*MemoryHeadroom))
+	}
+	if need := TrafficFDsPerHost * hosts; fdLimit > 0 && fdsOpen+need > fdLimit {
+		why = append(why, fmt.Sprintf("it needs %d descriptors (%d a host) and the open-file limit leaves %d of %d (raise the hard limit: ulimit -Hn, or LimitNOFILE=)",
+			need, TrafficFDsPerHost, fdLimit-fdsOpen, fdLimit))
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: %s", hosts, strings.Join(why, "; "))
+}
+
 // Text is the estimate in one line.
 func (e Estimate) Text() string {
 	s := fmt.Sprintf("%d hosts, %d switches, %d ports, %d veth pairs, %d namespaces, %d packet sockets, %.2f GiB",
 		e.Hosts, e.Switches, e.Ports, e.VethPairs, e.Namespaces, e.PacketSockets, e.MemoryMiB/1024)
+	if e.Datapath != "" {
+		s = string(e.Datapath) + " datapath: " + s
+	}
+	if e.TrafficMiB > 0 {
+		s += fmt.Sprintf(" (+%.2f GiB while traffic runs)", e.TrafficMiB/1024)
+	}
 	if e.UpSeconds > 0 {
 		s += fmt.Sprintf(", up in about %.0f s", math.Ceil(e.UpSeconds))
 	}

@@ -19,42 +19,61 @@ func spec(t *testing.T, s string) topology.Spec {
 // The estimate of the fabric the costs were measured on reproduces its
 // object counts and, within the headroom, its memory.
 func TestForLabMeasured(t *testing.T) {
-	e := ForLab(spec(t, "dragonfly:p=4,a=8,h=4"))
-	if e.Hosts != 1056 || e.Switches != 264 || e.Ports != 3960 || e.VethPairs != 2508 || e.Namespaces != 1057 {
-		t.Errorf("counts %+v, want 1,056 hosts, 264 switches, 3,960 ports, 2,508 veth pairs", e)
+	e := ForLab(spec(t, "dragonfly:p=4,a=8,h=4"), OVSUserspace)
+	if e.Hosts != 1056 || e.Switches != 264 || e.Ports != 3960 || e.VethPairs != 2508 || e.Namespaces != 1057 || e.PacketSockets != 3960 {
+		t.Errorf("counts %+v, want 1,056 hosts, 264 switches, 3,960 ports and packet sockets, 2,508 veth pairs", e)
 	}
-	// Measured: 510 MiB slab + 431 MiB OVS + 173 MB of agents, and the
+	// Measured: 510 MiB slab + 431 MiB OVS + 173 MB of agents; the
 	// traffic engine's receive rings: 16 blocks of 32 KiB a host, 528 MiB.
-	if e.MemoryMiB < 1500 || e.MemoryMiB > 1800 {
-		t.Errorf("memory %.0f MiB, want about 1,670", e.MemoryMiB)
+	if e.MemoryMiB < 1000 || e.MemoryMiB > 1300 || e.TrafficMiB != 528 {
+		t.Errorf("memory %.0f MiB (+%.0f with traffic), want about 1,114 (+528)", e.MemoryMiB, e.TrafficMiB)
+	}
+	// The eBPF datapath, DF(6,12,6): slab +2,460 MiB once up, no
+	// daemons, no packet sockets.
+	e = ForLab(spec(t, "dragonfly:p=6,a=12,h=6"), EBPF)
+	if e.Hosts != 5256 || e.Ports != 20148 || e.VethPairs != 12702 || e.PacketSockets != 0 {
+		t.Errorf("counts %+v, want 5,256 hosts, 20,148 ports, 12,702 veth pairs, no packet sockets", e)
+	}
+	if kernel := e.MemoryMiB - AgentPerHostMiB*5256; kernel < 2400 || kernel > 2900 {
+		t.Errorf("kernel memory %.0f MiB, measured 2,460", kernel)
 	}
 }
 
 func TestCheckLab(t *testing.T) {
-	if err := CheckLab(ForLab(spec(t, "dragonfly:p=4,a=8,h=4")), 20*1024, 0); err != nil {
+	if err := CheckLab(ForLab(spec(t, "dragonfly:p=4,a=8,h=4"), OVSUserspace), 20*1024, 0); err != nil {
 		t.Errorf("DF(4,8,4) on 20 GiB refused: %v", err)
 	}
-	// The 16,512-host Dragonfly whose teardown wedged the kernel.
-	err := CheckLab(ForLab(spec(t, "dragonfly:p=8,a=16,h=8")), 20*1024, 0)
+	// The 16,512-host Dragonfly whose teardown wedged the kernel, on
+	// Open vSwitch's userspace datapath.
+	err := CheckLab(ForLab(spec(t, "dragonfly:p=8,a=16,h=8"), OVSUserspace), 20*1024, 0)
 	if err == nil {
 		t.Fatal("DF(8,16,8) accepted")
 	}
-	for _, want := range []string{"63984 switch ports", "more than the 8192", "16512 hosts", "largest dragonfly that fits is dragonfly:p=4,a=8,h=4"} {
+	for _, want := range []string{"63984 switch ports", "more than the 8192", "ovs.datapath: ebpf has none", "16512 hosts", "largest dragonfly that fits is dragonfly:p=4,a=8,h=4"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
+	// The same fabric on the eBPF datapath: no packet sockets, no
+	// daemons, and it fits 20 GiB; on the kernel module no packet
+	// sockets either, but the daemons' memory.
+	if err := CheckLab(ForLab(spec(t, "dragonfly:p=8,a=16,h=8"), EBPF), 20*1024, 0); err != nil {
+		t.Errorf("DF(8,16,8) on ebpf: %v", err)
+	}
+	if e := ForLab(spec(t, "dragonfly:p=8,a=16,h=8"), OVSKernel); e.PacketSockets != 0 {
+		t.Errorf("kernel datapath: %d packet sockets", e.PacketSockets)
+	}
 	// Memory alone: a machine with 1 GiB.
-	err = CheckLab(ForLab(spec(t, "dragonfly:p=4,a=8,h=4")), 1024, 0)
+	err = CheckLab(ForLab(spec(t, "dragonfly:p=4,a=8,h=4"), OVSUserspace), 700, 0)
 	if err == nil || !strings.Contains(err.Error(), "GiB is available") || !strings.Contains(err.Error(), "dragonfly:p=3,a=6,h=3") {
 		t.Errorf("1 GiB: %v", err)
 	}
 	// The override raises the port limit.
-	if err := CheckLab(ForLab(spec(t, "dragonfly:p=8,a=16,h=8")), 200*1024, 100000); err != nil {
+	if err := CheckLab(ForLab(spec(t, "dragonfly:p=8,a=16,h=8"), OVSUserspace), 200*1024, 100000); err != nil {
 		t.Errorf("with the override: %v", err)
 	}
 	for _, s := range []string{"flatfly:dims=8x8x8,t=8", "clos:k=16,levels=4"} {
-		err := CheckLab(ForLab(spec(t, s)), 20*1024, 0)
+		err := CheckLab(ForLab(spec(t, s), OVSUserspace), 20*1024, 0)
 		if err == nil || !strings.Contains(err.Error(), "that fits is") {
 			t.Errorf("%s: %v, want a refusal with a size that fits", s, err)
 		}
@@ -81,7 +100,26 @@ func TestCheckPlan(t *testing.T) {
 
 func TestUpSeconds(t *testing.T) {
 	// DF(4,8,4) came up in 10 s on a quiet machine.
-	if s := ForLab(spec(t, "dragonfly:p=4,a=8,h=4")).UpSeconds; s < 3 || s > 30 {
+	if s := ForLab(spec(t, "dragonfly:p=4,a=8,h=4"), OVSUserspace).UpSeconds; s < 3 || s > 30 {
 		t.Errorf("DF(4,8,4) up in %.1f s", s)
+	}
+	// DF(6,12,6) on the eBPF datapath came up in 32.6 s.
+	if s := ForLab(spec(t, "dragonfly:p=6,a=12,h=6"), EBPF).UpSeconds; s < 25 || s > 40 {
+		t.Errorf("DF(6,12,6) up in %.1f s", s)
+	}
+}
+
+func TestCheckTraffic(t *testing.T) {
+	if err := CheckTraffic(1056, 20*1024, 20000, 100); err != nil {
+		t.Errorf("DF(4,8,4): %v", err)
+	}
+	// 16,512 hosts: 33,024 descriptors, more than this machine's 20,000.
+	err := CheckTraffic(16512, 20*1024, 20000, 100)
+	if err == nil || !strings.Contains(err.Error(), "33024 descriptors") || !strings.Contains(err.Error(), "leaves 19900 of 20000") {
+		t.Errorf("16,512 hosts with 20,000 descriptors: %v", err)
+	}
+	err = CheckTraffic(16512, 4*1024, 1<<20, 100)
+	if err == nil || !strings.Contains(err.Error(), "receive rings need 8.1 GiB") {
+		t.Errorf("16,512 hosts in 4 GiB: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/emulator/plan"
+	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/graph"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/internal/steps"
@@ -409,6 +410,14 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		hs, err := r.trafficHosts()
 		if err != nil {
 			return err
+		}
+		// Said before the engine opens a socket, not as EMFILE or the
+		// machine swapping half-way through.
+		if avail, err := kernel.MemAvailableMiB(); err == nil {
+			limit, open := kernel.FileDescriptors()
+			if err := resources.CheckTraffic(len(hs), avail, limit, open); err != nil {
+				return fmt.Errorf("phase %s: %w", ph.Name, err)
+			}
 		}
 		// A socket and a send stamp per host, each attach and close a
 		// grace period (fabric.ExpediteRCU).
