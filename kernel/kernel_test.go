@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -664,5 +665,53 @@ func TestAwaitNetnsCleanup(t *testing.T) {
 	// finished cleanup.
 	if _, ok := NetnsProbe(0); ok {
 		t.Error("a probe given no time reported success")
+	}
+}
+
+// readIn reads a /proc/sys file from inside namespace ns.
+func readIn(t *testing.T, ns, path string) string {
+	t.Helper()
+	var v string
+	if err := InNamespace(ns, func() error {
+		b, err := os.ReadFile(path)
+		v = strings.TrimSpace(string(b))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// Namespaces start with IPv6 off, in every batch of their private /proc,
+// as do the veths made in them; no /proc mount or its directory is left.
+func TestNamespacesStartWithIPv6Off(t *testing.T) {
+	roottest.Need(t)
+	var names []string
+	for i := range procBatch + 3 {
+		names = append(names, fmt.Sprintf("%sv6-%d", testPrefix, i))
+	}
+	makeNamespaces(t, names...)
+	for _, i := range []int{0, 1, procBatch - 1, procBatch, procBatch + 2} {
+		for _, k := range []string{"all", "default"} {
+			if v := readIn(t, names[i], "/proc/sys/net/ipv6/conf/"+k+"/disable_ipv6"); v != "1" {
+				t.Errorf("%s: conf/%s/disable_ipv6 = %s", names[i], k, v)
+			}
+		}
+	}
+	a, b := names[0], names[procBatch+2]
+	if err := CreateVeths([]Veth{{A: VethEnd{NS: a, Name: "v6a"}, B: VethEnd{NS: b, Name: "v6b"}}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range [][2]string{{a, "v6a"}, {b, "v6b"}} {
+		if v := readIn(t, e[0], "/proc/sys/net/ipv6/conf/"+e[1]+"/disable_ipv6"); v != "1" {
+			t.Errorf("%s in %s: disable_ipv6 = %s", e[1], e[0], v)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(NetnsDir), "ethfab-proc-*")); len(left) > 0 {
+		t.Errorf("private /proc directories left: %v", left)
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), "ethfab-proc-") {
+		t.Errorf("a private /proc is still mounted")
 	}
 }
