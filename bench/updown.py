@@ -4,11 +4,16 @@
 For each size P,A,H it measures, with ethfab:
   up      `ethfab up` (namespaces, veths, shaping, private OVS, bridges, rules
           installed and read back)
-  ping    `ethfab ping --all` (every ordered host pair, real frames)
+  ping    `ethfab ping --all` (every ordered host pair, real frames), or
+          `--sample 100000` past --all-max-hosts, with `--broadcast`: a
+          broadcast from min(hosts, 64) hosts, each to reach every other
+          host exactly once
   down    `ethfab down` until it returns, and until the lab's OVS daemons
           have fully exited (their threads release the ports late)
 and peak memory: the largest ethfab process and the lab's OVS daemons
-(VmHWM summed over every ovsdb-server and ovs-vswitchd of the lab); and, in
+(VmHWM summed over every ovsdb-server and ovs-vswitchd of the lab), and the
+machine's: MemAvailable and kernel slab before up against once up, per
+host, switch and port; and, in
 the same run, the kernel floor: as many namespaces and veth pairs made by
 `ip -batch` alone (up's steps that the kernel does), and the rate at which
 up's flows step installed and read back the rules.
@@ -18,7 +23,10 @@ reachability check) against an Open vSwitch started here for it on the
 default sockets and stopped afterwards; its peak memory is the Python
 process plus that ovs-vswitchd and ovsdb-server.
 
-Usage (root): bench/updown.py [--sizes 2,4,2 4,8,4] [--no-mininet] [--ethfab bin/ethfab]
+Mininet is skipped past --mininet-max-hosts (default 1,100: DF(4,8,4)'s
+1,056 hosts took it minutes, and its build grows faster than linearly).
+
+Usage (root): bench/updown.py [--sizes 2,4,2 4,8,4 6,12,6 8,16,8] [--no-mininet] [--datapath ebpf] [--ethfab bin/ethfab]
 Needs: make build; apt-get install mininet (for the comparison).
 """
 import argparse
@@ -149,18 +157,33 @@ def kernel_floor(namespaces, pairs):
         subprocess.run(["ip", "-batch", path2], check=True)
         return time.monotonic() - t0
     finally:
+        # Paced as ethfab's down paces (2,048 at a time, each batch freed
+        # before the next goes).
         quick = max(0.02, 3 * netns_probe())
-        with open(path, "w") as f:
-            for n in names:
-                f.write("netns del %s\n" % n)
-        subprocess.run(["ip", "-force", "-batch", path], stderr=subprocess.DEVNULL)
+        for i in range(0, len(names), 2048):
+            with open(path, "w") as f:
+                for n in names[i:i + 2048]:
+                    f.write("netns del %s\n" % n)
+            subprocess.run(["ip", "-force", "-batch", path], stderr=subprocess.DEVNULL)
+            await_netns_cleanup(quick)
         os.unlink(path)
         os.unlink(path2)
-        await_netns_cleanup(quick)
 
 
-def ethfab_run(p, a, h, datapath="auto"):
-    """Up, ping --all and down of a DF(p,a,h), through the Python package."""
+def meminfo():
+    """MemAvailable and Slab in MiB."""
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":", 1)
+            if k in ("MemAvailable", "Slab"):
+                out[k] = int(v.split()[0]) / 1024.0
+    return out
+
+
+def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
+    """Up, ping (every pair, or a sample, and broadcasts) and down of a
+    DF(p,a,h), through the Python package."""
     name = "bench-df%d%d%d" % (p, a, h)
     # A lab left by an interrupted run goes first; none is the usual case.
     try:
@@ -170,13 +193,17 @@ def ethfab_run(p, a, h, datapath="auto"):
     sets = {"name": name, "topology.p": p, "topology.a": a, "topology.h": h, "ovs.datapath": datapath}
     try:
         mem = PeakMemory()
+        before = meminfo()
         t0 = time.monotonic()
         lab = ethfab.Lab.up(os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), sets=sets, wrap=mem.wrap)
         up_s, up_mb, st = time.monotonic() - t0, mem.mb(), lab.up_status
+        once_up = meminfo()
         try:
+            hosts = len(st["hosts"])
+            sample = 100000 if hosts > all_max_hosts else None
             mem = PeakMemory()
             t0 = time.monotonic()
-            pr = lab.ping(wrap=mem.wrap)
+            pr = lab.ping(sample=sample, broadcast=min(hosts, 64), wrap=mem.wrap)
             ping_s, ping_mb = time.monotonic() - t0, mem.mb()
             rundir = st["ovs"].get("run_dir") or ""
             pids = pids_in(rundir) if rundir else []  # the eBPF datapath runs no daemon
@@ -191,6 +218,10 @@ def ethfab_run(p, a, h, datapath="auto"):
     timing = st.get("timing", {})
     floor_s = kernel_floor(len(st["hosts"]) + len(st["ovs"].get("instances") or [1]), len(st["links"]))
     flows = sum(s["flows"] for s in st["switches"])
+    used = before["MemAvailable"] - once_up["MemAvailable"]
+    slab = once_up["Slab"] - before["Slab"]
+    ports = sum(s["ports"] for s in st["switches"])
+    bc = pr.get("broadcast") or {}
     return {
         "tool": "ethfab", "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
         "links": len(st["links"]), "flows": flows,
@@ -199,6 +230,12 @@ def ethfab_run(p, a, h, datapath="auto"):
         "ovs_instances": len(st["ovs"].get("instances") or []),
         "up_s": round(up_s, 2), "ping_s": round(ping_s, 2),
         "pairs": pr.get("pairs_checked", pr.get("pairs")), "unreachable": len(pr.get("unreachable") or []),
+        "ports": ports, "broadcasts": bc.get("sources", 0), "broadcast_deliveries": bc.get("delivered", 0),
+        "broadcast_expected": bc.get("expected", 0),
+        "broadcast_faults": len(bc.get("missing") or []) + len(bc.get("duplicated") or []) + len(bc.get("returned") or []),
+        "mem_used_mb": round(used), "slab_mb": round(slab),
+        "mem_kb_per_host": round(used * 1024 / len(st["hosts"])), "slab_kb_per_veth": round(slab * 1024 / len(st["links"])),
+        "mem_kb_per_switch": round(used * 1024 / len(st["switches"])), "mem_kb_per_port": round(used * 1024 / ports),
         "down_s": round(down_s, 2), "daemons_exit_s": round(down_s + exit_s, 2),
         "total_s": round(up_s + ping_s + down_s, 2),
         "peak_mb_tool": round(max(up_mb, ping_mb), 1), "peak_mb_ovs": round(ovs_mb, 1),
@@ -260,6 +297,8 @@ def main():
     ap.add_argument("--datapath", default="auto", help="ovs.datapath of ethfab's labs: auto, netdev, system or ebpf")
     ap.add_argument("--ethfab", default=os.path.join(ROOT, "bin", "ethfab"))
     ap.add_argument("--json", action="store_true", help="print one JSON object per measurement only")
+    ap.add_argument("--all-max-hosts", type=int, default=1100, help="ping every pair up to this many hosts, 100,000 sampled pairs past it")
+    ap.add_argument("--mininet-max-hosts", type=int, default=1100, help="skip Mininet past this many hosts")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
@@ -269,11 +308,11 @@ def main():
     rows = []
     for s in args.sizes:
         p, a, h = (int(x) for x in s.split(","))
-        r = ethfab_run(p, a, h, args.datapath)
+        r = ethfab_run(p, a, h, args.datapath, args.all_max_hosts)
         rows.append(r)
         if args.json:
             print(json.dumps(r), flush=True)
-        if not args.no_mininet:
+        if not args.no_mininet and r["hosts"] <= args.mininet_max_hosts:
             m = mininet_run(p, a, h)
             rows.append(m)
             if args.json:
@@ -281,12 +320,12 @@ def main():
             r["speedup"] = round(m["total_s"] / r["total_s"], 1)
     if args.json:
         return
-    print("%-8s %-9s %6s %6s %7s %7s %7s %7s %8s %9s %8s %8s %7s %7s" % (
+    print("%-8s %-9s %6s %7s %7s %7s %7s %7s %8s %9s %8s %8s %7s %7s" % (
         "tool", "dragonfly", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup",
         "floor_s", "rules/s"))
     for r in rows:
         if r["tool"] == "ethfab":
-            print("%-8s %-9s %6d %6d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s %7.2f %7s" % (
+            print("%-8s %-9s %6d %7d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s %7.2f %7s" % (
                 "ethfab" if r["datapath"] != "ebpf" else "ethfab+e", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
                 r["down_s"], r["total_s"], r["daemons_exit_s"], r["peak_mb_tool"], r["peak_mb_ovs"],
                 ("%.1fx" % r["speedup"]) if "speedup" in r else "-", r["kernel_floor_s"],
@@ -295,7 +334,18 @@ def main():
             print("%-8s %-9s %6d %6s %7.2f %7s %7.2f %7.2f %8s %9.1f %8.1f %8s" % (
                 "mininet", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], "-", r["build_s"] + r["start_s"], "-",
                 r["stop_s"], r["total_s"], "-", r["peak_mb_tool"], r["peak_mb_ovs"], ""))
-    print("ethfab total = up (rules installed) + ping --all (every pair reachable) + down; "
+    print()
+    print("%-9s %6s %8s %8s %9s %11s %10s %9s %9s %11s" % (
+        "dragonfly", "hosts", "pairs", "unreach", "bcasts", "deliveries", "bc_faults", "mem_MB", "slab_MB", "KB/host"))
+    for r in rows:
+        if r["tool"] == "ethfab":
+            print("%-9s %6d %8d %8d %9d %11s %10d %9d %9d %11d" % (
+                "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["pairs"], r["unreachable"], r["broadcasts"],
+                "%d/%d" % (r["broadcast_deliveries"], r["broadcast_expected"]), r["broadcast_faults"],
+                r["mem_used_mb"], r["slab_mb"], r["mem_kb_per_host"]))
+    print("ethfab total = up (rules installed) + ping (every pair, or 100,000 sampled, reachable; broadcasts each "
+          "reaching every other host once) + down; mem_MB = MemAvailable before up less once up (kernel and "
+          "daemons), slab_MB its kernel slab part; KB/host = mem_MB per host. "
           "exit_s = until the lab's OVS daemons fully exited. mininet total = build + start + stop, no rules, no check.\n"
           "floor_s = the same counts of namespaces and veth pairs made by `ip -batch` alone, in the same run; "
           "rules/s = rules installed and read back per second of up's flows step.")

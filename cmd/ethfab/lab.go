@@ -329,14 +329,18 @@ func pingCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all", Usage: "every ordered host pair (the default)"},
 			&cli.IntFlag{Name: "sample", Usage: "this many random ordered pairs instead"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the sample"},
+			&cli.IntFlag{Name: "broadcast", Usage: "also send a broadcast from this many hosts (drawn from --seed; all when it covers them) and check each reaches every other host exactly once and never its source"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N]")
+				return fmt.Errorf("usage: ethfab ping LAB [--all | --sample N] [--broadcast N]")
 			}
 			// --sample 0 or below would silently mean every pair.
 			if err := flagInRange(c, "sample", 1, math.MaxInt32); err != nil {
+				return err
+			}
+			if err := flagInRange(c, "broadcast", 1, math.MaxInt32); err != nil {
 				return err
 			}
 			lab, err := loadLab(c.Args().First())
@@ -349,17 +353,36 @@ func pingCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if c.IsSet("broadcast") {
+				if r.Broadcast, err = fabric.Broadcast(ctx, lab, c.Int("broadcast"), c.Int64("seed")); err != nil {
+					return err
+				}
+			}
 			if c.Bool("json") {
 				if err := printJSON(c, r); err != nil {
 					return err
 				}
 			} else {
+				w := c.App.Writer
 				for _, u := range r.Unreachable {
-					fmt.Fprintf(c.App.Writer, "unreachable: %s -> %s\n", u.Src, u.Dst)
+					fmt.Fprintf(w, "unreachable: %s -> %s\n", u.Src, u.Dst)
 				}
-				fmt.Fprintf(c.App.Writer, "%d of %d pairs reachable (%.2fs)\n", r.Reached, r.Pairs, r.Seconds)
+				fmt.Fprintf(w, "%d of %d pairs reachable (%.2fs)\n", r.Reached, r.Pairs, r.Seconds)
+				if b := r.Broadcast; b != nil {
+					for _, u := range b.Missing {
+						fmt.Fprintf(w, "broadcast missing: %s -> %s\n", u.Src, u.Dst)
+					}
+					for _, u := range b.Duplicated {
+						fmt.Fprintf(w, "broadcast duplicated: %s -> %s\n", u.Src, u.Dst)
+					}
+					for _, h := range b.Returned {
+						fmt.Fprintf(w, "broadcast returned to its source: %s\n", h)
+					}
+					fmt.Fprintf(w, "%d broadcasts: %d of %d deliveries, %d duplicated, %d returned (%.2fs)\n",
+						b.Sources, b.Delivered, b.Expected, len(b.Duplicated), len(b.Returned), b.Seconds)
+				}
 			}
-			if len(r.Unreachable) > 0 {
+			if len(r.Unreachable) > 0 || r.Broadcast != nil && !r.Broadcast.OK() {
 				return cli.Exit("", 2)
 			}
 			return nil

@@ -68,6 +68,14 @@ func TestEBPFDatapathReachesEveryPair(t *testing.T) {
 					t.Fatalf("ping round %d: %d of %d pairs reached in %.1fs (first try takes 0.1s); unreachable %v", round, r.Reached, r.Pairs, r.Seconds, r.Unreachable)
 				}
 			}
+			// A broadcast from every host reaches every other host once.
+			b, err := Broadcast(context.Background(), lab, len(lab.Hosts), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(lab.Hosts); !b.OK() || b.Sources != n || b.Expected != n*(n-1) || b.Delivered != b.Expected {
+				t.Fatalf("broadcasts: %+v", b)
+			}
 			// ICMP needs ARP, whose replies go to the asker's original MAC,
 			// which no switch routes under assign rewrite (PortLand
 			// answers ARP from its fabric manager; ethfab has none).

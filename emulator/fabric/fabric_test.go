@@ -144,6 +144,52 @@ func TestRequiredImpairmentFailsBeforeBuilding(t *testing.T) {
 	}
 }
 
+// The broadcast check on real Open vSwitch: every host's broadcast reaches
+// every other host once; a switch that reflects a host's broadcast is
+// caught (the source hears it back, no one else gets it), and so is one
+// that sends a broadcast to a host twice.
+func TestBroadcastCheck(t *testing.T) {
+	roottest.NeedOVS(t, "ping")
+	const name = "eft-bc"
+	l := upYAML(t, name, "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\nlinks: {host: {rate: 50mbit}}\n")
+	n := len(l.Hosts)
+	check := func() *BroadcastReport {
+		t.Helper()
+		b, err := Broadcast(context.Background(), l, n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := check(); !b.OK() || b.Delivered != n*(n-1) {
+		t.Fatalf("clean fabric: %+v", b)
+	}
+	mgmt := map[string]string{}
+	for _, s := range l.Switches {
+		mgmt[s.Name] = s.Mgmt
+	}
+	ofctl := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ovs-ofctl", append([]string{"-O", "OpenFlow13"}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ovs-ofctl %v: %v\n%s", args, err, out)
+		}
+	}
+	h0, h1 := l.Hosts[0], l.Hosts[1]
+	reflect := fmt.Sprintf("priority=65535,in_port=%d,dl_dst=ff:ff:ff:ff:ff:ff", h0.Port)
+	ofctl("add-flow", mgmt[h0.Switch], reflect+",actions=in_port")
+	b := check()
+	if len(b.Returned) != 1 || b.Returned[0] != h0.Name || len(b.Missing) != n-1 || len(b.Duplicated) != 0 {
+		t.Errorf("%s's switch reflecting its broadcast: returned %v, missing %v, duplicated %v", h0.Name, b.Returned, b.Missing, b.Duplicated)
+	}
+	ofctl("--strict", "del-flows", mgmt[h0.Switch], reflect)
+	twice := fmt.Sprintf("priority=65535,dl_src=%s,dl_dst=ff:ff:ff:ff:ff:ff", h0.MAC)
+	ofctl("add-flow", mgmt[h1.Switch], fmt.Sprintf("%s,actions=output:%d,output:%d", twice, h1.Port, h1.Port))
+	b = check()
+	if len(b.Duplicated) != 1 || b.Duplicated[0] != (Unreachable{h0.Name, h1.Name}) || len(b.Returned) != 0 {
+		t.Errorf("%s's broadcast sent twice to %s: duplicated %v, returned %v", h0.Name, h1.Name, b.Duplicated, b.Returned)
+	}
+}
+
 // assign rewrite: hosts keep their original MACs, the access switches
 // translate, and every pair is still reached through the fabric, with
 // frames addressed to pseudo-MACs.

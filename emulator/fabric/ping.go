@@ -35,6 +35,8 @@ type PingReport struct {
 	Reached     int           `json:"reached"`
 	Unreachable []Unreachable `json:"unreachable"`
 	Seconds     float64       `json:"seconds"`
+	// Broadcast is the broadcast check's, when one was asked for.
+	Broadcast *BroadcastReport `json:"broadcast,omitempty"`
 }
 
 // Ping sends one raw Ethernet frame from every source host to every
@@ -82,6 +84,8 @@ type pinger struct {
 	heard int            // distinct pairs received
 
 	pace pingPace
+
+	bcast *bcastState // a broadcast check's counts (Broadcast), or nil
 }
 
 // openPinger opens a socket in every host (a few at a time) and reads the
@@ -173,6 +177,11 @@ func (p *pinger) receive(d int) {
 			continue
 		}
 		if k < 14+8 || binary.BigEndian.Uint16(buf[12:]) != ethertype.Traffic {
+			continue
+		}
+		if p.bcast != nil && k > 22 && binary.BigEndian.Uint32(buf[18:]) == bcastMarker &&
+			bytes.Equal(buf[:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}) {
+			p.bcast.note(d, int(binary.BigEndian.Uint32(buf[14:])), int(buf[22]))
 			continue
 		}
 		// A packet socket also sees frames for other MACs; a host's NIC

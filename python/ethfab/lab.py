@@ -46,14 +46,17 @@ class Lab:
         text stdout and stderr."""
         return cli.call("exec", self.name, host, "--", *cmd, check=check, timeout=timeout)
 
-    def ping(self, sample=None, seed=None, wrap=None):
-        """Real frames between hosts (every ordered pair, or a sample):
-        ethfab ping --json."""
+    def ping(self, sample=None, seed=None, broadcast=None, wrap=None):
+        """Real frames between hosts (every ordered pair, or a sample), and
+        with broadcast=N a broadcast from N hosts checked to reach every
+        other host once (the report's "broadcast"): ethfab ping --json."""
         args = ["ping", self.name, "--json"]
         if sample:
             args += ["--sample", str(sample)]
         if seed is not None:
             args += ["--seed", str(seed)]
+        if broadcast:
+            args += ["--broadcast", str(broadcast)]
         return _ping(args, wrap)
 
     def hostfile(self, hosts=None, slots=1):

@@ -77,7 +77,7 @@ class StubTest(unittest.TestCase):
         with ethfab.Lab.up("s.yaml", sets={"links.host.rate": "5mbit", "ovs.flow_cache": True}) as lab:
             self.assertEqual(lab.name, "demo")
             self.assertEqual(lab.hosts(), ["g0s0h0", "g0s1h0"])
-            ping = lab.ping(sample=2)  # exits 2, as ethfab does with an unreachable pair
+            ping = lab.ping(sample=2, broadcast=2)  # exits 2, as ethfab does with an unreachable pair
             self.assertEqual(ping["unreachable"], [{"src": "g0s0h0", "dst": "g0s1h0"}])
             self.assertEqual(lab.exec("g0s0h0", "ip", "link").stdout, "ran ip link\n")
         self.assertEqual(
@@ -85,7 +85,7 @@ class StubTest(unittest.TestCase):
             [
                 ["up", "s.yaml", "--json", "--set", "links.host.rate=5mbit", "--set", "ovs.flow_cache=true"],
                 ["status", "demo", "--json"],
-                ["ping", "demo", "--json", "--sample", "2"],
+                ["ping", "demo", "--json", "--sample", "2", "--broadcast", "2"],
                 ["exec", "demo", "g0s0h0", "--", "ip", "link"],
                 ["down", "demo"],
             ],
