@@ -715,3 +715,18 @@ func TestNamespacesStartWithIPv6Off(t *testing.T) {
 		t.Errorf("a private /proc is still mounted")
 	}
 }
+
+// A step that would pass the open-file limit is refused with the numbers.
+func TestNeedDescriptors(t *testing.T) {
+	limit, open := FileDescriptors()
+	if limit <= 0 || open <= 0 {
+		t.Fatalf("limit %d, open %d", limit, open)
+	}
+	if err := NeedDescriptors(1, "one socket"); err != nil {
+		t.Error(err)
+	}
+	err := NeedDescriptors(limit, "a socket on each of 99,999 hosts")
+	if err == nil || !strings.Contains(err.Error(), "a socket on each of 99,999 hosts needs") || !strings.Contains(err.Error(), fmt.Sprintf("of %d", limit)) {
+		t.Errorf("over the limit: %v", err)
+	}
+}

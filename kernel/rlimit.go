@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -51,4 +52,17 @@ func FileDescriptors() (limit, open int) {
 		open = len(ents)
 	}
 	return limit, open
+}
+
+// NeedDescriptors says, before a step opens them, whether n more
+// descriptors fit the open-file limit, naming what needs them; so a
+// fabric too large for the limit is refused with the numbers instead of
+// failing with EMFILE half-way through.
+func NeedDescriptors(n int, what string) error {
+	limit, open := FileDescriptors()
+	if limit <= 0 || open+n <= limit {
+		return nil
+	}
+	return fmt.Errorf("%s needs %d file descriptors and the open-file limit leaves %d of %d: raise the hard limit (ulimit -Hn as root, LimitNOFILE= in a unit)",
+		what, n, max(limit-open, 0), limit)
 }

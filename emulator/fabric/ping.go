@@ -15,6 +15,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/internal/ethertype"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/kernel/packet"
 )
 
@@ -92,6 +93,9 @@ type pinger struct {
 // hosts' addresses. On error what did open is in the pinger, for closeAll.
 func openPinger(l *Lab) (*pinger, error) {
 	n := len(l.Hosts)
+	if err := kernel.NeedDescriptors(n, fmt.Sprintf("a socket on each of %s's %d hosts", l.Lab, n)); err != nil {
+		return &pinger{}, err
+	}
 	p := &pinger{
 		socks: make([]*packet.Socket, n), macs: make([]net.HardwareAddr, n),
 		dst: make([]net.HardwareAddr, n), got: make([]map[int]bool, n),

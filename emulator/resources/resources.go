@@ -46,9 +46,6 @@ const (
 	PlanPerHostB = 300
 	PlanPerPortB = 200
 	PlanBaseMiB  = 30
-	// TrafficFDsPerHost: the traffic engine's descriptors per host (a
-	// receiving socket and a sending one).
-	TrafficFDsPerHost = 2
 )
 
 // Datapath is what forwards a lab's frames, as far as its cost goes.
@@ -122,17 +119,20 @@ func ForLab(s topology.Spec, dp Datapath) Estimate {
 	return e
 }
 
-// upSeconds is bring-up time from the steps' measured costs. Namespaces:
-// 0.4 s for 1,057, 16.7 s for 5,335 and 197 s for 16,520 (the kernel's
-// cost per namespace grows with the namespaces there are: exponent 2.26
-// between the first and the last); veth pairs 0.8 ms each; shaping
-// 0.06 ms per link end; addressing 0.45 ms per host; rules ~4 per port
-// at 0.015 ms (Open vSwitch's bundles, 65k/s; the eBPF datapath's maps
-// about as fast); Open vSwitch's bridges and ports 0.7 ms per port.
-// DF(6,12,6) on the eBPF datapath: 29.6 s estimated, 32.6 s measured.
+// upSeconds is bring-up time from the steps' measured costs (this VM,
+// 2026-11-29): namespaces 0.7 ms each (16,762 in 11.9-15.2 s, since
+// their sysctls go through a private /proc: kernel.mountProc); veth
+// pairs 1.18 s for 2,508, 10.5 s for 12,702 and 71-75 s for 40,248, each
+// costing more the more there are (the kernel's link-watch work holds
+// RTNL against the creators: 35% of the step's CPU spinning on it), so
+// 1.18 s x (pairs/2,508)^1.5; shaping 0.07 ms per link end; addressing
+// 0.45 ms per host; rules ~4 per port at 0.015 ms (Open vSwitch's
+// bundles, 65k/s; the eBPF datapath's maps about as fast); Open vSwitch's
+// bridges and ports 0.7 ms per port. DF(8,16,8) on the eBPF datapath:
+// 104 s estimated, 101.6-108.6 s measured.
 func upSeconds(hosts, links, ports int, dp Datapath) float64 {
-	ns := 0.4 * math.Pow(float64(hosts+1)/1057, 2.26)
-	t := ns + 0.0008*float64(links) + 0.00006*float64(2*links) + 0.00045*float64(hosts) + 0.000015*4*float64(ports)
+	t := 0.0007*float64(hosts+1) + 1.18*math.Pow(float64(links)/2508, 1.5) +
+		0.00007*float64(2*links) + 0.00045*float64(hosts) + 0.000015*4*float64(ports)
 	if dp != EBPF {
 		t += 0.0007 * float64(ports)
 	}
@@ -184,23 +184,15 @@ func CheckPlan(e Estimate, availMiB float64) error {
 		}))
 }
 
-// CheckTraffic refuses a traffic engine for hosts hosts that the machine
-// cannot hold: its receive rings in availMiB, its descriptors (two per
-// host) in what the open-file limit leaves (fdLimit less fdsOpen).
-func CheckTraffic(hosts int, availMiB float64, fdLimit, fdsOpen int) error {
-	var why []string
-	if need := RingPerHostMiB * float64(hosts); need > MemoryHeadroom*availMiB {
-		why = append(why, fmt.Sprintf("its receive rings need %.1f GiB (%.1f MiB a host) and %.1f GiB is available (%.0f%% of it may be used)",
-			need/1024, RingPerHostMiB, availMiB/1024, 100*MemoryHeadroom))
-	}
-	if need := TrafficFDsPerHost * hosts; fdLimit > 0 && fdsOpen+need > fdLimit {
-		why = append(why, fmt.Sprintf("it needs %d descriptors (%d a host) and the open-file limit leaves %d of %d (raise the hard limit: ulimit -Hn, or LimitNOFILE=)",
-			need, TrafficFDsPerHost, fdLimit-fdsOpen, fdLimit))
-	}
-	if len(why) == 0 {
+// CheckTraffic refuses a traffic engine for hosts hosts whose receive
+// rings do not fit in availMiB.
+func CheckTraffic(hosts int, availMiB float64) error {
+	need := RingPerHostMiB * float64(hosts)
+	if need <= MemoryHeadroom*availMiB {
 		return nil
 	}
-	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: %s", hosts, strings.Join(why, "; "))
+	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: its receive rings need %.1f GiB (%.1f MiB a host) and %.1f GiB is available (%.0f%% of it may be used)",
+		hosts, need/1024, RingPerHostMiB, availMiB/1024, 100*MemoryHeadroom)
 }
 
 // Text is the estimate in one line.

@@ -103,22 +103,21 @@ func TestUpSeconds(t *testing.T) {
 	if s := ForLab(spec(t, "dragonfly:p=4,a=8,h=4"), OVSUserspace).UpSeconds; s < 3 || s > 30 {
 		t.Errorf("DF(4,8,4) up in %.1f s", s)
 	}
-	// DF(6,12,6) on the eBPF datapath came up in 32.6 s.
-	if s := ForLab(spec(t, "dragonfly:p=6,a=12,h=6"), EBPF).UpSeconds; s < 25 || s > 40 {
+	// On the eBPF datapath DF(6,12,6) came up in 23.6-32.6 s, DF(8,16,8)
+	// in 101.6-108.6 s.
+	if s := ForLab(spec(t, "dragonfly:p=6,a=12,h=6"), EBPF).UpSeconds; s < 20 || s > 40 {
 		t.Errorf("DF(6,12,6) up in %.1f s", s)
+	}
+	if s := ForLab(spec(t, "dragonfly:p=8,a=16,h=8"), EBPF).UpSeconds; s < 90 || s > 130 {
+		t.Errorf("DF(8,16,8) up in %.1f s", s)
 	}
 }
 
 func TestCheckTraffic(t *testing.T) {
-	if err := CheckTraffic(1056, 20*1024, 20000, 100); err != nil {
+	if err := CheckTraffic(1056, 20*1024); err != nil {
 		t.Errorf("DF(4,8,4): %v", err)
 	}
-	// 16,512 hosts: 33,024 descriptors, more than this machine's 20,000.
-	err := CheckTraffic(16512, 20*1024, 20000, 100)
-	if err == nil || !strings.Contains(err.Error(), "33024 descriptors") || !strings.Contains(err.Error(), "leaves 19900 of 20000") {
-		t.Errorf("16,512 hosts with 20,000 descriptors: %v", err)
-	}
-	err = CheckTraffic(16512, 4*1024, 1<<20, 100)
+	err := CheckTraffic(16512, 4*1024)
 	if err == nil || !strings.Contains(err.Error(), "receive rings need 8.1 GiB") {
 		t.Errorf("16,512 hosts in 4 GiB: %v", err)
 	}

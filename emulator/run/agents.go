@@ -11,6 +11,7 @@ import (
 
 	"github.com/ethfab/ethfab/hostagent"
 	"github.com/ethfab/ethfab/hostagent/omx"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
 )
@@ -62,6 +63,9 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 		}
 		limit, until = a.For, a.Until
 		ap.PeerMACFrom, ap.BeforeDMP, ap.OnAddressChange = string(a.PeerMACFrom), a.BeforeDMP, string(a.OnAddressChange)
+	}
+	if err := kernel.NeedDescriptors(n, fmt.Sprintf("phase %s: an agent's socket on each of %d hosts", ph.Name, n)); err != nil {
+		return err
 	}
 	fleet, err := hostagent.OpenFleet(eps, o, func(i int, o *hostagent.Options) {
 		o.Name = eps[i].Name

@@ -414,10 +414,13 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		// Said before the engine opens a socket, not as EMFILE or the
 		// machine swapping half-way through.
 		if avail, err := kernel.MemAvailableMiB(); err == nil {
-			limit, open := kernel.FileDescriptors()
-			if err := resources.CheckTraffic(len(hs), avail, limit, open); err != nil {
+			if err := resources.CheckTraffic(len(hs), avail); err != nil {
 				return fmt.Errorf("phase %s: %w", ph.Name, err)
 			}
+		}
+		// A receiving and a sending socket per host.
+		if err := kernel.NeedDescriptors(2*len(hs), fmt.Sprintf("phase %s: the traffic engine for %d hosts", ph.Name, len(hs))); err != nil {
+			return err
 		}
 		// A socket and a send stamp per host, each attach and close a
 		// grace period (fabric.ExpediteRCU).
