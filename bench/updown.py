@@ -146,15 +146,21 @@ def kernel_floor(namespaces, pairs):
     with os.fdopen(fd, "w") as f:
         for n in names:
             f.write("netns add %s\n" % n)
-    fd2, path2 = tempfile.mkstemp()
-    with os.fdopen(fd2, "w") as f:
-        for k in range(pairs):
-            f.write("link add v%d netns %s type veth peer name w%d netns %s\n" % (
-                k, names[k % namespaces], k, names[(k * 7 + 1) % namespaces]))
+    # Links go in chunks: `ip -batch` keeps a namespace descriptor open
+    # per link command (past ~9,000 of them here: "Invalid netns value").
+    chunks = []
+    for c in range(0, pairs, 2000):
+        fd2, p2 = tempfile.mkstemp()
+        with os.fdopen(fd2, "w") as f:
+            for k in range(c, min(c + 2000, pairs)):
+                f.write("link add v%d netns %s type veth peer name w%d netns %s\n" % (
+                    k, names[k % namespaces], k, names[(k * 7 + 1) % namespaces]))
+        chunks.append(p2)
     try:
         t0 = time.monotonic()
         subprocess.run(["ip", "-batch", path], check=True)
-        subprocess.run(["ip", "-batch", path2], check=True)
+        for p2 in chunks:
+            subprocess.run(["ip", "-batch", p2], check=True)
         return time.monotonic() - t0
     finally:
         # Paced as ethfab's down paces (2,048 at a time, each batch freed
@@ -167,7 +173,8 @@ def kernel_floor(namespaces, pairs):
             subprocess.run(["ip", "-force", "-batch", path], stderr=subprocess.DEVNULL)
             await_netns_cleanup(quick)
         os.unlink(path)
-        os.unlink(path2)
+        for p2 in chunks:
+            os.unlink(p2)
 
 
 def meminfo():
@@ -216,7 +223,8 @@ def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
         sys.exit("ethfab: %s" % e)
     exit_s = wait_gone(pids)
     timing = st.get("timing", {})
-    floor_s = kernel_floor(len(st["hosts"]) + len(st["ovs"].get("instances") or [1]), len(st["links"]))
+    # As many namespaces as the lab's: its hosts' and its fabric's.
+    floor_s = kernel_floor(len(st["hosts"]) + len({s["netns"] for s in st["switches"]}), len(st["links"]))
     flows = sum(s["flows"] for s in st["switches"])
     used = before["MemAvailable"] - once_up["MemAvailable"]
     slab = once_up["Slab"] - before["Slab"]
