@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/internal/roottest"
@@ -707,12 +708,47 @@ func TestNamespacesStartWithIPv6Off(t *testing.T) {
 			t.Errorf("%s in %s: disable_ipv6 = %s", e[1], e[0], v)
 		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(NetnsDir), "ethfab-proc-*")); len(left) > 0 {
+	mine := fmt.Sprintf("%s%d-", procPrefix, os.Getpid())
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(NetnsDir), mine+"*")); len(left) > 0 {
 		t.Errorf("private /proc directories left: %v", left)
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	if strings.Contains(string(mounts), "ethfab-proc-") {
+	if strings.Contains(string(mounts), mine) {
 		t.Errorf("a private /proc is still mounted")
+	}
+}
+
+// A private /proc left by a process that is gone is swept; a live
+// process's is not.
+func TestSweepProcMounts(t *testing.T) {
+	roottest.Need(t)
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Dir(NetnsDir)
+	dead, err := os.MkdirTemp(run, fmt.Sprintf("%s%d-", procPrefix, cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.MkdirTemp(run, fmt.Sprintf("%s%d-", procPrefix, os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unmountProc(dead); unmountProc(live) })
+	for _, d := range []string{dead, live} {
+		if err := unix.Mount("proc", d, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := SweepProcMounts(); n < 1 {
+		t.Errorf("swept %d", n)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead process's %s is still there: %v", dead, err)
+	}
+	if _, err := os.Stat(filepath.Join(live, "self")); err != nil {
+		t.Errorf("the live process's %s was swept: %v", live, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -237,9 +238,11 @@ func createOne(name, marker, proc string) error {
 // IPv6 "default" is reset to the boot default whatever it says.)
 
 // mountProc mounts a procfs instance in a fresh directory under
-// NetnsDir's parent (/run) and returns its path.
+// NetnsDir's parent (/run), named after this process so that one killed
+// while it was mounted can be told (SweepProcMounts), and returns its path.
 func mountProc() (string, error) {
-	dir, err := os.MkdirTemp(filepath.Dir(NetnsDir), "ethfab-proc-")
+	SweepProcMounts()
+	dir, err := os.MkdirTemp(filepath.Dir(NetnsDir), fmt.Sprintf("%s%d-", procPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("private /proc: %w", err)
 	}
@@ -250,10 +253,36 @@ func mountProc() (string, error) {
 	return dir, nil
 }
 
+// procPrefix begins the name of every private /proc's directory.
+const procPrefix = "ethfab-proc-"
+
 // unmountProc detaches a mountProc mount and removes its directory.
 func unmountProc(dir string) {
 	unix.Unmount(dir, unix.MNT_DETACH)
 	os.Remove(dir)
+}
+
+// SweepProcMounts removes the private /proc mounts (mountProc) of
+// processes that are gone: a bring-up killed while it made namespaces
+// leaves one. It returns how many it removed.
+func SweepProcMounts() int {
+	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(NetnsDir), procPrefix+"*"))
+	n := 0
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), procPrefix), "-", 2)[0])
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		unmountProc(d)
+		n++
+	}
+	return n
+}
+
+// processAlive says whether a process with this PID exists.
+func processAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
 
 // NamespaceMarker reads the mark CreateMarkedNamespaces left on a

@@ -18,6 +18,9 @@ import (
 // works from the state directory alone, after a crash at any point of Up.
 // A lab that does not exist is ErrNoLab.
 func Down(name string) (err error) {
+	// A bring-up killed while it made namespaces left its private /proc
+	// mounted (kernel.SweepProcMounts); any down takes it away.
+	kernel.SweepProcMounts()
 	l, err := Load(name)
 	if errors.Is(err, ErrNoLab) {
 		// No state: the lab may still have objects whose state directory

@@ -92,6 +92,10 @@ func TestKilledUpIsCleanedByDown(t *testing.T) {
 				t.Fatalf("down after a killed up: %v", err)
 			}
 			assertGone(t, lab, runDir)
+			// Nor the private /proc it made its namespaces' sysctls through.
+			if left, _ := filepath.Glob(fmt.Sprintf("/run/ethfab-proc-%d-*", cmd.Process.Pid)); len(left) > 0 {
+				t.Errorf("the killed up's private /proc left: %v", left)
+			}
 		})
 	}
 }
