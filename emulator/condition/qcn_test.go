@@ -164,6 +164,10 @@ func testQCNCongestionPoint(t *testing.T, name, dp string) {
 		short = 5 * time.Second
 	}
 	overload(t, dhost, d, transitMAC, ownMAC, transit, own, short)
+	// Drained, as in part 1: a CNM sent as the overload ended may still be
+	// queued behind its frames, and is intercepted only after it arrives
+	// (once, 10 interceptions against 9 arrivals read before it came).
+	waitUntil(5*time.Second, func() bool { c := m.QCNCounters(); return c.Intercepted >= c.Generated-c.NoVictim-c.Dropped })
 	stop()
 	arrived := arrivals()
 	_, _, icps, _ = m.QCNLog(QCNMark{})
