@@ -286,7 +286,39 @@ class PeerOVS:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+# Mininet raises these machine-wide (mininet.util.fixLimits) and leaves
+# them: they are put back after each Mininet run, so later runs and labs
+# meet the machine as it was.
+MININET_SYSCTLS = ["net.core.wmem_max", "net.core.rmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+                   "net.core.netdev_max_backlog", "net.ipv4.neigh.default.gc_thresh1",
+                   "net.ipv4.neigh.default.gc_thresh2", "net.ipv4.neigh.default.gc_thresh3",
+                   "net.ipv4.route.max_size", "kernel.pty.max", "fs.file-max"]
+
+
+def sysctl_path(key):
+    return "/proc/sys/" + key.replace(".", "/")
+
+
 def mininet_run(p, a, h):
+    saved = {}
+    for k in MININET_SYSCTLS:
+        try:
+            with open(sysctl_path(k)) as f:
+                saved[k] = f.read()
+        except OSError:
+            pass
+    try:
+        return mininet_timed(p, a, h)
+    finally:
+        for k, v in saved.items():
+            try:
+                with open(sysctl_path(k), "w") as f:
+                    f.write(v)
+            except OSError:
+                pass
+
+
+def mininet_timed(p, a, h):
     ovs = PeerOVS()
     try:
         _, py_mb, out = timed(["/usr/bin/python3", MININET_SCRIPT, str(p), str(a), str(h)])
