@@ -86,8 +86,9 @@ func CreateMarkedNamespaces(names []string, marker string) (created []string, er
 	if err := prepareNetnsDir(); err != nil {
 		return nil, err
 	}
-	// A private /proc per batch of namespaces, for their sysctl writes:
-	// see mountProc.
+	// A private /proc per batch of namespaces, for their sysctl writes
+	// (see mountProc); one a killed caller left goes first.
+	SweepProcMounts()
 	for len(names) > 0 {
 		batch := names[:min(len(names), procBatch)]
 		names = names[len(batch):]
@@ -245,7 +246,6 @@ func createOne(name, marker, proc string) error {
 // NetnsDir's parent (/run), named after this process so that one killed
 // while it was mounted can be told (SweepProcMounts), and returns its path.
 func mountProc() (string, error) {
-	SweepProcMounts()
 	dir, err := os.MkdirTemp(filepath.Dir(NetnsDir), fmt.Sprintf("%s%d-", procPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("private /proc: %w", err)

@@ -28,15 +28,10 @@ func RaiseFileLimit() uint64 {
 			want = n
 		}
 	}
-	if lim.Max < want {
-		// Allowed with CAP_SYS_RESOURCE; otherwise the soft limit still
-		// rises to the hard one below.
-		if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}) == nil {
-			return want
-		}
-	}
-	if lim.Cur < lim.Max && unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max}) == nil {
-		return lim.Max
+	// Raising the hard limit needs CAP_SYS_RESOURCE; the soft one Go's
+	// runtime has already raised to the hard one at start-up.
+	if lim.Max < want && unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: want, Max: want}) == nil {
+		return want
 	}
 	return lim.Cur
 }

@@ -142,7 +142,7 @@ func CreateVeths(pairs []Veth, workers int) error {
 					fail(fmt.Errorf("netlink socket in netns %q: %w", j.ns, err))
 					continue
 				}
-				fds, err := openNamespaces(j.pairs, shared)
+				fds, release, err := openNamespaces(j.pairs, shared)
 				if err != nil {
 					c.Close()
 					fail(err)
@@ -154,11 +154,7 @@ func CreateVeths(pairs []Veth, workers int) error {
 				}
 				res := c.execAcked(reqs, vethBatch)
 				c.Close()
-				for ns, fd := range fds {
-					if _, ok := shared[ns]; !ok {
-						unix.Close(fd)
-					}
-				}
+				release()
 				for i, p := range j.pairs {
 					if err := errors.Join(res[2*i], res[2*i+1]); err != nil {
 						fail(fmt.Errorf("create veth %s:%s <-> %s:%s: %w",
@@ -177,9 +173,15 @@ func CreateVeths(pairs []Veth, workers int) error {
 
 // openNamespaces gives the descriptors of the namespaces the pairs' ends
 // go to, for one job's requests: those in shared, and the others opened
-// for the job (the caller closes those).
-func openNamespaces(pairs []Veth, shared map[string]int) (map[string]int, error) {
-	fds := map[string]int{}
+// for the job, which release closes.
+func openNamespaces(pairs []Veth, shared map[string]int) (fds map[string]int, release func(), err error) {
+	fds = map[string]int{}
+	var own []int
+	release = func() {
+		for _, fd := range own {
+			unix.Close(fd)
+		}
+	}
 	for _, p := range pairs {
 		for _, ns := range []string{p.A.NS, p.B.NS} {
 			if _, ok := fds[ns]; ok || ns == "" {
@@ -191,17 +193,14 @@ func openNamespaces(pairs []Veth, shared map[string]int) (map[string]int, error)
 			}
 			fd, err := unix.Open(nsPath(ns), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 			if err != nil {
-				for ns, fd := range fds {
-					if _, ok := shared[ns]; !ok {
-						unix.Close(fd)
-					}
-				}
-				return nil, fmt.Errorf("open netns %s: %w", ns, err)
+				release()
+				return nil, nil, fmt.Errorf("open netns %s: %w", ns, err)
 			}
 			fds[ns] = fd
+			own = append(own, fd)
 		}
 	}
-	return fds, nil
+	return fds, release, nil
 }
 
 // upRequest sets IFF_UP on an interface named in the socket's namespace.

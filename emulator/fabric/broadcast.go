@@ -40,11 +40,13 @@ const maxBroadcastCounts = 1 << 26
 // bcastState is what the receivers count while broadcasts fly.
 type bcastState struct {
 	mu     sync.Mutex
+	n      int         // hosts
 	slot   map[int]int // source host -> its index among the sources
 	round  int
 	counts []uint8 // this round's, by slot*n + host, saturating
 	heard  []bool  // any round's, same index
-	nheard int     // distinct (source, host) heard, the source itself excluded
+	got    []int   // by slot: hosts that heard it, the source excluded
+	nheard int     // the sum of got
 	back   []bool  // by slot: the source heard its own
 }
 
@@ -74,7 +76,8 @@ func Broadcast(ctx context.Context, l *Lab, sources int, seed int64) (*Broadcast
 	if err != nil {
 		return nil, err
 	}
-	b := &bcastState{slot: map[int]int{}, counts: make([]uint8, len(src)*n), heard: make([]bool, len(src)*n), back: make([]bool, len(src))}
+	b := &bcastState{n: n, slot: map[int]int{}, counts: make([]uint8, len(src)*n), heard: make([]bool, len(src)*n),
+		got: make([]int, len(src)), back: make([]bool, len(src))}
 	for i, s := range src {
 		b.slot[s] = i
 	}
@@ -97,7 +100,7 @@ func Broadcast(ctx context.Context, l *Lab, sources int, seed int64) (*Broadcast
 				break
 			}
 			p.sendBroadcast(s, round)
-			b.await(b.slot[s], n, s, 200*time.Millisecond<<round)
+			b.await(b.slot[s], 200*time.Millisecond<<round)
 		}
 		// Stragglers and second copies.
 		time.Sleep(50 * time.Millisecond)
@@ -111,12 +114,9 @@ func Broadcast(ctx context.Context, l *Lab, sources int, seed int64) (*Broadcast
 		}
 		progress := b.nheard > before
 		todo = todo[:0:0]
-		for _, s := range src {
-			for d := range n {
-				if d != s && !b.heard[b.slot[s]*n+d] {
-					todo = append(todo, s)
-					break
-				}
+		for i, s := range src {
+			if b.got[i] < n-1 {
+				todo = append(todo, s)
 			}
 		}
 		b.mu.Unlock()
@@ -161,18 +161,12 @@ func (p *pinger) sendBroadcast(s, round int) {
 	p.socks[s].Send(f) // a lost one is found missing and sent again
 }
 
-// await waits until source s's broadcast (slot i) has been heard by
-// every host but s, or limit.
-func (b *bcastState) await(i, n, s int, limit time.Duration) {
+// await waits until the broadcast of slot i has been heard by every host
+// but its source, or limit.
+func (b *bcastState) await(i int, limit time.Duration) {
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		b.mu.Lock()
-		all := true
-		for d := range n {
-			if d != s && !b.heard[i*n+d] {
-				all = false
-				break
-			}
-		}
+		all := b.got[i] == b.n-1
 		b.mu.Unlock()
 		if all {
 			return
@@ -192,13 +186,13 @@ func (b *bcastState) note(d, source, round int) {
 		b.back[i] = true
 		return
 	}
-	n := len(b.heard) / len(b.back)
-	k := i*n + d
+	k := i*b.n + d
 	if round == b.round && b.counts[k] < 255 {
 		b.counts[k]++
 	}
 	if !b.heard[k] {
 		b.heard[k] = true
+		b.got[i]++
 		b.nheard++
 	}
 }

@@ -163,12 +163,9 @@ func Translate(f []bpf.Instruction) (asm.Instructions, error) {
 			}
 			out = append(out, op.Imm32(asm.R0, int32(in.Val)))
 		case bpf.JumpIf:
-			onTrue, err := target(int(in.SkipTrue))
-			if err != nil {
-				return nil, err
-			}
-			onFalse, err := target(int(in.SkipFalse))
-			if err != nil {
+			onTrue, errT := target(int(in.SkipTrue))
+			onFalse, errF := target(int(in.SkipFalse))
+			if err := errors.Join(errT, errF); err != nil {
 				return nil, err
 			}
 			op, neg := asm.JEq, false
