@@ -228,7 +228,9 @@ const maxMessage = 65535
 func (o *Conn) read() {
 	defer close(o.done)
 	defer o.failWaiters()
-	r := bufio.NewReaderSize(o.c, 64<<10)
+	// Small: a message longer than the buffer is read straight into its
+	// body, and InstallAll holds hundreds of connections at once.
+	r := bufio.NewReaderSize(o.c, 8<<10)
 	var h [8]byte
 	for {
 		if _, err := io.ReadFull(r, h[:]); err != nil {

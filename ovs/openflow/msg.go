@@ -38,6 +38,7 @@ const (
 	// FlowMod commands.
 	FlowAdd          = 0
 	FlowModifyStrict = 2
+	FlowDelete       = 3
 	FlowDeleteStrict = 4
 )
 

@@ -171,8 +171,8 @@ func canonical(t *testing.T, c *openflow.Conn) []string {
 // and reads back as the compiled rules; a second table replaces the
 // first; a rule the switch rejects leaves the table as it was.
 func TestReplaceMatchesOfctl(t *testing.T) {
-	in := bridges(t, "ofbin", "oftext", "ofports:ofp0")
-	bin, text := dial(t, in, "ofbin"), dial(t, in, "oftext")
+	in := bridges(t, "ofbin", "oftext", "ofports:ofp0", "ofload")
+	bin, text, load := dial(t, in, "ofbin"), dial(t, in, "oftext"), dial(t, in, "ofload")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
@@ -213,6 +213,14 @@ func TestReplaceMatchesOfctl(t *testing.T) {
 		if err != nil || n != len(c.rules) {
 			t.Fatalf("%s: verify: %d flows, %v", c.name, n, err)
 		}
+		// Load, up's one-write install, makes the same table over the
+		// one before, and reads it back.
+		if n, err := load.Load(ctx, c.rules, nil); err != nil || n != len(c.rules) {
+			t.Fatalf("%s: load: %d flows read back, %v", c.name, n, err)
+		}
+		if got := canonical(t, load); !slices.Equal(got, want) {
+			t.Fatalf("%s: load made %d flows, ovs-ofctl %d, or others", c.name, len(got), len(want))
+		}
 	}
 
 	// Port counters, as ovs-ofctl reads them.
@@ -249,6 +257,11 @@ func TestReplaceMatchesOfctl(t *testing.T) {
 	}
 	if n, err := bin.Verify(ctx, last, nil); err != nil || n != len(last) {
 		t.Fatalf("after a rejected bundle: %d flows, %v", n, err)
+	}
+	// Load reports the rejection too, naming the rule (the bridge, with
+	// no port, is for its caller to remove).
+	if _, err := load.Load(ctx, bad, nil); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("rule %d", len(bad)-1)) {
+		t.Fatalf("load with a goto backwards: %v, want the switch's rejection naming rule %d", err, len(bad)-1)
 	}
 	// Verify names what differs.
 	short := last[:len(last)-1]
