@@ -71,6 +71,8 @@ FUZZTIME ?= 20s
 FUZZ_TARGETS = \
 	FuzzCompact:./compaction \
 	FuzzParseSpec:./topology \
+	FuzzParseMachines:./partition \
+	FuzzDecode:./emulator/gpmetis \
 	FuzzParseConstants:./emulator/power \
 	FuzzParseTCAMCurve:./emulator/power \
 	FuzzParse:./scenario \

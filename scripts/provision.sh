@@ -59,7 +59,7 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # openmpi-bin, libopenmpi-dev, gcc: ethfab mpirun and mpi phases, and
 # mpicc for the MPI microbenchmark (bench/mpi), built and installed below.
 PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3
-  openmpi-bin libopenmpi-dev gcc)
+  openmpi-bin libopenmpi-dev gcc metis)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 

@@ -10,9 +10,11 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/gpmetis"
 	"github.com/ethfab/ethfab/emulator/plan"
 	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/partition"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
 )
@@ -44,6 +46,7 @@ Examples:
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
 			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree; default renamed with --routing vlan, which compiles them as 802.1Q bridges); --verify walks them"},
 			&cli.StringSliceFlag{Name: "link-off", Usage: "A:B: route the VLAN paths around the link between switches A and B, as `ethfab link LAB A B off` does in the safe order (repeatable)"},
+			&cli.StringFlag{Name: "machines", Usage: "split the fabric across machines: N, local:N or NAME[:CORES],... (whole Dragonfly groups, Flattened Butterfly rows or Clos pods; other fabrics by gpmetis when installed, else region growing)"},
 			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP, source guard)"},
 			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},
@@ -88,6 +91,16 @@ Examples:
 				}
 				off = append(off, [2]string{a, b})
 			}
+			var machines []partition.Machine
+			var graph partition.GraphSplitter
+			if c.IsSet("machines") {
+				if machines, err = partition.ParseMachines(c.String("machines")); err != nil {
+					return fmt.Errorf("--machines: %w", err)
+				}
+				if g, ok := gpmetis.Find(); ok {
+					graph = g
+				}
+			}
 			avail, err := kernel.MemAvailableMiB()
 			if err != nil {
 				return err
@@ -99,7 +112,7 @@ Examples:
 			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
 				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
-				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off})
+				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off, Machines: machines, Graph: graph})
 			if err != nil {
 				return err
 			}

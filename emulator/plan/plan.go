@@ -16,6 +16,7 @@ import (
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/resources"
+	"github.com/ethfab/ethfab/partition"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
 )
@@ -42,6 +43,10 @@ type Options struct {
 	// LinksOff are links between switches (by name) the VLAN paths avoid,
 	// as `ethfab link ... off` in the safe order routes around them.
 	LinksOff [][2]string
+	// Machines, when set, splits the fabric across them (partition.Split);
+	// Graph splits fabrics without groups (nil: region growing).
+	Machines []partition.Machine
+	Graph    partition.GraphSplitter
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
@@ -76,6 +81,7 @@ type Report struct {
 	Verify    *controller.VerifyReport `json:"verify,omitempty"`
 	VLAN      *VLANReport              `json:"vlan,omitempty"`
 	XGFT      *XGFTReport              `json:"xgft,omitempty"`
+	Partition *PartitionReport         `json:"partition,omitempty"`
 	Seconds   Timing                   `json:"seconds"`
 	PeakRSSMB float64                  `json:"peak_rss_mb"`
 }
@@ -108,6 +114,86 @@ type XGFTReport struct {
 func xgftReport(sp topology.Spec) *XGFTReport {
 	sizes := sp.XGFTLevelSizes()
 	return &XGFTReport{Name: sp.XGFTName(), Levels: sizes, TopPaths: sizes[sp.H]}
+}
+
+// PartitionReport is the fabric split across machines (--machines): the
+// split's figures, and each switch's machine by name.
+type PartitionReport struct {
+	Method       string            `json:"method"`
+	Unit         string            `json:"unit"`
+	Machines     []partition.Share `json:"machines"`
+	CutLinks     int               `json:"cut_links"`
+	CutByClass   map[string]int    `json:"cut_by_class"`
+	LinksByClass map[string]int    `json:"links_by_class"`
+	Imbalance    float64           `json:"imbalance"`
+	Switches     map[string]string `json:"switches"`
+}
+
+func partitionReport(top *topology.Topology, ms []partition.Machine, g partition.GraphSplitter) (*PartitionReport, error) {
+	p, err := partition.Split(top, ms, g)
+	if err != nil {
+		return nil, fmt.Errorf("--machines: %w", err)
+	}
+	r := &PartitionReport{Method: p.Method, Unit: p.Unit, Machines: p.Machines, CutLinks: len(p.Cut),
+		CutByClass: p.CutByClass, LinksByClass: p.LinksByClass, Imbalance: p.Imbalance, Switches: map[string]string{}}
+	for i, m := range p.Of {
+		r.Switches[top.Switches[i].Name] = ms[m].Name
+	}
+	return r, nil
+}
+
+// unitPrefix names a unit as the switches' names do: g3 (a Dragonfly
+// group), r3 (a Flattened Butterfly row), p3 (a Clos pod).
+var unitPrefix = map[string]string{"group": "g", "row": "r", "pod": "p"}
+
+// spans writes consecutive units as ranges: g0-g16, g20.
+func spans(unit string, units []int) string {
+	pre := unitPrefix[unit]
+	var out []string
+	for i := 0; i < len(units); {
+		j := i
+		for j+1 < len(units) && units[j+1] == units[j]+1 {
+			j++
+		}
+		if j > i {
+			out = append(out, fmt.Sprintf("%s%d-%s%d", pre, units[i], pre, units[j]))
+		} else {
+			out = append(out, fmt.Sprintf("%s%d", pre, units[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(out, ",")
+}
+
+func (p *PartitionReport) writeText(w io.Writer) {
+	how := map[string]string{
+		"groups":  fmt.Sprintf("whole %ss: only the links between %ss are cut", p.Unit, p.Unit),
+		"gpmetis": "the switch graph split by gpmetis",
+		"regions": "the switch graph split by region growing (install metis for gpmetis)",
+	}[p.Method]
+	fmt.Fprintf(w, "  across %d machines (%s), balanced by hosts + ports per core, imbalance %.1f%%:\n", len(p.Machines), how, 100*p.Imbalance)
+	units := ""
+	if p.Method == "groups" {
+		units = p.Unit + "s"
+	}
+	fmt.Fprintf(w, "    %-20s %5s %8s %6s %6s %7s %10s  %s\n", "machine", "cores", "switches", "hosts", "ports", "load", "cut links", units)
+	for _, sh := range p.Machines {
+		units := ""
+		if len(sh.Units) > 0 {
+			units = fmt.Sprintf("%s (%d)", spans(p.Unit, sh.Units), len(sh.Units))
+		}
+		fmt.Fprintf(w, "    %-20s %5d %8d %6d %6d %7d %10d  %s\n", sh.Machine.Name, sh.Machine.Cores, sh.Switches, sh.Hosts, sh.Ports, sh.Load, sh.CutLinks, units)
+	}
+	classes := make([]string, 0, len(p.LinksByClass))
+	for c := range p.LinksByClass {
+		classes = append(classes, c)
+	}
+	slices.Sort(classes)
+	var parts []string
+	for _, c := range classes {
+		parts = append(parts, fmt.Sprintf("%d of %d %s", p.CutByClass[c], p.LinksByClass[c], c))
+	}
+	fmt.Fprintf(w, "    cut: %d links between switches (%s), each a tunnel between two machines\n", p.CutLinks, strings.Join(parts, ", "))
 }
 
 // Table3Row is seed 002 Table 3's formula and value for the fabric.
@@ -201,8 +287,16 @@ func Run(o Options) (*Report, error) {
 	// Stats compiles and drops each table (a 300,000-host fabric's do not
 	// fit in memory together); the walk compiles those it visits.
 	r, err := describe(ctl, ctl.Stats, controller.NewTables(ctl), o, t0)
-	if err != nil || o.VLAN == "" {
-		return r, err
+	if err != nil {
+		return nil, err
+	}
+	if len(o.Machines) > 0 {
+		if r.Partition, err = partitionReport(top, o.Machines, o.Graph); err != nil {
+			return nil, err
+		}
+	}
+	if o.VLAN == "" {
+		return r, nil
 	}
 	r.VLAN, err = vlanReport(top, o.VLAN, off, ctl.VLANAssignment(), o.Verify)
 	return r, err
@@ -392,6 +486,9 @@ func (r *Report) WriteText(w io.Writer) {
 				fmt.Fprintf(w, "    %s\n", e.Example)
 			}
 		}
+	}
+	if p := r.Partition; p != nil {
+		p.writeText(w)
 	}
 	if v := r.VLAN; v != nil {
 		t3 := "no Table 3 row"

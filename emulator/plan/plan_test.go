@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/partition"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
 )
@@ -158,5 +159,47 @@ func TestVLANPlan(t *testing.T) {
 		if _, err := Run(Options{Topology: c.sp, Scheme: addressing.PerSwitch, Mode: c.mode, LinksOff: [][2]string{c.off}}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s, %v off, %s: %v, want %q", c.sp, c.off, c.mode, err, c.want)
 		}
+	}
+}
+
+// --machines: the report names every switch's machine, counts the cut by
+// class, and its text lists each machine's groups as ranges.
+func TestPartitionPlan(t *testing.T) {
+	sp, _ := topology.ParseSpec("dragonfly:p=4,a=8,h=4")
+	ms, err := partition.ParseMachines("2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(Options{Topology: sp, Scheme: addressing.PerGroup, Mode: controller.Minimal, Machines: ms})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Partition
+	if p == nil || p.Method != "groups" || len(p.Switches) != 264 || p.Switches["g16s7"] != "m0" || p.Switches["g17s0"] != "m1" ||
+		p.CutLinks != 272 || p.CutByClass["global"] != 272 || p.CutByClass["local"] != 0 {
+		t.Fatalf("partition %+v", p)
+	}
+	b, _ := json.Marshal(r)
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	jp, _ := m["partition"].(map[string]any)
+	for _, k := range []string{"method", "unit", "machines", "cut_links", "cut_by_class", "links_by_class", "imbalance", "switches"} {
+		if _, ok := jp[k]; !ok {
+			t.Errorf("partition JSON lacks %s", k)
+		}
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	for _, want := range []string{"across 2 machines (whole groups", "g0-g16 (17)", "g17-g32 (16)", "272 of 528 global, 0 of 924 local"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	forty, _ := partition.ParseMachines("40")
+	if _, err := Run(Options{Topology: sp, Scheme: addressing.PerGroup, Mode: controller.Minimal, Machines: forty}); err == nil ||
+		!strings.Contains(err.Error(), "--machines: dragonfly:p=4,a=8,h=4,g=33 has 33 groups: at most 33 machines, not 40") {
+		t.Errorf("40 machines for 33 groups: %v", err)
 	}
 }

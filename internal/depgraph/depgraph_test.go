@@ -25,7 +25,7 @@ const mod = "github.com/ethfab/ethfab/"
 // with -race.
 var pureCore = []string{
 	"topology", "addressing", "compaction", "vlan", "switchprofile",
-	"controller", "traffic", "scenario", "qcn", "qcnswitch", "snoopar", "graph",
+	"controller", "traffic", "scenario", "qcn", "qcnswitch", "snoopar", "graph", "partition",
 	"emulator/resources", "internal/quantile", "internal/steps", "internal/rate", "internal/ethertype", "internal/fanout",
 }
 
