@@ -474,3 +474,49 @@ ovs: {datapath: ebpf, instances: 2}
 	sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
 	return delays[len(delays)/2]
 }
+
+// A link turned off and on again under load leaves every counted queue
+// whole (the eBPF datapath's queue counters, which conditional routing,
+// QCN and snoop-based adaptive routing read). On the line A-B-C-D, B's
+// and C's hosts send to D's host at 20 Mbit/s each across 10 Mbit/s
+// links, so the ports towards D hold full queues; B-C goes off for half a
+// second and comes back. Down, a veth's tbf lets go of what it held, and
+// what the program routes to the port dies at the down device: counted in
+// and never out, those frames would stay in the count for good, and once
+// they filled the limit the program would drop everything the port is
+// given.
+func TestLinkOffKeepsQueueCounts(t *testing.T) {
+	roottest.Need(t)
+	lab, _ := upYAML(t, "hlkq", `topology: {kind: custom, switches: [A, B, C, D], links: [[A, B], [B, C], [C, D]], hosts: {A: 1, B: 1, C: 1, D: 1}}
+routing: {mode: shortest, qcn: {rp: true}}
+links: {host: {rate: 100mbit}, local: {rate: 10mbit, limit: 64kb}}
+ovs: {datapath: ebpf}
+`)
+	hosts := map[string]fabric.Host{}
+	for _, h := range lab.Hosts {
+		hosts[h.Name] = h
+	}
+	b, c, d := hosts["Bh0"], hosts["Ch0"], hosts["Dh0"]
+	bmac, _ := net.ParseMAC(b.MAC)
+	cmac, _ := net.ParseMAC(c.MAC)
+	dmac, _ := net.ParseMAC(d.MAC)
+	toggled := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		if _, err := fabric.SwitchLink(context.Background(), lab, "B", "C", false, 0, false); err != nil {
+			toggled <- err
+			return
+		}
+		_, err := fabric.SwitchLink(context.Background(), lab, "B", "C", true, 500*time.Millisecond, false)
+		toggled <- err
+	}()
+	got := overload(t, d, dmac, bmac, cmac, b, c, 3*time.Second)
+	if err := <-toggled; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("frames at D's host: %v", got)
+	if got[b.MAC] == 0 {
+		t.Fatalf("no frame from B's host crossed B-C: %v", got)
+	}
+	queuesCounted(t, lab)
+}

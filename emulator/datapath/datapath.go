@@ -498,6 +498,10 @@ type Queue struct {
 	DeqPkts, DeqBytes   uint64
 	DropPkts, DropBytes uint64
 	Limit               uint64
+	// Off is nonzero while the port's link is off (SetQueuesOff): the
+	// program drops what it routes there and counts nothing into or out
+	// of the queue.
+	Off uint64
 }
 
 // Len and Backlog are the frames and bytes in the queue.
@@ -548,8 +552,52 @@ func (r *QueueReader) Read(ifindex uint32) Queue {
 		EnqPkts: atomic.LoadUint64(r.word(ifindex, 0)), EnqBytes: atomic.LoadUint64(r.word(ifindex, 1)),
 		DeqPkts: atomic.LoadUint64(r.word(ifindex, 2)), DeqBytes: atomic.LoadUint64(r.word(ifindex, 3)),
 		DropPkts: atomic.LoadUint64(r.word(ifindex, 4)), DropBytes: atomic.LoadUint64(r.word(ifindex, 5)),
-		Limit: atomic.LoadUint64(r.word(ifindex, 6)),
+		Limit: atomic.LoadUint64(r.word(ifindex, 6)), Off: atomic.LoadUint64(r.word(ifindex, 7)),
 	}
+}
+
+// SetQueuesOff marks the ports' counted queues off while their links are
+// off, or on again: while off, the program drops a frame routed to the
+// port and counts nothing into or out of its queue. Set it before taking
+// the links down (taking a device down waits for a grace period, after
+// which no program run that read the flag unset is left), then
+// SettleQueues; clear it once they are up again.
+func (h *Handle) SetQueuesOff(ifindexes []uint32, off bool) error {
+	return h.writeQueues(ifindexes, func(w func(int) *uint64) {
+		atomic.StoreUint64(w(7), uint64(b2u(off)))
+	})
+}
+
+// SettleQueues empties the count of ports marked off whose links are
+// down: what their tbf held went with the link (deq := enq). The program
+// writes neither while the flag is set.
+func (h *Handle) SettleQueues(ifindexes []uint32) error {
+	return h.writeQueues(ifindexes, func(w func(int) *uint64) {
+		atomic.StoreUint64(w(2), atomic.LoadUint64(w(0)))
+		atomic.StoreUint64(w(3), atomic.LoadUint64(w(1)))
+	})
+}
+
+// writeQueues maps the counters writable and runs fn on each port's.
+func (h *Handle) writeQueues(ifindexes []uint32, fn func(word func(i int) *uint64)) error {
+	if h.queues == nil {
+		return errors.New("the lab's datapath counts no queue")
+	}
+	n := h.queues.MaxEntries()
+	size := (int(n)*queueSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
+	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mapping the queue counters: %w", err)
+	}
+	defer unix.Munmap(mem)
+	r := QueueReader{mem: mem, n: n}
+	for _, ix := range ifindexes {
+		if ix >= n {
+			return fmt.Errorf("ifindex %d past the queue counters (%d)", ix, n)
+		}
+		fn(func(i int) *uint64 { return r.word(ix, i) })
+	}
+	return nil
 }
 
 // Close unmaps the counters.

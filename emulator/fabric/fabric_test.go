@@ -452,7 +452,7 @@ func linkSafeOrder(t *testing.T, name, yaml, swA, swB, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SetLinks(context.Background(), links, false, 0); err != nil {
+	if err := lab.SetLinks(context.Background(), links, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := Ping(context.Background(), lab, 0, 1); err != nil || r.Reached == r.Pairs {

@@ -61,8 +61,16 @@ func (l *Lab) SwitchLinks(a, b string) ([]Link, error) {
 }
 
 // SetLinks turns links off (both ends down) or on (after hold, both ends
-// up). It returns when they are, or when ctx ends during the hold.
-func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) error {
+// up). It returns when they are, or when ctx ends during the hold. On the
+// eBPF datapath with counted queues (conditional routing, QCN,
+// snoop-based adaptive routing) the ports' queues are marked off from
+// just before their links go down to just after they are up again
+// (datapath.Handle.SetQueuesOff): the program drops what it routes there
+// and counts nothing in or out. Counted, the frames that died at the down
+// device stayed in the queue for good (TestLinkOffKeepsQueueCounts: a
+// port whose link had been off held its whole limit, and the program
+// dropped every frame given to it).
+func (l *Lab) SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) error {
 	if on && hold > 0 {
 		t := time.NewTimer(hold)
 		defer t.Stop()
@@ -70,6 +78,18 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+	}
+	h, ports, err := l.countedQueues(links)
+	if err != nil {
+		return err
+	}
+	if h != nil {
+		defer h.Close()
+		if !on {
+			if err := h.SetQueuesOff(ports, true); err != nil {
+				return err
+			}
 		}
 	}
 	var errs []error
@@ -80,7 +100,50 @@ func SetLinks(ctx context.Context, links []Link, on bool, hold time.Duration) er
 			}
 		}
 	}
+	if h != nil {
+		if on {
+			// Up, with empty queues: from now on the program counts
+			// (until now it dropped what it routed there).
+			errs = append(errs, h.SetQueuesOff(ports, false))
+		} else {
+			// Down, the devices have let go of what their tbf held, and
+			// a grace period has passed since the flag was set.
+			errs = append(errs, h.SettleQueues(ports))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// countedQueues opens the lab's eBPF datapath and finds the switch ports
+// at the links' ends, when the program counts their queues; nil where it
+// counts none (Open vSwitch, or a routing mode that reads no queue).
+func (l *Lab) countedQueues(links []Link) (*datapath.Handle, []uint32, error) {
+	if l.BPF == nil {
+		return nil, nil, nil
+	}
+	h, err := datapath.Open(*l.BPF)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !h.HasQueues() {
+		h.Close()
+		return nil, nil, nil
+	}
+	var ports []uint32
+	for _, k := range links {
+		for _, e := range []LinkEnd{k.A, k.B} {
+			if e.Port == 0 {
+				continue // a host's end: not a switch port
+			}
+			idx, err := kernel.LinkIndexes(e.NetNS, []string{e.Iface})
+			if err != nil {
+				h.Close()
+				return nil, nil, err
+			}
+			ports = append(ports, uint32(idx[0]))
+		}
+	}
+	return h, ports, nil
 }
 
 // setLinkSafe turns links off or on in seed 002's safe order, on a lab
@@ -103,9 +166,9 @@ func setLinkSafe(ctx context.Context, l *Lab, links []Link, pair [2]string, on b
 		if err := l.Reroute(ctx, off); err != nil {
 			return err
 		}
-		return SetLinks(ctx, links, false, 0)
+		return l.SetLinks(ctx, links, false, 0)
 	}
-	if err := SetLinks(ctx, links, true, hold); err != nil {
+	if err := l.SetLinks(ctx, links, true, hold); err != nil {
 		return err
 	}
 	return l.Reroute(ctx, off)
@@ -319,7 +382,7 @@ func SwitchLink(ctx context.Context, l *Lab, a, b string, on bool, hold time.Dur
 	if safe {
 		err = setLinkSafe(ctx, l, links, pair, on, hold)
 	} else {
-		err = SetLinks(ctx, links, on, hold)
+		err = l.SetLinks(ctx, links, on, hold)
 	}
 	if err != nil {
 		return nil, err
@@ -411,7 +474,7 @@ func SetLinkRate(ctx context.Context, l *Lab, a, b string, rateBps uint64, hold 
 		}
 	}
 	if hold > 0 {
-		if err := SetLinks(ctx, links, false, 0); err != nil {
+		if err := l.SetLinks(ctx, links, false, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -426,10 +489,10 @@ func SetLinkRate(ctx context.Context, l *Lab, a, b string, rateBps uint64, hold 
 		}
 	}
 	if hold > 0 {
-		if err := SetLinks(ctx, links, true, hold); err != nil {
+		if err := l.SetLinks(ctx, links, true, hold); err != nil {
 			// Ended during the hold: the links come back now, so the
 			// lab is left as its state says.
-			errs = append(errs, err, SetLinks(context.Background(), links, true, 0))
+			errs = append(errs, err, l.SetLinks(context.Background(), links, true, 0))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -23,6 +23,9 @@ func ObjectIsBuiltFrom(t testing.TB, src string, object []byte) {
 	if !strings.Contains(string(out), "clang version 14.") {
 		t.Skipf("clang %s: objects differ between versions; the committed ones were built by clang 14", strings.SplitN(string(out), "\n", 2)[0])
 	}
+	if _, err := os.Stat("/usr/include/bpf/bpf_helpers.h"); err != nil {
+		t.Skip("no libbpf headers (apt-get install libbpf-dev): the committed object is used as is")
+	}
 	arch, err := exec.Command("uname", "-m").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,15 @@ struct queue {
 	__u64 deq_pkts, deq_bytes;
 	__u64 drop_pkts, drop_bytes;
 	__u64 limit; // bytes; 0: not counted
+	// off: the port's link is off (ethfab link ... off). The program
+	// drops a frame routed to the port itself, counting nothing, and
+	// does not count out a frame still arriving from before the link
+	// went down; user space, once the link is down, sets deq to enq
+	// (what tbf held went with it), and clears the flag once it is up
+	// again, its tbf empty. Counted in, frames that died at the down
+	// device stayed in the queue for good: a port that had been off held
+	// its whole limit, and the program dropped every frame given to it.
+	__u64 off;
 };
 
 struct subtable {
@@ -320,6 +329,8 @@ static __always_inline int admit(__u32 o, struct __sk_buff *skb)
 	struct queue *q = bpf_map_lookup_elem(&queues, &o);
 	if (!q || !q->limit)
 		return 1;
+	if (*(volatile __u64 *)&q->off)
+		return 0; // its link is off: the frame dies here, as at the port
 	__u64 enq = __sync_fetch_and_add(&q->enq_bytes, len) + len;
 	__u64 deq = *(volatile __u64 *)&q->deq_bytes;
 	if (enq - deq > q->limit) {
@@ -641,7 +652,7 @@ int ethfab_switch(struct __sk_buff *skb)
 		// a switch's QCN logic writes them on the port itself, past admit.
 		__u32 pk = p->peer;
 		struct queue *q = bpf_map_lookup_elem(&queues, &pk);
-		if (q) {
+		if (q && !*(volatile __u64 *)&q->off) {
 			__sync_fetch_and_add(&q->deq_pkts, 1);
 			__sync_fetch_and_add(&q->deq_bytes, skb->len + ((tci & VLAN_PRESENT) >> 10)); // the tag's 4 bytes
 		}
