@@ -162,18 +162,19 @@ def kernel_floor(namespaces, pairs):
                     k, names[k % namespaces], k, names[(k * 7 + 1) % namespaces]))
         chunks.append(p2)
     expedited = "/sys/kernel/rcu_expedited"
-    with open(expedited) as f:
-        was = f.read().strip()
+    was = None
     try:
+        with open(expedited) as f:
+            was = f.read().strip()
         t0 = time.monotonic()
         subprocess.run(["ip", "-batch", path], check=True)
         for p2 in chunks:
             subprocess.run(["ip", "-batch", p2], check=True)
         up_s = time.monotonic() - t0
     finally:
-        with open(expedited, "w") as f:
-            f.write("1")
         try:
+            with open(expedited, "w") as f:
+                f.write("1")
             quick = max(0.02, 3 * netns_probe())
             t0 = time.monotonic()
             for i in range(0, len(names), 2048):
@@ -184,8 +185,9 @@ def kernel_floor(namespaces, pairs):
                 await_netns_cleanup(quick)
             down_s = time.monotonic() - t0
         finally:
-            with open(expedited, "w") as f:
-                f.write(was)
+            if was is not None:
+                with open(expedited, "w") as f:
+                    f.write(was)
             os.unlink(path)
             for p2 in chunks:
                 os.unlink(p2)

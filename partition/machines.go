@@ -18,7 +18,7 @@ const MaxMachines = 1024
 //     them), each weighing its cores (1 if not given).
 func ParseMachines(s string) ([]Machine, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty: want N, local:N or NAME[:CORES],...")
+		return nil, fmt.Errorf("empty: want N, local:N or a list NAME[:CORES],NAME[:CORES]")
 	}
 	if n, ok, err := count(s, ""); ok {
 		return alike("m", n), err

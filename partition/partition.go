@@ -264,23 +264,32 @@ func byGroups(top *topology.Topology, ms []Machine, unit string) (of []int, unit
 		}
 	}
 	share := targets(ms)
+	grouped := 0
+	for _, w := range load {
+		grouped += w
+	}
 	groupMachine := make([]int, n)
 	units = make([][]int, len(ms))
 	have := make([]float64, len(ms))
-	g := 0
+	g, done, end := 0, 0.0, 0.0
 	for k := range ms {
-		want := share[k] * float64(total)
+		// Where this machine's run should end, as a running total: each
+		// machine's rounding is made up by the next, not left to pile up
+		// on the last (33 groups on 10 machines: 3 or 4 each, not nine
+		// 3s and a 6).
+		end += share[k] * float64(grouped)
 		left := len(ms) - k - 1 // machines after this one, each needs a group
 		for g < n-left {
 			// Take the group if this machine has none yet, or if taking it
-			// leaves the machine nearer its share than not.
-			after := have[k] + float64(load[g])
-			if len(units[k]) > 0 && k < len(ms)-1 && after-want > want-have[k] {
+			// ends the run nearer its end than not.
+			after := done + float64(load[g])
+			if len(units[k]) > 0 && k < len(ms)-1 && after-end > end-done {
 				break
 			}
 			groupMachine[g] = k
 			units[k] = append(units[k], g)
-			have[k] = after
+			have[k] += float64(load[g])
+			done = after
 			g++
 		}
 	}
@@ -328,6 +337,7 @@ func (Regions) Split(g Graph, targets []float64) ([]int, error) {
 		part[i] = -1
 	}
 	left := n
+	done, end := 0.0, 0.0 // running totals, as in byGroups
 	for k := range targets {
 		if k == len(targets)-1 {
 			for i := range part {
@@ -337,8 +347,7 @@ func (Regions) Split(g Graph, targets []float64) ([]int, error) {
 			}
 			break
 		}
-		want := targets[k] * float64(total)
-		have := 0.0
+		end += targets[k] * float64(total)
 		into := map[int]int{} // unassigned neighbour -> links into the part
 		for taken := 0; left > len(targets)-k-1; taken++ {
 			next := -1
@@ -352,11 +361,11 @@ func (Regions) Split(g Graph, targets []float64) ([]int, error) {
 				}
 			}
 			w := float64(g.Weights[next])
-			if taken > 0 && have+w-want > want-have {
+			if taken > 0 && done+w-end > end-done {
 				break
 			}
 			part[next] = k
-			have += w
+			done += w
 			left--
 			delete(into, next)
 			for _, e := range g.Edges[next] {

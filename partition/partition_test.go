@@ -88,6 +88,9 @@ func TestSplitByGroups(t *testing.T) {
 		{"flatfly:dims=8x8,t=4", "3", "row", "local"},
 		{"clos:k=8", "2", "pod", "global"},
 		{"clos:k=8,levels=4,pods=8", "4", "pod", "global"},
+		{"dragonfly:p=4,a=8,h=4", "10", "group", "global"},
+		{"dragonfly:p=4,a=8,h=4", "n0,n1,n2,big:3,n4,n5,n6,n7,n8", "group", "global"},
+		{"dragonfly:p=2,a=3,h=2,g=7", "5", "group", "global"},
 	}
 	for _, c := range cases {
 		t.Run(c.spec+"/"+c.machines, func(t *testing.T) {
@@ -175,6 +178,7 @@ func TestSplitRegions(t *testing.T) {
 		{"fattree:u=2,d=4,r=3", "2", 4},
 		{"xgft:h=2,m=4x4,w=1x4", "2", 8},
 		{"ring:n=12", "a:2,b:1", 2}, // an arc
+		{"ring:n=33", "10", 10},     // ten arcs
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			top := build(t, c.spec)

@@ -455,6 +455,12 @@ func Open(ids IDs) (*Handle, error) {
 			h.Close()
 			return nil, err
 		}
+		// The counters are read and written through their memory, at
+		// this version's layout (an older ethfab's had no off flag).
+		if h.queues.ValueSize() != uint32(queueSize) {
+			h.Close()
+			return nil, fmt.Errorf("the lab's queue counters are %d bytes each, this ethfab's %d: it was brought up by another version (bring it up again)", h.queues.ValueSize(), queueSize)
+		}
 	}
 	if ids.Actions != 0 && ids.Gens == 0 {
 		// A lab that swaps banks (VLAN) changes its tables by Reroute;
@@ -590,11 +596,13 @@ func (h *Handle) writeQueues(ifindexes []uint32, fn func(word func(i int) *uint6
 		return fmt.Errorf("mapping the queue counters: %w", err)
 	}
 	defer unix.Munmap(mem)
-	r := QueueReader{mem: mem, n: n}
 	for _, ix := range ifindexes {
 		if ix >= n {
 			return fmt.Errorf("ifindex %d past the queue counters (%d)", ix, n)
 		}
+	}
+	r := QueueReader{mem: mem, n: n}
+	for _, ix := range ifindexes {
 		fn(func(i int) *uint64 { return r.word(ix, i) })
 	}
 	return nil

@@ -23,7 +23,9 @@ import (
 // to Off … Deactivate the target link"; "Off to On: Step 1: Activate the
 // target link"). A link off has both of its veth ends down, so each switch
 // sees its port lose carrier, as a port shut down on a real switch does;
-// frames routed to it are dropped by the switch and counted there. A link
+// frames routed to it are dropped (by the down device, or, where the eBPF
+// datapath counts queues, by the program; neither counts them as the
+// switch's drops). A link
 // turned on stays down for the switch's wake-up time first (seed 002 Table
 // 6: 1.2 to 3.2 s on the switches it measured; switchprofile.SwitchProfile.OnOff),
 // then comes up at both ends at once.
@@ -100,16 +102,23 @@ func (l *Lab) SetLinks(ctx context.Context, links []Link, on bool, hold time.Dur
 			}
 		}
 	}
-	if h != nil {
-		if on {
-			// Up, with empty queues: from now on the program counts
-			// (until now it dropped what it routed there).
-			errs = append(errs, h.SetQueuesOff(ports, false))
-		} else {
-			// Down, the devices have let go of what their tbf held, and
-			// a grace period has passed since the flag was set.
-			errs = append(errs, h.SettleQueues(ports))
-		}
+	switch {
+	case h == nil:
+	case !on:
+		// Down, the devices have let go of what their tbf held, and a
+		// grace period has passed since the flag was set (taking an up
+		// device down waits for one). Settled even if an end failed to
+		// go down: the flag stays, and the error says the link is not off.
+		errs = append(errs, h.SettleQueues(ports))
+	case len(errs) == 0:
+		// Up, their queues empty: settled again (the flag has been set
+		// since before the links went down, so no program run writes
+		// them), then counted from now on; until now the program dropped
+		// what it routed there.
+		errs = append(errs, h.SettleQueues(ports), h.SetQueuesOff(ports, false))
+	default:
+		// An end did not come up: its port keeps dropping uncounted, and
+		// the error says so.
 	}
 	return errors.Join(errs...)
 }
@@ -118,7 +127,7 @@ func (l *Lab) SetLinks(ctx context.Context, links []Link, on bool, hold time.Dur
 // at the links' ends, when the program counts their queues; nil where it
 // counts none (Open vSwitch, or a routing mode that reads no queue).
 func (l *Lab) countedQueues(links []Link) (*datapath.Handle, []uint32, error) {
-	if l.BPF == nil {
+	if l.BPF == nil || l.BPF.Queues == 0 {
 		return nil, nil, nil
 	}
 	h, err := datapath.Open(*l.BPF)

@@ -57,7 +57,7 @@ func (s Splitter) Split(g partition.Graph, targets []float64) ([]int, error) {
 	tp := filepath.Join(dir, "targets")
 	var b bytes.Buffer
 	for i, t := range targets {
-		fmt.Fprintf(&b, "%d = %.6f\n", i, t)
+		fmt.Fprintf(&b, "%d = %g\n", i, t)
 	}
 	if err := os.WriteFile(tp, b.Bytes(), 0o600); err != nil {
 		return nil, err
@@ -70,7 +70,8 @@ func (s Splitter) Split(g partition.Graph, targets []float64) ([]int, error) {
 	}
 	f, err := os.ReadFile(fmt.Sprintf("%s.part.%d", graph, len(targets)))
 	if err != nil {
-		return nil, fmt.Errorf("gpmetis wrote no parts: %w", err)
+		// METIS's own errors exit 0 and write no parts.
+		return nil, fmt.Errorf("gpmetis wrote no parts (%w): %s", err, lastLines(out, 3))
 	}
 	return Decode(f, n, len(targets))
 }

@@ -477,11 +477,12 @@ type Job struct {
 // connection, at most parallel bridges at a time. It returns each
 // bridge's flow count as read back.
 //
-// The bridges connect, install and close in three waves rather than each
-// on its own: an ovs-vswitchd main-loop pass serves every connection with
-// work waiting, and costs the instance a failed accept() per bridge, so
-// waves that bring all of an instance's bridges their work at once make
-// few passes. (On DF(4,8,4)'s 264 bridges, the failed accepts were a
+// A wave of up to parallel bridges connects, then installs, then closes,
+// each phase for all of them at once rather than each bridge on its own:
+// an ovs-vswitchd main-loop pass serves every connection with work
+// waiting, and costs the instance a failed accept() per bridge, so phases
+// that bring all of an instance's bridges their work at once make few
+// passes. (On DF(4,8,4)'s 264 bridges, the failed accepts were a
 // third of the daemons' time when each bridge went its own way.)
 func InstallAll(ctx context.Context, jobs []Job, parallel int) ([]int, error) {
 	counts := make([]int, len(jobs))
