@@ -45,7 +45,7 @@ vet:
 # whose timing the detector's 5-10x slowdown would distort; plan and
 # results (plot rendering) took 141 s and 89 s under it here.
 RACE_PKGS = ./topology ./addressing ./compaction ./controller \
-	./emulator/resources ./scenario ./traffic ./qcn ./qcnswitch ./snoopar ./vlan ./switchprofile
+	./emulator/resources ./scenario ./traffic ./qcn ./qcnswitch ./snoopar ./vlan ./switchprofile ./partition
 race:
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
 
