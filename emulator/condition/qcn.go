@@ -209,14 +209,7 @@ func (m *Monitor) setupQCN(lab *fabric.Lab, comp *fabric.Compiled) error {
 				return fmt.Errorf("switch %s: %w", name, err)
 			}
 		}
-		if comp.Plan.HasSwitchPrefix(i) {
-			v, _ := comp.Plan.SwitchPrefix(i).Match()
-			copy(qs.mac[:], v.Bytes())
-		} else {
-			// Flat addressing has no switch prefix: a locally administered
-			// unicast address no host has.
-			qs.mac = [6]byte{0x06, 0xef, 0xcf, 0x0c, byte(i >> 8), byte(i)}
-		}
+		qs.mac = cpMAC(comp.Plan, i)
 		s.qcn = qs
 		for _, p := range s.ports {
 			if p.bit < 0 && !q.Notify {
@@ -682,3 +675,16 @@ func (m *Monitor) QCNNotify() bool { return m.o.QCN != nil && m.o.QCN.Notify }
 
 // QCNEnabled says the monitor runs QCN-Switch.
 func (m *Monitor) QCNEnabled() bool { return m.o.QCN != nil }
+
+// cpMAC is switch i's address as its congestion points name it in a
+// CNM's CPID and source: its prefix's, or, where flat addressing gives
+// switches none, a locally administered unicast address no host has.
+func cpMAC(plan *addressing.Plan, i int) [6]byte {
+	var mac [6]byte
+	if plan.HasSwitchPrefix(i) {
+		v, _ := plan.SwitchPrefix(i).Match()
+		copy(mac[:], v.Bytes())
+		return mac
+	}
+	return [6]byte{0x06, 0xef, 0xcf, 0x0c, byte(i >> 8), byte(i)}
+}

@@ -115,26 +115,35 @@ func testQCNCongestionPoint(t *testing.T, name, dp string) {
 	waitUntil(5*time.Second, func() bool { c := m.QCNCounters(); return c.Intercepted >= c.Generated-c.NoVictim-c.Dropped })
 	stop()
 	c := m.QCNCounters()
-	_, cnms, icps, _ := m.QCNLog(QCNMark{})
+	_, all, allIcps, _ := m.QCNLog(QCNMark{})
 	m.Close()
+	// What the congestion point under test sent, and what was made of
+	// it. Another port may congest for a moment and notify too: with the
+	// userspace datapath starved of CPU (once, with fuzzers on both
+	// cores), sw1's port to sw0 got bursts past Qeq at 100 Mbit/s and sent
+	// 6 CNMs of its own. That is QCN doing its job, not this point's.
+	cnms, others := fromPoint(all, top.Switches[0].Name, cpPort)
+	cpm := cpMAC(comp.Plan, 0)
+	cp := addressing.MACFromBytes(cpm[:]).String()
+	icps := interceptedFrom(allIcps, cp, cpPort)
 	departed := got[transitMAC.String()]
-	t.Logf("transit departures %d (own %d), counters %+v", departed, got[ownMAC.String()], c)
+	t.Logf("transit departures %d (own %d), counters %+v, %d CNMs from other points", departed, got[ownMAC.String()], c, len(others))
 	if departed < 2000 {
 		t.Fatalf("only %d transit frames crossed the congested link", departed)
 	}
-	if want := float64(departed) / 100; float64(c.Generated) < 0.9*want || float64(c.Generated) > 1.1*want {
-		t.Errorf("%d CNMs for %d transit departures: want 1 per 100 +- 10%%", c.Generated, departed)
-	}
-	if c.NoVictim != 0 || c.Dropped != 0 || c.Intercepted != c.Generated {
-		t.Errorf("every CNM should have a victim, be sent and be intercepted: %+v", c)
+	if want := float64(departed) / 100; float64(len(cnms)) < 0.9*want || float64(len(cnms)) > 1.1*want {
+		t.Errorf("%d CNMs for %d transit departures: want 1 per 100 +- 10%%", len(cnms), departed)
 	}
 	for _, x := range cnms {
-		if x.Switch != top.Switches[0].Name || x.Port != cpPort || x.VictimSrc != transit.MAC || x.Fbq == 0 {
-			t.Fatalf("CNM %+v: want from %s port %d about %s", x, top.Switches[0].Name, cpPort, transit.MAC)
+		if x.NoVictim || x.Dropped != "" || x.VictimSrc != transit.MAC || x.Fbq == 0 {
+			t.Fatalf("CNM %+v: want one about %s, sent", x, transit.MAC)
 		}
 	}
+	if len(icps) != len(cnms) {
+		t.Errorf("%d CNMs sent, %d intercepted: want every one intercepted", len(cnms), len(icps))
+	}
 	for _, x := range icps {
-		if x.Switch != top.Switches[1].Name || x.Port != sw1Port || x.CPPort != cpPort {
+		if x.Switch != top.Switches[1].Name || x.Port != sw1Port {
 			t.Fatalf("interception %+v: want at %s port %d", x, top.Switches[1].Name, sw1Port)
 		}
 	}
@@ -170,7 +179,8 @@ func testQCNCongestionPoint(t *testing.T, name, dp string) {
 	waitUntil(5*time.Second, func() bool { c := m.QCNCounters(); return c.Intercepted >= c.Generated-c.NoVictim-c.Dropped })
 	stop()
 	arrived := arrivals()
-	_, _, icps, _ = m.QCNLog(QCNMark{})
+	_, _, allIcps, _ = m.QCNLog(QCNMark{})
+	icps = interceptedFrom(allIcps, cp, cpPort)
 	if len(icps) == 0 {
 		t.Fatal("no CNM intercepted")
 	}
@@ -200,6 +210,31 @@ func testQCNCongestionPoint(t *testing.T, name, dp string) {
 	if !lowered {
 		t.Fatal("no CNM lowered a P")
 	}
+}
+
+// fromPoint splits a CNM log into what the congestion point at sw:port
+// sent and the rest.
+func fromPoint(cnms []CNMRecord, sw string, port int) (mine, others []CNMRecord) {
+	for _, x := range cnms {
+		if x.Switch == sw && x.Port == port {
+			mine = append(mine, x)
+		} else {
+			others = append(others, x)
+		}
+	}
+	return mine, others
+}
+
+// interceptedFrom keeps the interceptions of the CNMs the congestion
+// point at port of the switch whose CPID address is mac sent.
+func interceptedFrom(icps []Interception, mac string, port int) []Interception {
+	var out []Interception
+	for _, x := range icps {
+		if x.CPSwitch == mac && x.CPPort == port {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // stampCNMs records when CNMs reach an interface (kernel stamps) until the
