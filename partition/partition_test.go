@@ -5,20 +5,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/topology"
 )
 
-func build(t *testing.T, spec string) *topology.Topology {
+// split builds the fabric and splits it across the machines, or fails t.
+func split(t *testing.T, spec, machines string) (*topology.Topology, []Machine, *Partition) {
 	t.Helper()
-	sp, err := topology.ParseSpec(spec)
+	top := topotest.Build(t, spec)
+	ms, err := ParseMachines(machines)
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := topology.Build(sp)
+	p, err := Split(top, ms, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return top
+	return top, ms, p
 }
 
 // check asserts what every partition must hold: each switch on one of the
@@ -94,15 +97,7 @@ func TestSplitByGroups(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.spec+"/"+c.machines, func(t *testing.T) {
-			top := build(t, c.spec)
-			ms, err := ParseMachines(c.machines)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Split(top, ms, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			top, ms, p := split(t, c.spec, c.machines)
 			if p.Method != "groups" || p.Unit != c.unit {
 				t.Fatalf("method %s by %s, want groups by %s", p.Method, p.Unit, c.unit)
 			}
@@ -149,7 +144,7 @@ func TestSplitByGroups(t *testing.T) {
 
 // DF(4,8,4)'s 33 groups on two machines: 17 and 16, consecutive.
 func TestSplitDragonflyHalves(t *testing.T) {
-	top := build(t, "dragonfly:p=4,a=8,h=4")
+	top := topotest.Build(t, "dragonfly:p=4,a=8,h=4")
 	p, err := Split(top, alike("m", 2), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -181,15 +176,7 @@ func TestSplitRegions(t *testing.T) {
 		{"ring:n=33", "10", 10},     // ten arcs
 	} {
 		t.Run(c.spec, func(t *testing.T) {
-			top := build(t, c.spec)
-			ms, err := ParseMachines(c.machines)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Split(top, ms, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			top, ms, p := split(t, c.spec, c.machines)
 			if p.Method != "regions" || p.Unit != "switch" {
 				t.Fatalf("method %s by %s", p.Method, p.Unit)
 			}
@@ -214,14 +201,14 @@ func TestSplitErrors(t *testing.T) {
 		{"dragonfly:p=2,a=4,h=2", nil, "no machines"},
 		{"dragonfly:p=2,a=4,h=2", []Machine{{Name: "a", Cores: 0}}, "a: 0 cores"},
 	} {
-		_, err := Split(build(t, c.spec), c.machines, nil)
+		_, err := Split(topotest.Build(t, c.spec), c.machines, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s on %v: %v, want %q", c.spec, c.machines, err, c.want)
 		}
 	}
 	// A splitter's answer is checked: parts out of range, and a machine
 	// left without a switch.
-	mesh := build(t, "mesh:dims=2x2")
+	mesh := topotest.Build(t, "mesh:dims=2x2")
 	for _, c := range []struct {
 		parts []int
 		want  string
@@ -236,7 +223,7 @@ func TestSplitErrors(t *testing.T) {
 		}
 	}
 	// A tiny share still gets one group.
-	p, err := Split(build(t, "dragonfly:p=2,a=4,h=2"), []Machine{{Name: "big", Cores: 4000}, {Name: "small", Cores: 1}}, nil)
+	p, err := Split(topotest.Build(t, "dragonfly:p=2,a=4,h=2"), []Machine{{Name: "big", Cores: 4000}, {Name: "small", Cores: 1}}, nil)
 	if err != nil || len(p.Machines[1].Units) != 1 {
 		t.Errorf("4000 cores and 1: %v, %v; want the small machine to run one group", p, err)
 	}
@@ -250,7 +237,7 @@ func (f fixed) Split(Graph, []float64) ([]int, error) { return f, nil }
 
 // A machine twice the cores gets twice the load, within a group.
 func TestSplitByCores(t *testing.T) {
-	top := build(t, "dragonfly:p=4,a=8,h=4")
+	top := topotest.Build(t, "dragonfly:p=4,a=8,h=4")
 	ms := []Machine{{"a", 2}, {"b", 1}, {"c", 1}}
 	p, err := Split(top, ms, nil)
 	if err != nil {
@@ -266,7 +253,7 @@ func TestSplitByCores(t *testing.T) {
 }
 
 func TestGraphOfMergesParallelLinks(t *testing.T) {
-	top := build(t, "ring:n=4,links=2")
+	top := topotest.Build(t, "ring:n=4,links=2")
 	g := GraphOf(top)
 	for v, es := range g.Edges {
 		if len(es) != 2 {

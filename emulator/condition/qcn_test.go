@@ -212,6 +212,25 @@ func testQCNCongestionPoint(t *testing.T, name, dp string) {
 	}
 }
 
+// hostsNamed returns the lab's hosts of these names and their MACs.
+func hostsNamed(t *testing.T, lab *fabric.Lab, names ...string) ([]fabric.Host, []net.HardwareAddr) {
+	t.Helper()
+	hs := make([]fabric.Host, len(names))
+	macs := make([]net.HardwareAddr, len(names))
+	for i, n := range names {
+		h := lab.Host(n)
+		if h == nil {
+			t.Fatalf("lab %s has no host %s", lab.Lab, n)
+		}
+		mac, err := net.ParseMAC(h.MAC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs[i], macs[i] = *h, mac
+	}
+	return hs, macs
+}
+
 // fromPoint splits a CNM log into what the congestion point at sw:port
 // sent and the rest.
 func fromPoint(cnms []CNMRecord, sw string, port int) (mine, others []CNMRecord) {
@@ -335,14 +354,9 @@ routing: {mode: shortest, qcn: {rp: true}}
 links: {host: {rate: 100mbit}, local: {rate: 30mbit, limit: 64kb}}
 ovs: {datapath: ebpf}
 `)
-	hosts := map[string]fabric.Host{}
-	for _, h := range lab.Hosts {
-		hosts[h.Name] = h
-	}
-	a, c, d := hosts["Ah0"], hosts["Ch0"], hosts["Dh0"]
-	amac, _ := net.ParseMAC(a.MAC)
-	cmac, _ := net.ParseMAC(c.MAC)
-	dmac, _ := net.ParseMAC(d.MAC)
+	hs, macs := hostsNamed(t, lab, "Ah0", "Ch0", "Dh0")
+	a, c, d := hs[0], hs[1], hs[2]
+	amac, cmac, dmac := macs[0], macs[1], macs[2]
 	m, err := New(lab, Options{QCN: &QCN{Notify: true, Qeq: 16 << 10, W: 2, SampleBytes: 15000,
 		Qold: qcn.QoldSample, CNMProbability: 1, Seed: 1}})
 	if err != nil {
@@ -527,14 +541,9 @@ routing: {mode: shortest, qcn: {rp: true}}
 links: {host: {rate: 100mbit}, local: {rate: 10mbit, limit: 64kb}}
 ovs: {datapath: ebpf}
 `)
-	hosts := map[string]fabric.Host{}
-	for _, h := range lab.Hosts {
-		hosts[h.Name] = h
-	}
-	b, c, d := hosts["Bh0"], hosts["Ch0"], hosts["Dh0"]
-	bmac, _ := net.ParseMAC(b.MAC)
-	cmac, _ := net.ParseMAC(c.MAC)
-	dmac, _ := net.ParseMAC(d.MAC)
+	hs, macs := hostsNamed(t, lab, "Bh0", "Ch0", "Dh0")
+	b, c, d := hs[0], hs[1], hs[2]
+	bmac, cmac, dmac := macs[0], macs[1], macs[2]
 	toggled := make(chan error, 1)
 	go func() {
 		time.Sleep(time.Second)

@@ -4,17 +4,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ethfab/ethfab/internal/topotest"
 	"github.com/ethfab/ethfab/partition"
-	"github.com/ethfab/ethfab/topology"
 )
 
 func TestEncode(t *testing.T) {
-	sp, _ := topology.ParseSpec("ring:n=3,links=2")
-	top, err := topology.Build(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := string(Encode(partition.GraphOf(top)))
+	got := string(Encode(partition.GraphOf(topotest.Build(t, "ring:n=3,links=2"))))
 	// Three switches, three edges (each two links), weights a host, its
 	// port and four ring ports.
 	want := "3 3 011\n6 2 2 3 2\n6 1 2 3 2\n6 2 2 1 2\n"
@@ -76,14 +71,7 @@ func TestGpmetis(t *testing.T) {
 		{"mesh:dims=6x6", "a:3,b:1"},
 		{"fattree:u=3,d=6,r=2", "3"},
 	} {
-		sp, err := topology.ParseSpec(c.spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		top, err := topology.Build(sp)
-		if err != nil {
-			t.Fatal(err)
-		}
+		top := topotest.Build(t, c.spec)
 		ms, err := partition.ParseMachines(c.machines)
 		if err != nil {
 			t.Fatal(err)
