@@ -89,8 +89,9 @@ type Share struct {
 	Units []int `json:"units,omitempty"`
 	// Load is the machine's hosts plus ports: what the split balances.
 	Load int `json:"load"`
-	// CutLinks counts the cut links with an end on this machine: each is a
-	// tunnel the machine terminates.
+	// Links counts the inter-switch links inside the machine; CutLinks
+	// those with one end here: each a tunnel the machine terminates.
+	Links    int `json:"links"`
 	CutLinks int `json:"cut_links"`
 }
 
@@ -193,6 +194,8 @@ func Split(top *topology.Topology, machines []Machine, graph GraphSplitter) (*Pa
 			p.CutByClass[c]++
 			p.Machines[a].CutLinks++
 			p.Machines[b].CutLinks++
+		} else {
+			p.Machines[a].Links++
 		}
 	}
 	total, cores := 0, 0

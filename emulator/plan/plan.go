@@ -127,6 +127,10 @@ type PartitionReport struct {
 	LinksByClass map[string]int    `json:"links_by_class"`
 	Imbalance    float64           `json:"imbalance"`
 	Switches     map[string]string `json:"switches"`
+	// Estimates are each machine's memory and bring-up time on the eBPF
+	// datapath, from the per-object costs `up` checks against
+	// (resources.ForPart): what each machine must have.
+	Estimates []resources.Estimate `json:"estimates"`
 }
 
 func partitionReport(top *topology.Topology, ms []partition.Machine, g partition.GraphSplitter) (*PartitionReport, error) {
@@ -138,6 +142,11 @@ func partitionReport(top *topology.Topology, ms []partition.Machine, g partition
 		CutByClass: p.CutByClass, LinksByClass: p.LinksByClass, Imbalance: p.Imbalance, Switches: map[string]string{}}
 	for i, m := range p.Of {
 		r.Switches[top.Switches[i].Name] = ms[m].Name
+	}
+	for _, sh := range p.Machines {
+		e := resources.ForPart(sh.Hosts, sh.Switches, sh.Ports, sh.Hosts+sh.Links, sh.CutLinks, resources.EBPF)
+		e.Spec = sh.Machine.Name
+		r.Estimates = append(r.Estimates, e)
 	}
 	return r, nil
 }
@@ -176,13 +185,15 @@ func (p *PartitionReport) writeText(w io.Writer) {
 	if p.Method == "groups" {
 		units = p.Unit + "s"
 	}
-	fmt.Fprintf(w, "    %-20s %5s %8s %6s %6s %7s %10s  %s\n", "machine", "cores", "switches", "hosts", "ports", "load", "cut links", units)
-	for _, sh := range p.Machines {
+	fmt.Fprintf(w, "    %-20s %5s %8s %6s %6s %7s %10s %8s %6s  %s\n", "machine", "cores", "switches", "hosts", "ports", "load", "cut links", "memory", "up", units)
+	for k, sh := range p.Machines {
 		units := ""
 		if len(sh.Units) > 0 {
 			units = fmt.Sprintf("%s (%d)", spans(p.Unit, sh.Units), len(sh.Units))
 		}
-		fmt.Fprintf(w, "    %-20s %5d %8d %6d %6d %7d %10d  %s\n", sh.Machine.Name, sh.Machine.Cores, sh.Switches, sh.Hosts, sh.Ports, sh.Load, sh.CutLinks, units)
+		e := p.Estimates[k]
+		fmt.Fprintf(w, "    %-20s %5d %8d %6d %6d %7d %10d %6.1f G %5.0fs  %s\n", sh.Machine.Name, sh.Machine.Cores, sh.Switches, sh.Hosts, sh.Ports, sh.Load, sh.CutLinks,
+			e.MemoryMiB/1024, e.UpSeconds, units)
 	}
 	classes := make([]string, 0, len(p.LinksByClass))
 	for c := range p.LinksByClass {
@@ -194,6 +205,7 @@ func (p *PartitionReport) writeText(w io.Writer) {
 		parts = append(parts, fmt.Sprintf("%d of %d %s", p.CutByClass[c], p.LinksByClass[c], c))
 	}
 	fmt.Fprintf(w, "    cut: %d links between switches (%s), each a tunnel between two machines\n", p.CutLinks, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "    memory and up: each machine's estimate on the eBPF datapath with its hosts' agents, from the costs measured on one machine (a tunnel counted as half a veth pair)\n")
 }
 
 // Table3Row is seed 002 Table 3's formula and value for the fabric.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/resources"
 	"github.com/ethfab/ethfab/partition"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/vlan"
@@ -185,9 +186,19 @@ func TestPartitionPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	jp, _ := m["partition"].(map[string]any)
-	for _, k := range []string{"method", "unit", "machines", "cut_links", "cut_by_class", "links_by_class", "imbalance", "switches"} {
+	for _, k := range []string{"method", "unit", "machines", "cut_links", "cut_by_class", "links_by_class", "imbalance", "switches", "estimates"} {
 		if _, ok := jp[k]; !ok {
 			t.Errorf("partition JSON lacks %s", k)
+		}
+	}
+	// Each machine's estimate: its hosts, and its veth pairs (its host
+	// links and the links inside it) with half its tunnels costing less
+	// than the whole fabric's.
+	whole := resources.ForLab(sp, resources.EBPF)
+	for k, e := range p.Estimates {
+		sh := p.Machines[k]
+		if e.Hosts != sh.Hosts || e.VethPairs != sh.Hosts+sh.Links || e.MemoryMiB <= 0 || e.MemoryMiB >= whole.MemoryMiB || e.UpSeconds >= whole.UpSeconds {
+			t.Errorf("%s: estimate %+v, share %+v, the whole fabric %+v", sh.Machine.Name, e, sh, whole)
 		}
 	}
 	var text strings.Builder
