@@ -3,6 +3,7 @@ package ovs
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,25 +108,71 @@ func addrUp(t *testing.T, ns netns.NsHandle, dev, cidr string) {
 func TestFabricThroughOVS(t *testing.T) {
 	roottest.NeedOVS(t)
 	for _, n := range []int{1, 2} {
-		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n, "") })
+		t.Run(fmt.Sprintf("instances=%d", n), func(t *testing.T) { testFabric(t, n, "", false) })
 	}
+	// A cut link (issue 24): br1 and br2 on two emulated machines, their
+	// link a VXLAN tunnel over the machines' underlay, attached with the
+	// same OpenFlow port numbers and shaped like the veth it replaces.
+	t.Run("cut-link", func(t *testing.T) { testFabric(t, 2, "", true) })
 	t.Run("ports=pmd", func(t *testing.T) {
 		sw := FindPMDSwitch()
 		if sw == "" {
 			t.Skipf("ethfab's ovs-vswitchd is not installed at %s (scripts/ovs/build.sh)", PMDSwitchPath)
 		}
-		testFabric(t, 1, sw)
+		testFabric(t, 1, sw, false)
 	})
+}
+
+// tunnel joins fabric namespaces f1 and f2 by a VXLAN tunnel named l1 and
+// l2 at its ends, as a cut link between two machines: each machine an
+// underlay namespace, the two joined by a veth with jumbo frames, so the
+// tunnel carries the links' 1,500-byte frames whole.
+func tunnel(t *testing.T, id string, f1, f2 string) {
+	t.Helper()
+	u1, u2 := "efo-u1-"+id, "efo-u2-"+id
+	a, b := newNetNS(t, u1), newNetNS(t, u2)
+	veth(t, a, "ul", b, "ul")
+	for _, x := range []struct {
+		ns   netns.NsHandle
+		name string
+	}{{a, u1}, {b, u2}} {
+		h, err := netlink.NewHandleAt(x.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := h.LinkByName("ul")
+		if err == nil {
+			err = h.LinkSetMTU(l, 9000)
+		}
+		h.Close()
+		if err != nil {
+			t.Fatalf("%s: jumbo underlay: %v", x.name, err)
+		}
+	}
+	addrUp(t, a, "ul", "10.212.0.1/24")
+	addrUp(t, b, "ul", "10.212.0.2/24")
+	ip1, ip2 := net.ParseIP("10.212.0.1"), net.ParseIP("10.212.0.2")
+	for _, tn := range []kernel.Tunnel{
+		{NS: f1, Name: "l1", VNI: 4242, Underlay: u1, Dev: "ul", Local: ip1, Remote: ip2},
+		{NS: f2, Name: "l2", VNI: 4242, Underlay: u2, Dev: "ul", Local: ip2, Remote: ip1},
+	} {
+		if err := kernel.CreateTunnel(tn); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // testFabric runs the fabric on n instances of stock ovs-vswitchd, or, with
 // pmdSwitch set, on that ovs-vswitchd with PortPMD ports.
-func testFabric(t *testing.T, n int, pmdSwitch string) {
+func testFabric(t *testing.T, n int, pmdSwitch string, cut bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tag := n
 	if pmdSwitch != "" {
 		tag = 9
+	}
+	if cut {
+		tag = 8
 	}
 	id := fmt.Sprintf("%d%d", os.Getpid()%10000, tag)
 	lab := "efo-t" + id
@@ -146,7 +193,11 @@ func testFabric(t *testing.T, n int, pmdSwitch string) {
 
 	veth(t, f1, "a1", h1, "eth0")
 	veth(t, f2, "a2", h2, "eth0")
-	veth(t, f1, "l1", f2, "l2")
+	if cut {
+		tunnel(t, id, cfgs[0].NetNS, cfgs[n-1].NetNS)
+	} else {
+		veth(t, f1, "l1", f2, "l2")
+	}
 	addrUp(t, h1, "eth0", "10.211.0.1/24")
 	addrUp(t, h2, "eth0", "10.211.0.2/24")
 
