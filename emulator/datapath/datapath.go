@@ -531,18 +531,33 @@ type QueueReader struct {
 func (h *Handle) HasQueues() bool { return h.queues != nil }
 
 // Queues maps the queue counters; Close unmaps them.
-func (h *Handle) Queues() (*QueueReader, error) {
+func (h *Handle) Queues() (*QueueReader, error) { return h.mapQueues(unix.PROT_READ) }
+
+// mapQueues maps the queue counters' memory with protection prot.
+func (h *Handle) mapQueues(prot int) (*QueueReader, error) {
 	if h.queues == nil {
 		return nil, errors.New("the lab's datapath counts no queue")
 	}
 	n := h.queues.MaxEntries()
 	size := (int(n)*queueSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	mem, err := unix.Mmap(h.queues.FD(), 0, size, prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("mapping the queue counters: %w", err)
 	}
 	return &QueueReader{mem: mem, n: n}, nil
 }
+
+// The words of a port's counters (struct queue), in order.
+const (
+	wEnqPkts = iota
+	wEnqBytes
+	wDeqPkts
+	wDeqBytes
+	wDropPkts
+	wDropBytes
+	wLimit
+	wOff
+)
 
 func (r *QueueReader) word(ifindex uint32, i int) *uint64 {
 	return (*uint64)(unsafe.Pointer(&r.mem[int(ifindex)*queueSize+8*i]))
@@ -554,11 +569,10 @@ func (r *QueueReader) Read(ifindex uint32) Queue {
 	if ifindex >= r.n {
 		return Queue{}
 	}
+	w := func(i int) uint64 { return atomic.LoadUint64(r.word(ifindex, i)) }
 	return Queue{
-		EnqPkts: atomic.LoadUint64(r.word(ifindex, 0)), EnqBytes: atomic.LoadUint64(r.word(ifindex, 1)),
-		DeqPkts: atomic.LoadUint64(r.word(ifindex, 2)), DeqBytes: atomic.LoadUint64(r.word(ifindex, 3)),
-		DropPkts: atomic.LoadUint64(r.word(ifindex, 4)), DropBytes: atomic.LoadUint64(r.word(ifindex, 5)),
-		Limit: atomic.LoadUint64(r.word(ifindex, 6)), Off: atomic.LoadUint64(r.word(ifindex, 7)),
+		EnqPkts: w(wEnqPkts), EnqBytes: w(wEnqBytes), DeqPkts: w(wDeqPkts), DeqBytes: w(wDeqBytes),
+		DropPkts: w(wDropPkts), DropBytes: w(wDropBytes), Limit: w(wLimit), Off: w(wOff),
 	}
 }
 
@@ -570,7 +584,7 @@ func (r *QueueReader) Read(ifindex uint32) Queue {
 // SettleQueues; clear it once they are up again.
 func (h *Handle) SetQueuesOff(ifindexes []uint32, off bool) error {
 	return h.writeQueues(ifindexes, func(w func(int) *uint64) {
-		atomic.StoreUint64(w(7), uint64(b2u(off)))
+		atomic.StoreUint64(w(wOff), uint64(b2u(off)))
 	})
 }
 
@@ -579,29 +593,23 @@ func (h *Handle) SetQueuesOff(ifindexes []uint32, off bool) error {
 // writes neither while the flag is set.
 func (h *Handle) SettleQueues(ifindexes []uint32) error {
 	return h.writeQueues(ifindexes, func(w func(int) *uint64) {
-		atomic.StoreUint64(w(2), atomic.LoadUint64(w(0)))
-		atomic.StoreUint64(w(3), atomic.LoadUint64(w(1)))
+		atomic.StoreUint64(w(wDeqPkts), atomic.LoadUint64(w(wEnqPkts)))
+		atomic.StoreUint64(w(wDeqBytes), atomic.LoadUint64(w(wEnqBytes)))
 	})
 }
 
 // writeQueues maps the counters writable and runs fn on each port's.
 func (h *Handle) writeQueues(ifindexes []uint32, fn func(word func(i int) *uint64)) error {
-	if h.queues == nil {
-		return errors.New("the lab's datapath counts no queue")
-	}
-	n := h.queues.MaxEntries()
-	size := (int(n)*queueSize + os.Getpagesize() - 1) &^ (os.Getpagesize() - 1)
-	mem, err := unix.Mmap(h.queues.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	r, err := h.mapQueues(unix.PROT_READ | unix.PROT_WRITE)
 	if err != nil {
-		return fmt.Errorf("mapping the queue counters: %w", err)
+		return err
 	}
-	defer unix.Munmap(mem)
+	defer r.Close()
 	for _, ix := range ifindexes {
-		if ix >= n {
-			return fmt.Errorf("ifindex %d past the queue counters (%d)", ix, n)
+		if ix >= r.n {
+			return fmt.Errorf("ifindex %d past the queue counters (%d)", ix, r.n)
 		}
 	}
-	r := QueueReader{mem: mem, n: n}
 	for _, ix := range ifindexes {
 		fn(func(i int) *uint64 { return r.word(ix, i) })
 	}

@@ -6,6 +6,7 @@ package plan
 import (
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -195,13 +196,8 @@ func (p *PartitionReport) writeText(w io.Writer) {
 		fmt.Fprintf(w, "    %-20s %5d %8d %6d %6d %7d %10d %6.1f G %5.0fs  %s\n", sh.Machine.Name, sh.Machine.Cores, sh.Switches, sh.Hosts, sh.Ports, sh.Load, sh.CutLinks,
 			e.MemoryMiB/1024, e.UpSeconds, units)
 	}
-	classes := make([]string, 0, len(p.LinksByClass))
-	for c := range p.LinksByClass {
-		classes = append(classes, c)
-	}
-	slices.Sort(classes)
 	var parts []string
-	for _, c := range classes {
+	for _, c := range slices.Sorted(maps.Keys(p.LinksByClass)) {
 		parts = append(parts, fmt.Sprintf("%d of %d %s", p.CutByClass[c], p.LinksByClass[c], c))
 	}
 	fmt.Fprintf(w, "    cut: %d links between switches (%s), each a tunnel between two machines\n", p.CutLinks, strings.Join(parts, ", "))

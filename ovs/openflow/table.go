@@ -210,12 +210,7 @@ func (o *Conn) Load(ctx context.Context, rules []controller.Rule, skip func(tabl
 	buf := make([]byte, 0, size)
 	buf = append(buf, bundleControl(id, id, bundleOpen)...)
 	buf = appendBundled(buf, id, deleteAll(o.NextXID()))
-	xids := make([]uint32, len(enc))
-	for i := range enc {
-		xids[i] = o.NextXID()
-		be.PutUint32(enc[i].msg[4:], xids[i])
-		buf = appendBundled(buf, id, enc[i].msg)
-	}
+	buf, xids := o.appendAdds(buf, id, enc)
 	errs := o.Rejected()
 	commitXID := o.NextXID()
 	commitP := o.Expect(commitXID)
@@ -315,14 +310,10 @@ func (o *Conn) replace(ctx context.Context, rules []controller.Rule, enc []flowM
 		return nil, o.discard(id, err)
 	}
 	want := make(map[string]bool, len(enc))
-	var buf []byte
-	xids := make([]uint32, len(enc))
 	for i := range enc {
-		xids[i] = o.NextXID()
-		be.PutUint32(enc[i].msg[4:], xids[i])
 		want[enc[i].key] = true
-		buf = appendBundled(buf, id, enc[i].msg)
 	}
+	buf, xids := o.appendAdds(nil, id, enc)
 	for _, f := range have {
 		if !want[key(f.Table, f.Priority, f.Match)] {
 			buf = appendBundled(buf, id, deleteStrict(o.NextXID(), &f))
@@ -362,6 +353,18 @@ func (o *Conn) replace(ctx context.Context, rules []controller.Rule, enc []flowM
 		return nil, nil
 	}
 	return o.awaitFlows(ctx, after)
+}
+
+// appendAdds appends every rule's FlowMod to bundle id, each under a
+// fresh xid, and returns the xids by rule (what names a rejected one).
+func (o *Conn) appendAdds(buf []byte, id uint32, enc []flowMod) ([]byte, []uint32) {
+	xids := make([]uint32, len(enc))
+	for i := range enc {
+		xids[i] = o.NextXID()
+		be.PutUint32(enc[i].msg[4:], xids[i])
+		buf = appendBundled(buf, id, enc[i].msg)
+	}
+	return buf, xids
 }
 
 // rejection is the switch's latest error, naming the rule whose FlowMod
