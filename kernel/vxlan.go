@@ -19,7 +19,10 @@ type Tunnel struct {
 	Name string
 	MAC  string // "" lets the kernel pick one
 	MTU  int    // the emulated link's (0: 1500)
-	VNI  uint32 // the cut link's VXLAN network identifier, 1..2^24-1
+	// Index, if not 0, is the ifindex the device is created with (the
+	// eBPF datapath indexes its ports by ifindex).
+	Index int
+	VNI   uint32 // the cut link's VXLAN network identifier, 1..2^24-1
 	// Underlay is the namespace of the machines' network ("" the
 	// process's) and Dev its interface there; Local and Remote are this
 	// machine's and the far machine's addresses on it; Port the UDP port
@@ -91,6 +94,7 @@ func CreateTunnel(t Tunnel) error {
 		attrs.MTU = 1500
 	}
 	attrs.Namespace = netlink.NsFd(int(fab))
+	attrs.Index = t.Index
 	if t.MAC != "" {
 		if attrs.HardwareAddr, err = net.ParseMAC(t.MAC); err != nil {
 			return fmt.Errorf("tunnel %s: MAC %q: %w", t.Name, t.MAC, err)
@@ -105,4 +109,51 @@ func CreateTunnel(t Tunnel) error {
 		return fmt.Errorf("tunnel %s (VNI %d, %v -> %v on %s): %w", t.Name, t.VNI, t.Local, t.Remote, t.Dev, err)
 	}
 	return SetLinkUp(t.NS, t.Name, true)
+}
+
+// RouteTo is the interface in namespace ns ("" the process's) that the
+// route to dst leaves by, and the source address the kernel would give a
+// packet sent there: where a machine's tunnels towards dst go out.
+func RouteTo(ns string, dst net.IP) (dev string, src net.IP, err error) {
+	h, err := handleAt(ns)
+	if err != nil {
+		return "", nil, err
+	}
+	defer h.Close()
+	rs, err := h.RouteGet(dst)
+	if err != nil {
+		return "", nil, fmt.Errorf("route to %v in netns %q: %w", dst, ns, err)
+	}
+	if len(rs) == 0 {
+		return "", nil, fmt.Errorf("no route to %v in netns %q", dst, ns)
+	}
+	l, err := h.LinkByIndex(rs[0].LinkIndex)
+	if err != nil {
+		return "", nil, fmt.Errorf("route to %v in netns %q: interface %d: %w", dst, ns, rs[0].LinkIndex, err)
+	}
+	return l.Attrs().Name, rs[0].Src, nil
+}
+
+// AddrAndMTU says whether interface dev in namespace ns has address ip,
+// and what its MTU is.
+func AddrAndMTU(ns, dev string, ip net.IP) (has bool, mtu int, err error) {
+	h, err := handleAt(ns)
+	if err != nil {
+		return false, 0, err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(dev)
+	if err != nil {
+		return false, 0, fmt.Errorf("interface %s in netns %q: %w", dev, ns, err)
+	}
+	as, err := h.AddrList(l, netlink.FAMILY_ALL)
+	if err != nil {
+		return false, 0, fmt.Errorf("addresses of %s in netns %q: %w", dev, ns, err)
+	}
+	for _, a := range as {
+		if a.IP.Equal(ip) {
+			return true, l.Attrs().MTU, nil
+		}
+	}
+	return false, l.Attrs().MTU, nil
 }

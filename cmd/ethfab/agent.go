@@ -131,6 +131,9 @@ func runLabAgents(ctx context.Context, c *cli.Context, o hostagent.Options) erro
 	if err != nil {
 		return err
 	}
+	if err := lab.OnOneMachine("ethfab agent --lab"); err != nil {
+		return err
+	}
 	eps := make([]hostagent.Endpoint, len(lab.Hosts))
 	for i, h := range lab.Hosts {
 		eps[i] = hostagent.Endpoint{Name: h.Name, NetNS: h.NetNS, Iface: h.Iface}

@@ -43,6 +43,9 @@ Examples:
 			if err != nil {
 				return err
 			}
+			if err := l.OnOneMachine("ethfab capture"); err != nil {
+				return err
+			}
 			p, err := capture.Resolve(l, c.Args().Get(1))
 			if err != nil {
 				return err

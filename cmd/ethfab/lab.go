@@ -16,8 +16,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/rate"
+	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -47,10 +49,23 @@ func upCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "set", Usage: "override a scenario field, PATH=VALUE (repeatable)"},
 			&cli.IntFlag{Name: "instances", Usage: "private ovs-vswitchd instances sharing the bridges (0: one per 500 ports, at most 8); eBPF datapath: fabric namespaces (0: one per 256 ports)"},
 			&cli.BoolFlag{Name: "json", Usage: "quiet; print the lab's status as JSON"},
+			&cli.StringFlag{Name: "machines", Usage: "run across machines: local:N (N emulated on this one), or NAME[:CORES],... (ssh destinations, or Slurm nodes with --launcher srun); see `ethfab plan --machines`"},
+			&cli.StringFlag{Name: "launcher", Usage: "how workers start on the machines: exec (local:N's default), ssh (named machines' default) or srun"},
+			&cli.BoolFlag{Name: "emulated-underlay", Usage: "named machines are this one, joined by an emulated underlay as local:N's are (for testing the ssh path on one machine)"},
+			&cli.StringFlag{Name: "ethfab", Value: "ethfab", Usage: "the ethfab command on the machines (ssh, srun)"},
+			&cli.IntFlag{Name: "underlay-mtu", Usage: "emulated machines' underlay MTU (default 9000; 1500 shows what a LAN without jumbo frames does to 1,500-byte links)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab up SCENARIO.yaml")
+			}
+			if c.IsSet("machines") {
+				return upAcross(c)
+			}
+			for _, f := range []string{"launcher", "emulated-underlay", "ethfab", "underlay-mtu"} {
+				if c.IsSet(f) {
+					return fmt.Errorf("--%s applies with --machines", f)
+				}
 			}
 			if err := flagInRange(c, "instances", 0, scenario.MaxInstances); err != nil {
 				return err
@@ -131,10 +146,13 @@ func downCommand() *cli.Command {
 					}
 				}
 			}
+			if c.Bool("all") {
+				labs = withoutParts(labs)
+			}
 			var errs []error
 			for _, l := range labs {
 				t := time.Now()
-				if err := fabric.Down(l); err != nil {
+				if err := cluster.Down(context.Background(), l, steps.Lines(c.App.ErrWriter)); err != nil {
 					errs = append(errs, fmt.Errorf("down %s: %w", scenario.Abbrev(l), err))
 					out.Errors = append(out.Errors, errs[len(errs)-1].Error())
 					continue
@@ -264,13 +282,19 @@ func statusCommand() *cli.Command {
 			for _, p := range lab.VLANOff {
 				fmt.Fprintf(w, "link %s-%s: VLAN paths avoid it\n", p[0], p[1])
 			}
-			fmt.Fprintln(w, "\nHOST\tNETNS\tMAC\tIP\tSWITCH\tPORT")
-			for _, h := range lab.Hosts {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", h.Name, h.NetNS, h.MAC, h.IP, h.Switch, h.Port)
+			for _, m := range lab.Machines {
+				fmt.Fprintf(w, "machine %s (%s, underlay %s): part %s, %d switches, %d hosts, %d cut links\n", m.Name, m.Launcher, m.Addr, m.Part, m.Switches, m.Hosts, m.CutLinks)
 			}
-			fmt.Fprintln(w, "\nSWITCH\tPORTS\tRULES\tMGMT")
+			if p := lab.Part; p != nil {
+				fmt.Fprintf(w, "part of lab %s on machine %s\n", p.Lab, p.Machine)
+			}
+			fmt.Fprintln(w, "\nHOST\tNETNS\tMAC\tIP\tSWITCH\tPORT\tMACHINE")
+			for _, h := range lab.Hosts {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.Name, h.NetNS, h.MAC, h.IP, h.Switch, h.Port, orDash(h.Machine))
+			}
+			fmt.Fprintln(w, "\nSWITCH\tPORTS\tRULES\tMGMT\tMACHINE")
 			for _, s := range lab.Switches {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", s.Name, s.Ports, s.Flows, s.Mgmt)
+				fmt.Fprintf(w, "%s\t%d\t%d\t%s\t%s\n", s.Name, s.Ports, s.Flows, s.Mgmt, orDash(s.Machine))
 			}
 			fmt.Fprintf(w, "\n%d links; `ethfab status %s --json` lists them with their shaping\n", len(lab.Links), lab.Lab)
 			return w.Flush()
@@ -301,6 +325,11 @@ func execCommand() *cli.Command {
 				return fmt.Errorf("lab %s has no host %s", lab.Lab, scenario.Abbrev(args[1]))
 			}
 			cmd := exec.Command("ip", append([]string{"netns", "exec", h.NetNS}, args[2:]...)...)
+			if len(lab.Machines) > 0 {
+				if cmd, err = cluster.ExecIn(context.Background(), lab, h, args[2:]); err != nil {
+					return err
+				}
+			}
 			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			if err := cmd.Run(); err != nil {
 				if ee, ok := err.(*exec.ExitError); ok {
@@ -349,7 +378,13 @@ func pingCommand() *cli.Command {
 			}
 			ctx, stop := interruptible(0)
 			defer stop()
-			r, err := fabric.Ping(ctx, lab, c.Int("sample"), c.Int64("seed"))
+			ping := func() (*fabric.PingReport, error) { return fabric.Ping(ctx, lab, c.Int("sample"), c.Int64("seed")) }
+			if len(lab.Machines) > 0 {
+				ping = func() (*fabric.PingReport, error) {
+					return cluster.Ping(ctx, lab, c.Int("sample"), c.Int64("seed"), steps.Lines(c.App.ErrWriter))
+				}
+			}
+			r, err := ping()
 			if err != nil {
 				return err
 			}
@@ -388,6 +423,13 @@ func pingCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // orUnknown keeps status readable for labs brought up by older versions.

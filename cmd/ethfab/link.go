@@ -76,6 +76,9 @@ Example:
 			if err != nil {
 				return err
 			}
+			if err := lab.OnOneMachine("ethfab link"); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(0)
 			defer stop()
 			switch op {

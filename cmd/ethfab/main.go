@@ -84,6 +84,7 @@ func newApp() *cli.App {
 			completionCommand(),
 			manCommand(),
 			versionCommand(),
+			workerCommand(),
 		},
 	}
 }
@@ -125,7 +126,9 @@ func flagsFirst(app *cli.App, args []string) []string {
 			cmd = c
 		}
 	}
-	if cmd == nil {
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		// A command with subcommands (worker) takes its flags after the
+		// subcommand's name, where its callers put them.
 		return args
 	}
 	takesValue := map[string]bool{}

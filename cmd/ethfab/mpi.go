@@ -141,6 +141,9 @@ func loadUpLab(name string) (*fabric.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := lab.OnOneMachine("ethfab mpi"); err != nil {
+		return nil, err
+	}
 	if lab.State != "up" {
 		return nil, fmt.Errorf("lab %s is %s, not up", lab.Lab, lab.State)
 	}

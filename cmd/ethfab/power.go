@@ -158,6 +158,9 @@ func powerLab(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := lab.OnOneMachine("ethfab power --lab"); err != nil {
+		return err
+	}
 	names := make([]string, len(lab.Switches))
 	for i, s := range lab.Switches {
 		names[i] = s.Name

@@ -249,6 +249,9 @@ func Build(tables []*controller.Table, ports []PortRef) (*Image, error) {
 	}
 	img.ifindex = ifindex
 	for sw, t := range tables {
+		if t == nil {
+			continue // another machine's switch (a fabric split across machines)
+		}
 		if err := img.addSwitch(sw, t, ifindex, swPorts[sw]); err != nil {
 			return nil, fmt.Errorf("switch %d: %w", sw, err)
 		}

@@ -60,6 +60,9 @@ type bcastState struct {
 // twice.
 func Broadcast(ctx context.Context, l *Lab, sources int, seed int64) (*BroadcastReport, error) {
 	start := time.Now()
+	if err := l.OnOneMachine("ping --broadcast"); err != nil {
+		return nil, err
+	}
 	n := len(l.Hosts)
 	if n < 2 {
 		return nil, fmt.Errorf("lab %s has %d host: nothing to broadcast to", l.Lab, n)
@@ -71,7 +74,7 @@ func Broadcast(ctx context.Context, l *Lab, sources int, seed int64) (*Broadcast
 	if len(src)*n > maxBroadcastCounts {
 		return nil, fmt.Errorf("%d broadcasts on %d hosts: at most %d (a count per broadcast and host)", len(src), n, maxBroadcastCounts/n)
 	}
-	p, err := openPinger(l)
+	p, err := openPinger(l.Lab, labPingHosts(l), l.Assign)
 	defer p.closeAll()
 	if err != nil {
 		return nil, err

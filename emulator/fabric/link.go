@@ -351,11 +351,12 @@ func (l *Lab) rerouteBPF(top *topology.Topology, tables []*controller.Table, ord
 // (Image.RuleAction) is the program's.
 func (l *Lab) DatapathImage(top *topology.Topology, tables []*controller.Table) (*datapath.Image, error) {
 	nsOf := func(sw int) string { return l.Switches[sw].NetNS }
-	index, err := readPortIndexes(top, nsOf)
+	all := func(int) bool { return true }
+	index, err := readPortIndexes(top, all, nsOf)
 	if err != nil {
 		return nil, err
 	}
-	return datapath.Build(tables, switchPorts(top, index, nsOf))
+	return datapath.Build(tables, switchPorts(top, index, all, nsOf))
 }
 
 // turns says whether a switch sends some frame another way in b than in

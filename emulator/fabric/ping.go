@@ -49,7 +49,10 @@ type PingReport struct {
 // probed again, slower, while that still brings answers.
 func Ping(ctx context.Context, l *Lab, sample int, seed int64) (*PingReport, error) {
 	start := time.Now()
-	p, err := openPinger(l)
+	if err := l.OnOneMachine("this ping"); err != nil {
+		return nil, err
+	}
+	p, err := openPinger(l.Lab, labPingHosts(l), l.Assign)
 	defer p.closeAll()
 	if err != nil {
 		return nil, err
@@ -89,11 +92,34 @@ type pinger struct {
 	bcast *bcastState // a broadcast check's counts (Broadcast), or nil
 }
 
-// openPinger opens a socket in every host (a few at a time) and reads the
-// hosts' addresses. On error what did open is in the pinger, for closeAll.
-func openPinger(l *Lab) (*pinger, error) {
-	n := len(l.Hosts)
-	if err := kernel.NeedDescriptors(n, fmt.Sprintf("a socket on each of %s's %d hosts", l.Lab, n)); err != nil {
+// PingHost is a host as a ping sees it: its namespace on this machine
+// ("" when it runs on another) and its pseudo-MAC.
+type PingHost struct {
+	Name      string `json:"name"`
+	NetNS     string `json:"netns,omitempty"`
+	PseudoMAC string `json:"pseudo_mac"`
+}
+
+func labPingHosts(l *Lab) []PingHost {
+	hs := make([]PingHost, len(l.Hosts))
+	for i, h := range l.Hosts {
+		hs[i] = PingHost{Name: h.Name, NetNS: h.NetNS, PseudoMAC: h.PseudoMAC}
+	}
+	return hs
+}
+
+// openPinger opens a socket in every host here (a few at a time) and
+// reads their addresses. A host on another machine is probed at its
+// pseudo-MAC, where the fabric routes. On error what did open is in the
+// pinger, for closeAll.
+func openPinger(lab string, hosts []PingHost, assign addressing.Assign) (*pinger, error) {
+	n, here := len(hosts), 0
+	for _, h := range hosts {
+		if h.NetNS != "" {
+			here++
+		}
+	}
+	if err := kernel.NeedDescriptors(here, fmt.Sprintf("a socket on each of %s's %d hosts", lab, here)); err != nil {
 		return &pinger{}, err
 	}
 	p := &pinger{
@@ -101,9 +127,17 @@ func openPinger(l *Lab) (*pinger, error) {
 		dst: make([]net.HardwareAddr, n), got: make([]map[int]bool, n),
 	}
 	err := parallel(n, func(i int) error {
-		s, err := packet.OpenEtherTypes(l.Hosts[i].NetNS, HostIface, 0, ethertype.Traffic)
+		if hosts[i].NetNS == "" {
+			m, err := net.ParseMAC(hosts[i].PseudoMAC)
+			if err != nil {
+				return fmt.Errorf("%s: pseudo-MAC: %w", hosts[i].Name, err)
+			}
+			p.macs[i] = m
+			return nil
+		}
+		s, err := packet.OpenEtherTypes(hosts[i].NetNS, HostIface, 0, ethertype.Traffic)
 		if err != nil {
-			return fmt.Errorf("%s: %w", l.Hosts[i].Name, err)
+			return fmt.Errorf("%s: %w", hosts[i].Name, err)
 		}
 		p.socks[i] = s
 		m, err := s.MAC()
@@ -119,10 +153,10 @@ func openPinger(l *Lab) (*pinger, error) {
 	for i := range p.dst {
 		p.got[i] = map[int]bool{}
 		p.dst[i] = p.macs[i]
-		if l.Assign == addressing.AssignRewrite {
-			m, err := net.ParseMAC(l.Hosts[i].PseudoMAC)
+		if assign == addressing.AssignRewrite {
+			m, err := net.ParseMAC(hosts[i].PseudoMAC)
 			if err != nil {
-				return p, fmt.Errorf("%s: pseudo-MAC: %w", l.Hosts[i].Name, err)
+				return p, fmt.Errorf("%s: pseudo-MAC: %w", hosts[i].Name, err)
 			}
 			p.dst[i] = m
 		}
@@ -171,7 +205,7 @@ func pingPairs(n, sample int, seed int64) [][2]int {
 // receive notes the probes host d hears until its socket closes.
 func (p *pinger) receive(d int) {
 	s, n := p.socks[d], len(p.socks)
-	buf := make([]byte, 128)
+	buf, reply := make([]byte, 128), make([]byte, pingFrameLen)
 	for {
 		k, err := s.Recv(buf)
 		if err != nil {
@@ -195,15 +229,44 @@ func (p *pinger) receive(d int) {
 		}
 		src := int(binary.BigEndian.Uint32(buf[14:]))
 		dst := int(binary.BigEndian.Uint32(buf[18:]))
-		if dst == d && src < n {
-			p.mu.Lock()
-			if !p.got[d][src] {
-				p.got[d][src] = true
-				p.heard++
+		if k > 22 && buf[22] == replyMark {
+			// d sent the probe to dst, on another machine, which heard it.
+			if src == d && dst < n {
+				p.note(dst, src, true)
 			}
-			p.mu.Unlock()
+			continue
+		}
+		if dst == d && src < n {
+			remote := p.socks[src] == nil
+			p.note(d, src, !remote)
+			if remote {
+				// The sender's machine learns of it from a reply.
+				copy(reply, buf[:pingFrameLen])
+				copy(reply[0:], p.dst[src])
+				copy(reply[6:], p.macs[d])
+				reply[22] = replyMark
+				s.Send(reply) // a lost reply is a probe sent again
+			}
 		}
 	}
+}
+
+// replyMark, after a probe's two host indexes, makes it a reply: the
+// destination's machine telling the source's that the probe arrived, in
+// a ping across machines.
+const replyMark = 'R'
+
+// note records that d heard src; own says the probe was sent here (what
+// the pace and the rounds go by).
+func (p *pinger) note(d, src int, own bool) {
+	p.mu.Lock()
+	if !p.got[d][src] {
+		p.got[d][src] = true
+		if own {
+			p.heard++
+		}
+	}
+	p.mu.Unlock()
 }
 
 func (p *pinger) heardSoFar() int {
@@ -350,4 +413,76 @@ func (pc *pingPace) adapt(heard func() int) {
 	}
 	pc.lastCheck, pc.heardPrev = time.Now(), h
 	pc.sentHist = [3]int{pc.sent, pc.sentHist[0], pc.sentHist[1]}
+}
+
+// PartPing is one machine's share of a ping across machines: sockets in
+// its hosts, probes from them to every host of the lab, and the probes its
+// hosts hear, from whichever machine. Each pair is judged where its
+// destination runs; the source's machine learns of it from a reply, to
+// pace itself and send again what was lost.
+type PartPing struct {
+	p     *pinger
+	pairs [][2]int
+	rwg   sync.WaitGroup
+	start time.Time
+}
+
+// OpenPartPing opens sockets in the hosts of hosts that run here (NetNS
+// set) and starts hearing probes. The pairs are those Ping would probe
+// on the whole lab (all, or sample drawn from seed), the same on every
+// machine.
+func OpenPartPing(lab string, hosts []PingHost, assign addressing.Assign, sample int, seed int64) (*PartPing, error) {
+	p, err := openPinger(lab, hosts, assign)
+	if err != nil {
+		p.closeAll()
+		return nil, err
+	}
+	pp := &PartPing{p: p, pairs: pingPairs(len(hosts), sample, seed), start: time.Now()}
+	for d, s := range p.socks {
+		if s != nil {
+			pp.rwg.Go(func() { p.receive(d) })
+		}
+	}
+	return pp, nil
+}
+
+// Send probes the pairs whose source runs here, in rounds until every
+// one is heard or stops coming (as Ping does), and says how many it had.
+func (pp *PartPing) Send(ctx context.Context) int {
+	var mine [][2]int
+	for _, q := range pp.pairs {
+		if pp.p.socks[q[0]] != nil {
+			mine = append(mine, q)
+		}
+	}
+	pp.p.pace = newPingPace()
+	pp.p.rounds(ctx, mine, pp.start)
+	return len(mine)
+}
+
+// Missing are the pairs whose destination runs here and never heard the
+// probe; Pairs how many pairs end here.
+func (pp *PartPing) Missing() (missing [][2]int, pairs int) {
+	var here [][2]int
+	for _, q := range pp.pairs {
+		if pp.p.socks[q[1]] != nil {
+			here = append(here, q)
+		}
+	}
+	return pp.p.missing(here), len(here)
+}
+
+// Close closes the sockets and waits for the receivers.
+func (pp *PartPing) Close() {
+	pp.p.closeAll()
+	pp.rwg.Wait()
+}
+
+// PingPairs is how many pairs a ping of n hosts probes (sample: random
+// ones).
+func PingPairs(n, sample int) int {
+	if sample > 0 && sample < n*(n-1) {
+		return sample
+	}
+	return n * (n - 1)
 }

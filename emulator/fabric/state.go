@@ -42,6 +42,8 @@ type Host struct {
 	// PseudoMAC is the address the controller assigned; with assign: dmp
 	// the host adopts it at boot, with static it already has it.
 	PseudoMAC string `json:"pseudo_mac"`
+	// Machine is the machine the host runs on, in a lab across machines.
+	Machine string `json:"machine,omitempty"`
 }
 
 // Switch is one emulated switch.
@@ -53,6 +55,7 @@ type Switch struct {
 	Mgmt     string `json:"mgmt"`
 	Instance int    `json:"instance"`
 	NetNS    string `json:"netns"`
+	Machine  string `json:"machine,omitempty"` // in a lab across machines
 }
 
 // LinkEnd is one end of a link: a device in a namespace.
@@ -61,6 +64,9 @@ type LinkEnd struct {
 	NetNS string `json:"netns"`
 	Iface string `json:"iface"`
 	Port  int    `json:"port,omitempty"`
+	// Machine: in a lab across machines, the end's machine (another's
+	// end has no namespace here).
+	Machine string `json:"machine,omitempty"`
 }
 
 // Link is one cable.
@@ -73,6 +79,23 @@ type Link struct {
 	// change keeps it: a switch's buffer does not shrink with a port's
 	// speed); nil in labs of an older ethfab.
 	Shape *kernel.Shaping `json:"shape,omitempty"`
+	// Tunnel: a cut link, whose A end is a VXLAN device here and whose B
+	// end is on another machine.
+	Tunnel *TunnelState `json:"tunnel,omitempty"`
+}
+
+// TunnelState is a cut link's VXLAN tunnel, as built.
+type TunnelState struct {
+	VNI    uint32 `json:"vni"`
+	Local  string `json:"local"`
+	Remote string `json:"remote"`
+}
+
+// PartState says a lab is one machine's part of a lab across machines.
+type PartState struct {
+	Lab     string `json:"lab"`
+	Machine string `json:"machine"`
+	Index   int    `json:"index"`
 }
 
 // PairRate is the rate of the links between two switches.
@@ -148,9 +171,15 @@ type Lab struct {
 	Links       []Link     `json:"links"`
 	OVS         OVSState   `json:"ovs"`
 	// BPF names the eBPF datapath's program and maps (ovs.datapath ebpf).
-	BPF      *datapath.IDs `json:"bpf,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
-	Timing   steps.Timing  `json:"timing"` // seconds by bring-up step (see upper.steps), and "total"
+	BPF *datapath.IDs `json:"bpf,omitempty"`
+	// Part: this lab is one machine's part of a lab across machines.
+	Part *PartState `json:"part,omitempty"`
+	// Machines: this lab runs across machines, each a part (see package
+	// cluster), and only its underlay's namespaces (emulated machines)
+	// are its own.
+	Machines []MachineState `json:"machines,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
+	Timing   steps.Timing   `json:"timing"` // seconds by bring-up step (see upper.steps), and "total"
 
 	compiled *Compiled // Up's, or Attach's; nil for a lab only loaded
 }
@@ -192,6 +221,31 @@ func removeLabDir(dir string) error {
 	}
 	return os.RemoveAll(abs)
 }
+
+// Create makes the lab's state directory and writes its state there,
+// before anything of the lab exists, so `down` can always find what a
+// bring-up may have made. A lab of that name that exists already is an
+// error: of two ups of one name, one must lose.
+func (l *Lab) Create() error {
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return fmt.Errorf("failed to create the state root: %w", err)
+	}
+	l.Dir = LabDir(l.Lab)
+	// Mkdir, not MkdirAll: the one that loses sees it exist.
+	if err := os.Mkdir(l.Dir, 0o755); errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("lab %q already exists (ethfab down %s)", l.Lab, l.Lab)
+	} else if err != nil {
+		return fmt.Errorf("lab directory: %w", err)
+	}
+	if err := l.save(); err != nil {
+		removeLabDir(l.Dir)
+		return err
+	}
+	return nil
+}
+
+// Save writes the lab's state.
+func (l *Lab) Save() error { return l.save() }
 
 func (l *Lab) save() error {
 	b, err := json.MarshalIndent(l, "", "  ")
@@ -315,6 +369,15 @@ func (l *Lab) check() error {
 	return nil
 }
 
+// OnOneMachine refuses a lab across machines for what works only on one
+// machine's lab so far.
+func (l *Lab) OnOneMachine(what string) error {
+	if len(l.Machines) > 0 {
+		return fmt.Errorf("lab %s runs across %d machines: %s works on a lab on one machine only so far (status, exec, ping and down work across machines)", l.Lab, len(l.Machines), what)
+	}
+	return nil
+}
+
 // Compiled is the lab's topology, addresses and tables as the controller
 // compiled them: Up's, or those Attach checked against the lab. Nil for a
 // lab only loaded from its state file.
@@ -325,6 +388,9 @@ func (l *Lab) Compiled() *Compiled { return l.compiled }
 // same fabric in every compiled field, and attaches the result (Compiled).
 // An error names the first field that differs.
 func (l *Lab) Attach(sc *scenario.Scenario) (*Compiled, error) {
+	if err := l.OnOneMachine("run --lab"); err != nil {
+		return nil, err
+	}
 	if l.Format < 1 {
 		return nil, fmt.Errorf("lab %s was brought up by an older ethfab, which did not record addressing.compact: bring it up again", l.Lab)
 	}

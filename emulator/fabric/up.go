@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,6 +42,9 @@ type UpOptions struct {
 	// caller that needed the tables before the lab (ethfab run's capacity
 	// check): the tables are compiled once.
 	Compiled *Compiled
+	// Part, if not nil, builds only one machine's share of a fabric split
+	// across machines (see Part); the lab is named after the part.
+	Part *Part
 }
 
 // HostIface is the host's interface name inside its namespace.
@@ -336,6 +339,8 @@ type upper struct {
 	counted   map[[2]int]countedQueue
 	hostMAC   []string
 	pairs     []kernel.Veth
+	tunnels   []kernel.Tunnel // a part's cut-link ends here
+	underlay  string          // and the underlay interface they go out of
 	shapeJobs []shapeJob
 	pool      *ovs.Pool
 	flowFiles chan error // the flow files' writer (record), until awaited
@@ -369,6 +374,11 @@ func prepare(sc *scenario.Scenario, o UpOptions) (*upper, error) {
 	}
 	if u.ports, u.pmdSwitch, err = PortMode(sc, u.datapath); err != nil {
 		return nil, err
+	}
+	if o.Part != nil {
+		// Checked against the part's own counts once it is compiled
+		// (fitsPart).
+		return u, nil
 	}
 	if err := FitsMachine(sc); err != nil {
 		return nil, err
@@ -407,14 +417,15 @@ func (u *upper) steps() []steps.Step {
 
 	if u.ebpf() {
 		return append(common, steps.Step{Name: "datapath", What: func() string {
-			return fmt.Sprintf("loading %d tables into the eBPF datapath on %d ports", len(top().Switches), top().NumPorts())
+			ports, switches := u.localCounts()
+			return fmt.Sprintf("loading %d tables into the eBPF datapath on %d ports", switches, ports)
 		}, Do: u.loadDatapath})
 	}
 	return append(common, []steps.Step{
 		{Name: "ovs", What: func() string { return fmt.Sprintf("starting %d private open vswitch instance(s)", len(u.cfgs)) }, Do: u.startOVS},
-		{Name: "bridges", What: func() string { return fmt.Sprintf("creating %d bridges", len(top().Switches)) }, Do: u.createBridges},
-		{Name: "flows", What: func() string { return fmt.Sprintf("installing and reading back %d tables", len(top().Switches)) }, Do: u.installFlows},
-		{Name: "ports", What: func() string { return fmt.Sprintf("attaching %d ports", top().NumPorts()) }, Do: u.attachPorts},
+		{Name: "bridges", What: func() string { _, n := u.localCounts(); return fmt.Sprintf("creating %d bridges", n) }, Do: u.createBridges},
+		{Name: "flows", What: func() string { _, n := u.localCounts(); return fmt.Sprintf("installing and reading back %d tables", n) }, Do: u.installFlows},
+		{Name: "ports", What: func() string { n, _ := u.localCounts(); return fmt.Sprintf("attaching %d ports", n) }, Do: u.attachPorts},
 	}...)
 }
 
@@ -422,21 +433,48 @@ func (u *upper) steps() []steps.Step {
 // splits the switches among the OVS instances.
 func (u *upper) compile(context.Context) (string, error) {
 	if u.comp == nil {
-		c, err := Compile(u.sc)
+		var originals []addressing.MAC
+		if p := u.o.Part; p != nil {
+			var err error
+			if originals, err = p.originals(); err != nil {
+				return "", err
+			}
+		}
+		c, err := compile(u.sc, originals)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", u.sc.Source, err)
 		}
 		u.comp = c
 	}
 	top := u.comp.Top
+	if p := u.o.Part; p != nil {
+		if err := p.check(top); err != nil {
+			return "", err
+		}
+		if err := u.fitsPart(); err != nil {
+			return "", err
+		}
+		// Only this machine's switches get tables: the others' would be
+		// loaded nowhere (and the flow files are this machine's).
+		for i := range u.comp.Tables {
+			if !u.mine(i) {
+				u.comp.Tables[i] = nil
+			}
+		}
+	}
 	u.cached = FlowCached(u.sc, u.datapath, len(top.Hosts))
 	u.partition()
-	if u.ebpf() {
-		return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, eBPF datapath, flow cache %s",
-			top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), onOff(u.cached)), nil
+	where := ""
+	if p := u.o.Part; p != nil {
+		ports, switches := u.localCounts()
+		where = fmt.Sprintf(" (this machine, %s: %d switches, %d ports)", p.Machine, switches, ports)
 	}
-	return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links, %s datapath, flow cache %s, ovs-vswitchd malloc %s",
-		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), u.datapath, onOff(u.cached), u.allocator), nil
+	if u.ebpf() {
+		return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links%s, eBPF datapath, flow cache %s",
+			top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), where, onOff(u.cached)), nil
+	}
+	return fmt.Sprintf("compiled %s: %d switches, %d hosts, %d links%s, %s datapath, flow cache %s, ovs-vswitchd malloc %s",
+		top.Spec, len(top.Switches), len(top.Hosts), top.NumLinks(), where, u.datapath, onOff(u.cached), u.allocator), nil
 }
 
 // ebpfPortsPerNamespace bounds the switch ports of one fabric namespace on
@@ -452,6 +490,7 @@ const ebpfPortsPerNamespace = 256
 // fabric namespaces) and which bridges (switches) each owns.
 func (u *upper) partition() {
 	sc, top := u.sc, u.comp.Top
+	ports, switches := u.localCounts()
 	nInst := u.o.Instances
 	if nInst <= 0 {
 		nInst = sc.OVS.Instances
@@ -462,10 +501,10 @@ func (u *upper) partition() {
 		// that stops releases all its packet sockets at once, and teardown
 		// paces instances, not sockets (ovs.PaceAboveSockets): at most
 		// pmdPortsPerInstance each, which DF(4,8,4) measured as harmless.
-		nInst = max(1, (top.NumPorts()+pmdPortsPerInstance-1)/pmdPortsPerInstance)
+		nInst = max(1, (ports+pmdPortsPerInstance-1)/pmdPortsPerInstance)
 	}
 	if nInst <= 0 {
-		nInst = min(8, max(1, (top.NumPorts()+499)/500))
+		nInst = min(8, max(1, (ports+499)/500))
 	}
 	if u.ebpf() {
 		nInst = u.o.Instances
@@ -473,10 +512,10 @@ func (u *upper) partition() {
 			nInst = sc.OVS.Instances
 		}
 		if nInst <= 0 {
-			nInst = (top.NumPorts() + ebpfPortsPerNamespace - 1) / ebpfPortsPerNamespace
+			nInst = (ports + ebpfPortsPerNamespace - 1) / ebpfPortsPerNamespace
 		}
 	}
-	nInst = max(1, min(nInst, len(top.Switches)))
+	nInst = max(1, min(nInst, switches))
 	base := ovs.Config{Lab: sc.Name, RunDir: filepath.Join(LabDir(sc.Name), "ovs"), NetNS: sc.Name + "-fab", Datapath: u.datapath,
 		Nice: ovs.DefaultNice, Preload: u.preload, Uncached: !u.cached}
 	u.cfgs = ovs.PoolConfigs(base, nInst)
@@ -486,19 +525,25 @@ func (u *upper) partition() {
 			u.cfgs[k].OtherConfig = ovs.PMDOtherConfig(u.cfgs[k].OtherConfig, runtime.NumCPU())
 		}
 	}
-	bridges := make([]ovs.Bridge, len(top.Switches))
+	var bridges []ovs.Bridge
 	for i := range top.Switches {
+		if !u.mine(i) {
+			continue
+		}
 		s := &top.Switches[i]
 		br := ovs.Bridge{Name: s.Name, ExternalIDs: map[string]string{"ethfab-switch": s.Name}}
 		for _, p := range s.Ports {
 			br.Ports = append(br.Ports, ovs.Port{Name: PortIface(i, p.Num), OFPort: p.Num})
 		}
-		bridges[i] = br
+		bridges = append(bridges, br)
 	}
 	// Each switch's ports live in the netns of the instance that will own
 	// its bridge, so the split must be the pool's own.
 	u.parts = ovs.Partition(bridges, nInst)
 	u.owner = make([]int, len(top.Switches))
+	for i := range u.owner {
+		u.owner[i] = -1 // another machine's
+	}
 	for k, part := range u.parts {
 		for _, br := range part {
 			u.owner[u.comp.switchID[br.Name]] = k
@@ -515,15 +560,6 @@ func (u *upper) fabNS(sw int) string { return u.cfgs[u.owner[sw]].NetNS }
 func (u *upper) record(context.Context) (string, error) {
 	sc, comp, top := u.sc, u.comp, u.comp.Top
 	dir := LabDir(sc.Name)
-	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
-		return "", fmt.Errorf("failed to create the state root: %w", err)
-	}
-	// Mkdir, not MkdirAll: of two ups of one name, one must lose.
-	if err := os.Mkdir(dir, 0o755); errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("lab %q already exists (ethfab down %s)", sc.Name, sc.Name)
-	} else if err != nil {
-		return "", fmt.Errorf("lab directory: %w", err)
-	}
 	lab := &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
 		VLANAssign: comp.Ctl.Options().VLANAssign, VLANLearn: comp.Ctl.Options().VLANLearn, VLANAging: comp.Ctl.Options().VLANAging,
@@ -540,20 +576,26 @@ func (u *upper) record(context.Context) (string, error) {
 		}
 	}
 	for _, h := range top.Hosts {
-		lab.Namespaces = append(lab.Namespaces, sc.Name+"-"+h.Name)
+		if u.mine(h.Switch) {
+			lab.Namespaces = append(lab.Namespaces, sc.Name+"-"+h.Name)
+		}
+	}
+	if p := u.o.Part; p != nil {
+		lab.Part = &PartState{Lab: p.Lab, Machine: p.Machine, Index: p.Index}
 	}
 	if len(lab.OVS.Instances) > 0 {
 		lab.OVS.DB = lab.OVS.Instances[0].DB
 	}
-	if err := lab.save(); err != nil {
-		removeLabDir(dir)
+	if err := lab.Create(); err != nil {
 		return "", err
 	}
 	u.lab = lab
 	if err := sc.WriteFile(filepath.Join(dir, "scenario.yaml")); err != nil {
 		return "", err
 	}
-	u.planLinks()
+	if err := u.planLinks(); err != nil {
+		return "", err
+	}
 	if !u.ebpf() {
 		// The flow files are for people, not the switches: written while
 		// the kernel makes namespaces and veths on one netlink sender,
@@ -587,8 +629,9 @@ type countedQueue struct {
 // firstPortIndex is the lowest ifindex an eBPF lab's switch ports take.
 const firstPortIndex = 1000
 
-// planLinks lists the veth pairs and the shaping of their ends.
-func (u *upper) planLinks() {
+// planLinks lists the veth pairs (a part's: and tunnels) and the shaping
+// of their ends.
+func (u *upper) planLinks() error {
 	sc, top := u.sc, u.comp.Top
 	u.hostMAC = make([]string, len(top.Hosts))
 	for h, m := range u.comp.HostMAC {
@@ -613,25 +656,56 @@ func (u *upper) planLinks() {
 		u.portIndex[[2]int{sw, port}] = n
 		return n
 	}
-	for _, l := range top.Links {
+	for li, l := range top.Links {
+		if l.Host >= 0 && !u.mine(l.A.Switch) || l.Host < 0 && !u.mine(l.A.Switch) && !u.mine(l.B.Switch) {
+			continue // another machine's
+		}
+		if l.Host < 0 && !u.mine(l.A.Switch) {
+			l.A, l.B = l.B, l.A // this machine's end first
+		}
 		a := &top.Switches[l.A.Switch]
-		end := LinkEnd{Node: a.Name, NetNS: u.fabNS(a.ID), Iface: PortIface(a.ID, l.A.Port), Port: l.A.Port}
+		end := LinkEnd{Node: a.Name, NetNS: u.fabNS(a.ID), Iface: PortIface(a.ID, l.A.Port), Port: l.A.Port, Machine: u.machineOf(a.ID)}
 		var other LinkEnd
 		var pair kernel.Veth
-		if l.Host >= 0 {
+		var tunnel *TunnelState
+		if l.Host < 0 && !u.mine(l.B.Switch) {
+			p := u.o.Part
+			b := &top.Switches[l.B.Switch]
+			other = LinkEnd{Node: b.Name, Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port, Machine: u.machineOf(b.ID)}
+			t := kernel.Tunnel{NS: end.NetNS, Name: end.Iface, Index: index(a.ID, l.A.Port), VNI: p.VNIBase + uint32(li),
+				Underlay: p.Underlay.NS, Local: net.ParseIP(p.Addrs[p.Index]), Remote: net.ParseIP(p.Addrs[p.Of[b.ID]]), Port: p.Port}
+			u.tunnels = append(u.tunnels, t)
+			tunnel = &TunnelState{VNI: t.VNI, Local: p.Addrs[p.Index], Remote: p.Addrs[p.Of[b.ID]]}
+		} else if l.Host >= 0 {
 			h := top.Hosts[l.Host]
-			other = LinkEnd{Node: h.Name, NetNS: sc.Name + "-" + h.Name, Iface: HostIface}
+			other = LinkEnd{Node: h.Name, NetNS: sc.Name + "-" + h.Name, Iface: HostIface, Machine: end.Machine}
 			ix := index(a.ID, l.A.Port)
 			pair = kernel.Veth{A: kernel.VethEnd{NS: other.NetNS, Name: HostIface, MAC: u.hostMAC[l.Host], Index: ix},
 				B: kernel.VethEnd{NS: end.NetNS, Name: end.Iface, Index: ix}}
 		} else {
 			b := &top.Switches[l.B.Switch]
-			other = LinkEnd{Node: b.Name, NetNS: u.fabNS(b.ID), Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port}
+			other = LinkEnd{Node: b.Name, NetNS: u.fabNS(b.ID), Iface: PortIface(b.ID, l.B.Port), Port: l.B.Port, Machine: end.Machine}
 			pair = kernel.Veth{A: kernel.VethEnd{NS: end.NetNS, Name: end.Iface, Index: index(a.ID, l.A.Port)},
 				B: kernel.VethEnd{NS: other.NetNS, Name: other.Iface, Index: index(b.ID, l.B.Port)}}
 		}
-		u.pairs = append(u.pairs, pair)
 		sh := shapes[l.Class]
+		if tunnel != nil {
+			if u.ebpf() && u.sc.Routing.Watched() && sh.RateBps > 0 && !sh.NeedsNetem() {
+				// The program counts a queue's departures where they
+				// arrive, at the far end: on another machine here.
+				return fmt.Errorf("%s: routing.mode %s on the eBPF datapath counts each inter-switch queue at the link's far end, which for the cut link %s-%s is on machine %s: not supported across machines yet (use ovs.datapath netdev)",
+					u.sc.Source, u.sc.Routing.Mode, a.Name, other.Node, other.Machine)
+			}
+			built := sh
+			_, built.Limit = sh.TBF()
+			if sh.RateBps == 0 {
+				built.Limit = 0
+			}
+			u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built, Tunnel: tunnel})
+			u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh})
+			continue
+		}
+		u.pairs = append(u.pairs, pair)
 		// A plain tbf queue only: with netem in front, frames delayed or
 		// lost there would count as queued.
 		if u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
@@ -647,6 +721,7 @@ func (u *upper) planLinks() {
 		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built})
 		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
 	}
+	return nil
 }
 
 func (u *upper) namespaces(context.Context) (string, error) {
@@ -660,12 +735,20 @@ func (u *upper) veths(context.Context) (string, error) {
 	if err := kernel.CreateVeths(u.pairs, 0); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("veth pairs: %d", len(u.pairs)), nil
+	tunnels, err := u.makeTunnels()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("veth pairs: %d%s", len(u.pairs), tunnels), nil
 }
 
 func (u *upper) hosts(context.Context) (string, error) {
 	hosts := u.comp.Top.Hosts
+	n := 0
 	err := parallel(len(hosts), func(h int) error {
+		if !u.mine(hosts[h].Switch) {
+			return nil
+		}
 		ns := u.sc.Name + "-" + hosts[h].Name
 		if err := kernel.SetAddr(ns, HostIface, HostIP(h)+"/8"); err != nil {
 			return err
@@ -688,7 +771,12 @@ func (u *upper) hosts(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("hosts addressed: %d", len(hosts)), nil
+	for _, h := range hosts {
+		if u.mine(h.Switch) {
+			n++
+		}
+	}
+	return fmt.Sprintf("hosts addressed: %d", n), nil
 }
 
 func (u *upper) shape(context.Context) (string, error) {
@@ -753,7 +841,8 @@ func (u *upper) createBridges(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("bridges: %d", len(u.comp.Top.Switches)), nil
+	_, n := u.localCounts()
+	return fmt.Sprintf("bridges: %d", n), nil
 }
 
 // attachPorts gives the bridges their ports once their rules are in (see
@@ -765,7 +854,8 @@ func (u *upper) attachPorts(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("ports: %d attached", u.comp.Top.NumPorts()), nil
+	n, _ := u.localCounts()
+	return fmt.Sprintf("ports: %d attached", n), nil
 }
 
 // installFlows writes each switch's table to a file (the lab's record of
@@ -774,19 +864,28 @@ func (u *upper) attachPorts(ctx context.Context) (string, error) {
 // records the hosts and switches.
 func (u *upper) installFlows(ctx context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
-	jobs := make([]openflow.Job, len(top.Switches))
+	var jobs []openflow.Job
+	var which []int // each job's switch
 	for i := range top.Switches {
-		jobs[i] = openflow.Job{Bridge: top.Switches[i].Name, Mgmt: u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name),
-			Rules: comp.Tables[i].Rules, Skip: learnedTable(comp.Ctl.Options()), Fresh: true}
+		if !u.mine(i) {
+			continue
+		}
+		jobs = append(jobs, openflow.Job{Bridge: top.Switches[i].Name, Mgmt: u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name),
+			Rules: comp.Tables[i].Rules, Skip: learnedTable(comp.Ctl.Options()), Fresh: true})
+		which = append(which, i)
 	}
-	counts, err := openflow.InstallAll(ctx, jobs, installParallel)
+	installed, err := openflow.InstallAll(ctx, jobs, installParallel)
 	if werr := u.awaitFlowFiles(); err == nil && werr != nil {
 		err = fmt.Errorf("flow files: %w", werr)
 	}
 	if err != nil {
 		return "", err
 	}
-	total := u.recordNodes(counts, func(i int) (string, string) { return top.Switches[i].Name, jobs[i].Mgmt })
+	counts, mgmt := make([]int, len(top.Switches)), make([]string, len(top.Switches))
+	for k, i := range which {
+		counts[i], mgmt[i] = installed[k], jobs[k].Mgmt
+	}
+	total := u.recordNodes(counts, func(i int) (string, string) { return top.Switches[i].Name, mgmt[i] })
 	return fmt.Sprintf("rules: %d installed and read back", total), nil
 }
 
@@ -831,14 +930,21 @@ func (u *upper) recordNodes(counts []int, bridge func(i int) (name, mgmt string)
 	total := 0
 	for h := range top.Hosts {
 		host := top.Hosts[h]
+		if !u.mine(host.Switch) {
+			continue
+		}
 		u.lab.Hosts = append(u.lab.Hosts, Host{Name: host.Name, NetNS: u.sc.Name + "-" + host.Name, Iface: HostIface, MAC: u.hostMAC[h],
-			IP: HostIP(h), Switch: top.Switches[host.Switch].Name, Port: host.Port, PseudoMAC: comp.Plan.HostMAC(h).String()})
+			IP: HostIP(h), Switch: top.Switches[host.Switch].Name, Port: host.Port, PseudoMAC: comp.Plan.HostMAC(h).String(),
+			Machine: u.machineOf(host.Switch)})
 	}
 	for i := range top.Switches {
+		if !u.mine(i) {
+			continue
+		}
 		s := &top.Switches[i]
 		br, mgmt := bridge(i)
 		u.lab.Switches = append(u.lab.Switches, Switch{Name: s.Name, Bridge: br, Ports: len(s.Ports), Flows: counts[i],
-			Mgmt: mgmt, Instance: u.owner[i], NetNS: u.fabNS(i)})
+			Mgmt: mgmt, Instance: u.owner[i], NetNS: u.fabNS(i), Machine: u.machineOf(i)})
 		total += counts[i]
 	}
 	return total
@@ -852,11 +958,11 @@ func (u *upper) recordNodes(counts []int, bridge func(i int) (name, mgmt string)
 // as OVS would never select it).
 func (u *upper) loadDatapath(context.Context) (string, error) {
 	top, comp := u.comp.Top, u.comp
-	got, err := readPortIndexes(top, u.fabNS)
+	got, err := readPortIndexes(top, u.mine, u.fabNS)
 	if err != nil {
 		return "", err
 	}
-	refs := switchPorts(top, u.portIndex, u.fabNS)
+	refs := switchPorts(top, u.portIndex, u.mine, u.fabNS)
 	idx := map[string][]int{} // by fabric namespace
 	for i := range refs {
 		r := &refs[i]
@@ -892,7 +998,9 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 	u.lab.BPF = &ids
 	counts := make([]int, len(top.Switches))
 	for i, t := range comp.Tables {
-		counts[i] = len(t.Rules)
+		if t != nil {
+			counts[i] = len(t.Rules)
+		}
 	}
 	total := u.recordNodes(counts, func(int) (string, string) { return "", "" })
 	return fmt.Sprintf("eBPF datapath: %d rules in %d subtables on %d ports in %d namespaces (program %d, %s), maps filled in %v",
@@ -901,10 +1009,13 @@ func (u *upper) loadDatapath(context.Context) (string, error) {
 
 // readPortIndexes reads the ifindex of every switch port's device, one
 // link dump per fabric namespace (nsOf: a switch's).
-func readPortIndexes(top *topology.Topology, nsOf func(sw int) string) (map[[2]int]int, error) {
+func readPortIndexes(top *topology.Topology, mine func(sw int) bool, nsOf func(sw int) string) (map[[2]int]int, error) {
 	names := map[string][]string{}
 	keys := map[string][][2]int{}
 	for i := range top.Switches {
+		if !mine(i) {
+			continue
+		}
 		ns := nsOf(i)
 		for _, p := range top.Switches[i].Ports {
 			names[ns] = append(names[ns], PortIface(i, p.Num))
@@ -927,12 +1038,17 @@ func readPortIndexes(top *topology.Topology, nsOf func(sw int) string) (map[[2]i
 // switchPorts lists every switch port for the eBPF datapath, with the
 // ifindex index gives it and its link's far end (nsOf: a switch's
 // fabric namespace).
-func switchPorts(top *topology.Topology, index map[[2]int]int, nsOf func(sw int) string) []datapath.PortRef {
+func switchPorts(top *topology.Topology, index map[[2]int]int, mine func(sw int) bool, nsOf func(sw int) string) []datapath.PortRef {
 	var refs []datapath.PortRef
 	for i := range top.Switches {
+		if !mine(i) {
+			continue
+		}
 		for _, p := range top.Switches[i].Ports {
 			r := datapath.PortRef{Switch: i, Port: p.Num, Host: p.Class == topology.ClassHost, Ifindex: uint32(index[[2]int{i, p.Num}])}
-			if r.Host {
+			if r.Host || !mine(p.Peer.Switch) {
+				// A host's, or a cut link's: the far end is no port of
+				// this program's.
 				r.FarElsewhere = true
 			} else {
 				r.Far = uint32(index[[2]int{p.Peer.Switch, p.Peer.Port}])

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/cluster"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/emulator/gpmetis"
+	"github.com/ethfab/ethfab/partition"
+	"github.com/ethfab/ethfab/scenario"
+)
+
+// upAcross is `ethfab up --machines`: the lab split across machines.
+func upAcross(c *cli.Context) error {
+	if err := flagInRange(c, "instances", 0, scenario.MaxInstances); err != nil {
+		return err
+	}
+	spec := c.String("machines")
+	machines, err := partition.ParseMachines(spec)
+	if err != nil {
+		return fmt.Errorf("--machines: %w", err)
+	}
+	emulated := strings.HasPrefix(spec, "local:")
+	o := cluster.Options{Machines: machines, Emulated: emulated || c.Bool("emulated-underlay"), Ethfab: c.String("ethfab"), Instances: c.Int("instances"),
+		UnderlayMTU: c.Int("underlay-mtu")}
+	switch {
+	case c.IsSet("launcher"):
+		if o.Launcher, err = cluster.ParseLauncher(c.String("launcher")); err != nil {
+			return fmt.Errorf("--launcher: %w", err)
+		}
+	case emulated:
+		o.Launcher = cluster.Exec
+	default:
+		o.Launcher = cluster.SSH
+	}
+	if g, ok := gpmetis.Find(); ok {
+		o.Graph = g
+	}
+	sc, err := loadScenario(c, c.Args().First())
+	if err != nil {
+		return err
+	}
+	ctx, stop := interruptible(0)
+	defer stop()
+	if !c.Bool("json") {
+		d := newStepDisplay(c.App.ErrWriter)
+		defer d.Close()
+		o.Report = d
+	}
+	lab, err := cluster.Up(ctx, sc, o)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c, lab)
+	}
+	for _, w := range lab.Warnings {
+		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+	}
+	fmt.Fprintf(c.App.Writer, "lab %s is up across %d machines: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab ping %s --all | ethfab down %s\n",
+		lab.Lab, len(lab.Machines), len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing["total"], lab.Lab, lab.Lab, lab.Lab)
+	return nil
+}
+
+// withoutParts drops from labs the parts of labs across machines that
+// are in labs too: their coordinator's down removes them.
+func withoutParts(labs []string) []string {
+	in := map[string]bool{}
+	for _, l := range labs {
+		in[l] = true
+	}
+	var out []string
+	for _, l := range labs {
+		if s, err := fabric.Load(l); err == nil && s.Part != nil && in[s.Part.Lab] {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/ethfab/ethfab/emulator/cluster"
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/roottest"
+	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
+)
+
+// acrossScenario writes a DF(2,4,2) scenario named lab (36 switches, 72
+// hosts; split by groups, 20 of its 36 global links cut across 2
+// machines) on the userspace datapath.
+func acrossScenario(t *testing.T, lab, datapath string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), lab+".yaml")
+	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
+topology: {kind: dragonfly, p: 2, a: 4, h: 2}
+links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 50mbit}}
+ovs: {datapath: `+datapath+`}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// workersAsEthfab makes this test binary, which the exec launcher runs as
+// each emulated machine's worker, act as ethfab on this state root.
+func workersAsEthfab(t *testing.T) {
+	t.Setenv("ETHFAB_TEST_STATE_ROOT", fabric.StateRoot)
+}
+
+// A lab across two emulated machines: every host and switch on one of
+// them, every pair reachable across the cut, each machine's flow files
+// those of the one-machine build, each cut link a VXLAN device on the
+// bridge with the port's one-machine OpenFlow number and its tbf, which
+// counted the probes it carried; down leaves nothing on either.
+func TestLabAcrossMachines(t *testing.T) {
+	roottest.NeedOVS(t)
+	for _, dp := range []string{"netdev", "ebpf"} {
+		t.Run(dp, func(t *testing.T) {
+			lab := "eft-x" + dp[:1]
+			workersAsEthfab(t)
+			file := acrossScenario(t, lab, dp)
+			t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+			if _, err := runApp(t, "up", file, "--machines", "local:2"); err != nil {
+				t.Fatal(err)
+			}
+			out, err := runApp(t, "status", lab, "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l fabric.Lab
+			if err := json.Unmarshal([]byte(out), &l); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Machines) != 2 || len(l.Hosts) != 72 || len(l.Switches) != 36 {
+				t.Fatalf("%d machines, %d hosts, %d switches; want 2, 72, 36", len(l.Machines), len(l.Hosts), len(l.Switches))
+			}
+			on := map[string]int{}
+			for _, h := range l.Hosts {
+				on[h.Machine]++
+			}
+			for _, s := range l.Switches {
+				on[s.Machine]++
+			}
+			if on["local0"] == 0 || on["local1"] == 0 || on["local0"]+on["local1"] != 72+36 {
+				t.Fatalf("hosts and switches by machine: %v", on)
+			}
+
+			out, err = runApp(t, "ping", lab, "--all", "--json")
+			if err != nil {
+				t.Fatalf("ping: %v\n%s", err, out)
+			}
+			var r fabric.PingReport
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Pairs != 72*71 || r.Reached != r.Pairs {
+				t.Fatalf("%d of %d pairs reached, want all %d: %v", r.Reached, r.Pairs, 72*71, r.Unreachable)
+			}
+
+			sc, err := scenario.Load(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			one, err := fabric.Compile(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			tunnels := 0
+			for _, m := range l.Machines {
+				part, err := fabric.Load(m.Part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if dp == "netdev" {
+					checkFlowFiles(t, part, one, seen)
+				}
+				for _, k := range part.Links {
+					if k.Tunnel == nil {
+						continue
+					}
+					tunnels++
+					checkTunnel(t, part, k, dp)
+				}
+			}
+			if dp == "netdev" && len(seen) != 36 {
+				t.Errorf("flow files of %d switches across the machines, want 36", len(seen))
+			}
+			if tunnels != 2*20 {
+				t.Errorf("%d tunnel ends, want 40 (20 cut links)", tunnels)
+			}
+			if _, err := runApp(t, "down", lab); err != nil {
+				t.Fatal(err)
+			}
+			assertLabGone(t, lab)
+		})
+	}
+}
+
+// checkFlowFiles compares a part's flow files with the one-machine
+// build's tables, switch by switch, and counts the switches seen.
+func checkFlowFiles(t *testing.T, part *fabric.Lab, one *fabric.Compiled, seen map[string]int) {
+	t.Helper()
+	for i, s := range one.Top.Switches {
+		b, err := os.ReadFile(filepath.Join(fabric.LabDir(part.Lab), "flows", s.Name+".flows"))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[s.Name]++; seen[s.Name] > 1 {
+			t.Errorf("switch %s has flow files on two machines", s.Name)
+		}
+		if string(b) != one.Tables[i].OpenFlow() {
+			t.Errorf("%s: %s.flows differs from the one-machine build's", part.Lab, s.Name)
+		}
+	}
+}
+
+// checkTunnel checks one cut link's end: a VXLAN device with its tbf,
+// which carried frames, and on the userspace datapath the port's
+// one-machine OpenFlow number.
+func checkTunnel(t *testing.T, part *fabric.Lab, k fabric.Link, dp string) {
+	t.Helper()
+	st, err := kernel.Stats(k.A.NetNS, k.A.Iface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Kind != "tbf" || st.Packets == 0 || k.Shape == nil || k.Shape.RateBps != 50_000_000 {
+		t.Errorf("%s %s: qdisc %s carried %d frames (rate %v), want tbf at 50 Mbit/s that carried the probes", part.Lab, k.A.Iface, st.Kind, st.Packets, k.Shape)
+	}
+	typ, err := exec.Command("ip", "-n", k.A.NetNS, "-d", "-o", "link", "show", k.A.Iface).Output()
+	if err != nil || !strings.Contains(string(typ), " vxlan id "+strconv.Itoa(int(k.Tunnel.VNI))+" ") {
+		t.Errorf("%s %s: not VXLAN %d: %s %v", part.Lab, k.A.Iface, k.Tunnel.VNI, typ, err)
+	}
+	if dp != "netdev" {
+		return
+	}
+	var db string
+	for _, s := range part.Switches {
+		if s.Name == k.A.Node {
+			db = part.OVS.Instances[s.Instance].DB
+		}
+	}
+	of, err := exec.Command("ovs-vsctl", "--db="+db, "get", "Interface", k.A.Iface, "ofport").Output()
+	if err != nil || strings.TrimSpace(string(of)) != strconv.Itoa(k.A.Port) {
+		t.Errorf("%s %s: OpenFlow port %q (%v), want %d", part.Lab, k.A.Iface, of, err, k.A.Port)
+	}
+}
+
+// assertLabGone checks that nothing of a lab across machines is left:
+// namespaces (its parts' and its underlay's), state directories, daemons.
+func assertLabGone(t *testing.T, lab string) {
+	t.Helper()
+	if left, _ := kernel.ListNamespaces(lab + "-"); len(left) != 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+	if dirs, _ := filepath.Glob(fabric.LabDir(lab) + "*"); len(dirs) != 0 {
+		t.Errorf("state left: %v", dirs)
+	}
+	ps, _ := exec.Command("ps", "-eo", "stat,args").Output()
+	for _, line := range strings.Split(string(ps), "\n") {
+		if strings.Contains(line, fabric.LabDir(lab)+"-m") && !strings.HasPrefix(line, "Z") {
+			t.Errorf("daemon left: %s", line)
+		}
+	}
+}
+
+// A bring-up across machines that fails rolls every part back: an
+// underlay whose MTU cannot carry the links' frames is refused by name
+// before any part is built, and a worker killed in the middle of its part
+// fails the bring-up, which removes both parts and the underlay.
+func TestAcrossMachinesRollsBack(t *testing.T) {
+	roottest.NeedOVS(t)
+	const lab = "eft-xr"
+	workersAsEthfab(t)
+	file := acrossScenario(t, lab, "netdev")
+	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+
+	_, err := runApp(t, "up", file, "--machines", "local:2", "--underlay-mtu", "1500")
+	if err == nil || !strings.Contains(err.Error(), "underlay interface ul: the underlay's MTU 1500 is below 1550") {
+		t.Fatalf("up over a 1500-byte underlay: %v", err)
+	}
+	assertLabGone(t, lab)
+
+	// The coordinator in a child, so its worker can be killed while it
+	// builds: right after it reports its namespaces.
+	cmd := exec.Command(os.Args[0], "up", file, "--machines", "local:2")
+	cmd.Env = os.Environ()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	killed := 0
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if killed == 0 && strings.Contains(sc.Text(), "local1: namespaces:") {
+			killed = killWorker(t, cmd.Process.Pid, "local1")
+		}
+	}
+	err = cmd.Wait()
+	if killed == 0 {
+		t.Fatalf("no worker of local1 to kill; the coordinator said:\n%s", strings.Join(lines, "\n"))
+	}
+	all := strings.Join(lines, "\n")
+	if err == nil || !strings.Contains(all, "machine local1: worker: signal: killed") || !strings.Contains(all, "rolling back") {
+		t.Fatalf("up with a killed worker: %v; it said:\n%s", err, all)
+	}
+	assertLabGone(t, lab)
+}
+
+// killWorker kills, with SIGKILL, the child of pid that is machine m's
+// `ethfab worker up`, and returns its PID (0: none).
+func killWorker(t *testing.T, pid int, m string) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
+		if strings.Contains(string(args), "worker\x00up\x00--machine\x00"+m+"\x00") {
+			if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			return child
+		}
+	}
+	return 0
+}

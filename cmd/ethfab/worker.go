@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ethfab/ethfab/emulator/cluster"
+	"github.com/ethfab/ethfab/internal/steps"
+)
+
+// workerCommand is the machine's side of a lab across machines, which the
+// coordinator (`ethfab up --machines`) runs there: not for people.
+func workerCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "worker",
+		Usage:  "one machine's part of a lab across machines, run by `ethfab up --machines` over exec, ssh or srun",
+		Hidden: true,
+		Subcommands: []*cli.Command{
+			{
+				Name:  "up",
+				Usage: "build the part planned on standard input (a JSON line); its end cancels",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "machine", Required: true, Usage: "this machine's name in the plan"}},
+				Action: func(c *cli.Context) error {
+					ctx, stop := interruptible(0)
+					defer stop()
+					return cluster.WorkerUp(ctx, c.String("machine"), os.Stdin, c.App.Writer, steps.Lines(c.App.ErrWriter))
+				},
+			},
+			{
+				Name:      "down",
+				Usage:     "remove a part (one that is not there is no error)",
+				ArgsUsage: "PART",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fmt.Errorf("usage: ethfab worker down PART")
+					}
+					if err := checkLab("PART", c.Args().First()); err != nil {
+						return err
+					}
+					return cluster.WorkerDown(c.Args().First())
+				},
+			},
+			{
+				Name:      "ping",
+				Usage:     "this machine's side of a ping across machines, spoken in JSON lines",
+				ArgsUsage: "PART",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fmt.Errorf("usage: ethfab worker ping PART")
+					}
+					if err := checkLab("PART", c.Args().First()); err != nil {
+						return err
+					}
+					ctx, stop := interruptible(0)
+					defer stop()
+					return cluster.WorkerPing(ctx, c.Args().First(), os.Stdin, c.App.Writer)
+				},
+			},
+		},
+	}
+}

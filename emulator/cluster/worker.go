@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/internal/steps"
+	"github.com/ethfab/ethfab/scenario"
+)
+
+// runWorker runs a worker's command, relaying its standard error as lines
+// named after machine m, and returns its standard output; feed, if not
+// nil, writes its input once it has started. A failure carries the
+// worker's last lines.
+func runWorker(cmd *exec.Cmd, m string, rep steps.Reporter, feed func() error) ([]byte, error) {
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the worker: %w", err)
+	}
+	var last lastLines
+	var wg sync.WaitGroup
+	wg.Go(func() { relay(bufio.NewScanner(stderr), m, rep, &last) })
+	var ferr error
+	if feed != nil {
+		ferr = feed()
+	}
+	wg.Wait() // all of standard error read before Wait closes it
+	if err := cmd.Wait(); err != nil {
+		if s := last.String(); s != "" {
+			return nil, fmt.Errorf("worker: %w: %s", err, s)
+		}
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if ferr != nil {
+		return nil, fmt.Errorf("worker's input: %w", ferr)
+	}
+	return out.Bytes(), nil
+}
+
+// Down removes a lab: for a lab across machines, every machine's part
+// (by its worker, all at once), then the lab's own underlay and state;
+// any other lab as fabric.Down does. The state is kept until every part
+// is gone, so a failed down can be run again.
+func Down(ctx context.Context, name string, rep steps.Reporter) error {
+	l, err := fabric.Load(name)
+	if err != nil || len(l.Machines) == 0 {
+		return fabric.Down(name)
+	}
+	if l.State != "broken" {
+		l.State = "tearing-down"
+		if err := l.Save(); err != nil {
+			return err
+		}
+	}
+	errs := make([]error, len(l.Machines))
+	var wg sync.WaitGroup
+	for k, m := range l.Machines {
+		wg.Go(func() {
+			cmd, err := command(ctx, m.Launcher, m.Ethfab, m.Name, "worker", "down", m.Part)
+			if err == nil {
+				_, err = runWorker(cmd, m.Name, steps.Or(rep), nil)
+			}
+			if err != nil {
+				errs[k] = fmt.Errorf("machine %s: part %s: %w", m.Name, m.Part, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return fabric.Down(name)
+}
+
+// WorkerUp is `ethfab worker up`: it reads a PartPlan line from in,
+// builds the part and writes its state as JSON to out. Its input stays
+// open while it works: the end of it (the coordinator gone) cancels the
+// bring-up, which rolls the part back.
+func WorkerUp(ctx context.Context, machine string, in io.Reader, out io.Writer, rep steps.Reporter) error {
+	r := bufio.NewReader(in)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("reading the plan: %w", err)
+	}
+	var p PartPlan
+	if err := json.Unmarshal(line, &p); err != nil {
+		return fmt.Errorf("the plan: %w", err)
+	}
+	sc, err := scenario.Parse(p.Source, []byte(p.Scenario))
+	if err != nil {
+		return err
+	}
+	if machine != p.Part.Machine {
+		return fmt.Errorf("the plan is machine %s's, this is %s", p.Part.Machine, machine)
+	}
+	if want := fabric.PartLabName(p.Part.Lab, p.Part.Index); sc.Name != want {
+		return fmt.Errorf("the plan names part %d of %s %s, not %s", p.Part.Index, p.Part.Lab, sc.Name, want)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		io.Copy(io.Discard, r)
+		cancel()
+	}()
+	lab, err := fabric.Up(ctx, sc, fabric.UpOptions{Part: &p.Part, Instances: p.Instances, Report: rep})
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(out).Encode(lab)
+}
+
+// WorkerDown is `ethfab worker down PART`: the part removed, and a part
+// that is not there (never built, or removed by hand) is no error.
+func WorkerDown(part string) error {
+	if err := fabric.Down(part); err != nil && !errors.Is(err, fabric.ErrNoLab) {
+		return err
+	}
+	return nil
+}
+
+// ExecIn is the command that runs args in host h of a lab across machines,
+// on the host's machine (as `ethfab exec` on its part there).
+func ExecIn(ctx context.Context, l *fabric.Lab, h *fabric.Host, args []string) (*exec.Cmd, error) {
+	for _, m := range l.Machines {
+		if m.Name == h.Machine {
+			return command(ctx, m.Launcher, m.Ethfab, m.Name, append([]string{"exec", m.Part, h.Name, "--"}, args...)...)
+		}
+	}
+	return nil, fmt.Errorf("lab %s: host %s runs on machine %q, which the lab does not list", l.Lab, h.Name, h.Machine)
+}
