@@ -155,3 +155,48 @@ func TestKilledDownLeavesNothingChanged(t *testing.T) {
 		t.Errorf("rcu_expedited %s after the next down", value(t, rcu))
 	}
 }
+
+// Expedited grace periods are held by every process that asked for them
+// and put back when the last is done: the parts of a lab across emulated
+// machines go up side by side, and one finishing first must not slow the
+// others' attaches down. A holder that dies holds nothing.
+func TestExpeditedUntilTheLastHolder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("RestoreHostSettings only acts as root")
+	}
+	root, _ := useStateRoot(t)
+	os.RemoveAll(filepath.Join(root, "lab"))
+	_, rcu := fakeSettings(t, "212992", "0")
+	// The other holder: a child that expedites and waits (the same child
+	// TestKilledDownLeavesNothingChanged kills).
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledDownLeavesNothingChanged$")
+	cmd.Env = append(os.Environ(), "ETHFAB_TEST_EXPEDITE=1", "ETHFAB_TEST_STATE_ROOT="+root, "ETHFAB_TEST_RCU="+rcu)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	buf := make([]byte, 64)
+	if n, _ := out.Read(buf); !strings.Contains(string(buf[:n]), "expedited") {
+		t.Fatalf("child said %q", buf[:n])
+	}
+	restore := ExpediteRCU()
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	if value(t, rcu) != "1" {
+		t.Fatalf("rcu_expedited %s while another holder works", value(t, rcu))
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if err := RestoreHostSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if value(t, rcu) != "0" {
+		t.Errorf("rcu_expedited %s once the last holder is gone", value(t, rcu))
+	}
+	if _, err := os.Stat(filepath.Join(root, sysctlStateFile)); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(filepath.Join(root, sysctlStateFile))
+		t.Errorf("journal left: %s", b)
+	}
+}
