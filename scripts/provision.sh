@@ -58,8 +58,12 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # python3: the Python package (python/) and its tests, and bench/*.py.
 # openmpi-bin, libopenmpi-dev, gcc: ethfab mpirun and mpi phases, and
 # mpicc for the MPI microbenchmark (bench/mpi), built and installed below.
+# metis: gpmetis splits custom fabrics across machines (ethfab plan and up
+# --machines). openssh-client: `up --machines` starts workers over ssh;
+# openssh-server: its sshd binary, which the ssh test runs privately on
+# loopback with keys of its own (Debian also starts the system's sshd).
 PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3
-  openmpi-bin libopenmpi-dev gcc metis)
+  openmpi-bin libopenmpi-dev gcc metis openssh-client openssh-server)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 

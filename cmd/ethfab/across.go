@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -25,7 +26,7 @@ func upAcross(c *cli.Context) error {
 	}
 	emulated := strings.HasPrefix(spec, "local:")
 	o := cluster.Options{Machines: machines, Emulated: emulated || c.Bool("emulated-underlay"), Ethfab: c.String("ethfab"), Instances: c.Int("instances"),
-		UnderlayMTU: c.Int("underlay-mtu")}
+		UnderlayMTU: c.Int("underlay-mtu"), SSHConfig: c.String("ssh-config")}
 	switch {
 	case c.IsSet("launcher"):
 		if o.Launcher, err = cluster.ParseLauncher(c.String("launcher")); err != nil {
@@ -35,6 +36,12 @@ func upAcross(c *cli.Context) error {
 		o.Launcher = cluster.Exec
 	default:
 		o.Launcher = cluster.SSH
+	}
+	if o.SSHConfig != "" {
+		// Down and ping read it from the lab's state, from anywhere.
+		if o.SSHConfig, err = filepath.Abs(o.SSHConfig); err != nil {
+			return fmt.Errorf("--ssh-config: %w", err)
+		}
 	}
 	if g, ok := gpmetis.Find(); ok {
 		o.Graph = g

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/emulator/fabric"
@@ -274,4 +276,130 @@ func killWorker(t *testing.T, pid int, m string) int {
 		}
 	}
 	return 0
+}
+
+// The same lab with its workers started over ssh, as on real machines:
+// a private sshd on this machine's loopback (its own keys and port),
+// reached by two names of this machine through an ssh configuration of
+// the test's, the machines joined by an emulated underlay. Up, ping
+// across the cut, exec on the far machine and down all go through ssh.
+func TestLabAcrossMachinesOverSSH(t *testing.T) {
+	roottest.NeedOVS(t, "sshd", "ssh", "ssh-keygen")
+	const lab = "eft-xs"
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	for _, k := range []string{"host_key", "id"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, k)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v: %s", err, out)
+		}
+	}
+	pub, err := os.ReadFile(filepath.Join(dir, "id.pub"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600)
+	port := freePort(t)
+	os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s/host_key
+AuthorizedKeysFile %s/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+StrictModes no
+UsePAM no
+PidFile none
+`, port, dir, dir)), 0o600)
+	os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command(sshd, "-D", "-e", "-f", filepath.Join(dir, "sshd_config"))
+	var dlog strings.Builder
+	d.Stderr = &dlog
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	cfg := filepath.Join(dir, "ssh_config")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`Host localhost 127.0.0.1
+  HostName 127.0.0.1
+  Port %d
+  User root
+  IdentityFile %s/id
+  IdentitiesOnly yes
+  UserKnownHostsFile /dev/null
+  StrictHostKeyChecking no
+  LogLevel ERROR
+`, port, dir)), 0o600)
+	// sshd listens once it answers.
+	waitFor(t, func() bool { return exec.Command("ssh", "-F", cfg, "-o", "BatchMode=yes", "localhost", "true").Run() == nil }, &dlog)
+
+	// The workers, through ssh, are this test binary acting as ethfab on
+	// this state root (ssh passes no environment: env sets it).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := acrossScenario(t, lab, "netdev")
+	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+	if out, err := runApp(t, "up", file, "--machines", "localhost,127.0.0.1", "--emulated-underlay", "--ssh-config", cfg,
+		"--ethfab", "env ETHFAB_TEST_STATE_ROOT="+fabric.StateRoot+" "+self); err != nil {
+		t.Fatalf("up over ssh: %v\n%s\nsshd: %s", err, out, dlog.String())
+	}
+	l, err := fabric.Load(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range l.Machines {
+		if m.Launcher != cluster.SSH || m.SSHConfig != cfg {
+			t.Errorf("machine %s recorded launcher %s, ssh config %q", m.Name, m.Launcher, m.SSHConfig)
+		}
+	}
+	out, err := runApp(t, "ping", lab, "--json")
+	if err != nil {
+		t.Fatalf("ping: %v\n%s", err, out)
+	}
+	var r fabric.PingReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pairs != 72*71 || r.Reached != r.Pairs {
+		t.Fatalf("%d of %d pairs reached over ssh-started workers: %v", r.Reached, r.Pairs, r.Unreachable)
+	}
+	far := l.Hosts[len(l.Hosts)-1]
+	cmd, err := cluster.ExecIn(t.Context(), l, &far, []string{"ip", "-o", "-4", "addr", "show", "dev", "eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := cmd.Output(); err != nil || !strings.Contains(string(b), " "+far.IP+"/8 ") {
+		t.Errorf("exec on %s (machine %s): %q, %v; want its address %s", far.Name, far.Machine, b, err, far.IP)
+	}
+	if _, err := runApp(t, "down", lab); err != nil {
+		t.Fatal(err)
+	}
+	assertLabGone(t, lab)
+}
+
+// freePort is a TCP port on loopback that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitFor polls ok until it holds, for at most 10 s.
+func waitFor(t *testing.T, ok func() bool, log fmt.Stringer) {
+	t.Helper()
+	for range 200 {
+		if ok() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("gave up waiting; log: %s", log)
 }

@@ -52,7 +52,8 @@ func upCommand() *cli.Command {
 			&cli.StringFlag{Name: "machines", Usage: "run across machines: local:N (N emulated on this one), or NAME[:CORES],... (ssh destinations, or Slurm nodes with --launcher srun); see `ethfab plan --machines`"},
 			&cli.StringFlag{Name: "launcher", Usage: "how workers start on the machines: exec (local:N's default), ssh (named machines' default) or srun"},
 			&cli.BoolFlag{Name: "emulated-underlay", Usage: "named machines are this one, joined by an emulated underlay as local:N's are (for testing the ssh path on one machine)"},
-			&cli.StringFlag{Name: "ethfab", Value: "ethfab", Usage: "the ethfab command on the machines (ssh, srun)"},
+			&cli.StringFlag{Name: "ethfab", Value: "ethfab", Usage: "the ethfab command on the machines (ssh, srun), words split at spaces: e.g. \"sudo -n ethfab\" for a login that is not root"},
+			&cli.StringFlag{Name: "ssh-config", Usage: "an ssh configuration file to use instead of ~/.ssh/config (ssh -F)"},
 			&cli.IntFlag{Name: "underlay-mtu", Usage: "emulated machines' underlay MTU (default 9000; 1500 shows what a LAN without jumbo frames does to 1,500-byte links)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -62,7 +63,7 @@ func upCommand() *cli.Command {
 			if c.IsSet("machines") {
 				return upAcross(c)
 			}
-			for _, f := range []string{"launcher", "emulated-underlay", "ethfab", "underlay-mtu"} {
+			for _, f := range []string{"launcher", "emulated-underlay", "ethfab", "underlay-mtu", "ssh-config"} {
 				if c.IsSet(f) {
 					return fmt.Errorf("--%s applies with --machines", f)
 				}

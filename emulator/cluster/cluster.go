@@ -40,8 +40,9 @@ type Options struct {
 	Emulated bool
 	// Launcher runs the workers: Exec (emulated machines only), SSH or
 	// Srun. Ethfab is the ethfab command on the machines (default
-	// "ethfab").
-	Launcher, Ethfab string
+	// "ethfab"; words split at spaces), SSHConfig an ssh configuration
+	// file in place of the user's.
+	Launcher, Ethfab, SSHConfig string
 	// UnderlayMTU is an emulated underlay's MTU (0: underlayMTU).
 	UnderlayMTU int
 	// Instances is each part's OVS instances (eBPF: fabric namespaces);
@@ -127,6 +128,9 @@ func check(sc *scenario.Scenario, o *Options) error {
 	}
 	if o.UnderlayMTU != 0 && (!o.Emulated || o.UnderlayMTU < 576 || o.UnderlayMTU > 65535) {
 		return fmt.Errorf("--underlay-mtu %d: an emulated underlay's MTU, 576 to 65535", o.UnderlayMTU)
+	}
+	if o.SSHConfig != "" && o.Launcher != SSH {
+		return fmt.Errorf("--ssh-config applies with --launcher ssh")
 	}
 	if o.Launcher == Exec && !o.Emulated {
 		return fmt.Errorf("--launcher exec runs workers on this machine: only for emulated machines (--machines local:N)")
@@ -251,6 +255,9 @@ func (c *coordinator) record(context.Context) (string, error) {
 		if c.o.Launcher != Exec {
 			ms.Ethfab = c.o.Ethfab
 		}
+		if c.o.Launcher == SSH {
+			ms.SSHConfig = c.o.SSHConfig
+		}
 		l.Machines = append(l.Machines, ms)
 		if c.o.Emulated {
 			l.Namespaces = append(l.Namespaces, underlayNS(sc.Name, k))
@@ -325,7 +332,7 @@ func (c *coordinator) parts(ctx context.Context) (string, error) {
 // whose coordinator dies sees it close and rolls its part back.
 func (c *coordinator) buildPart(ctx context.Context, k int) (*fabric.Lab, error) {
 	m := c.o.Machines[k].Name
-	cmd, err := command(ctx, c.o.Launcher, c.o.Ethfab, m, "worker", "up", "--machine", m)
+	cmd, err := command(ctx, c.lab.Machines[k], "worker", "up", "--machine", m)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/ethfab/ethfab/emulator/fabric"
 )
 
 // Launchers: how the coordinator runs `ethfab worker` on a machine.
@@ -33,11 +35,16 @@ func ParseLauncher(s string) (string, error) {
 	return "", fmt.Errorf("%q: want exec, ssh or srun", s)
 }
 
-// command is ethfab on machine m, run by launcher with args: ethfab is
-// the command there (ssh, srun); exec runs this very executable.
-func command(ctx context.Context, launcher, ethfab, m string, args ...string) (*exec.Cmd, error) {
+// command is ethfab on machine m with args, run by m's launcher: exec
+// runs this very executable; ssh and srun m.Ethfab, words split at
+// spaces (e.g. "sudo -n ethfab", for a login that is not root).
+func command(ctx context.Context, m fabric.MachineState, args ...string) (*exec.Cmd, error) {
+	ethfab := strings.Fields(m.Ethfab)
+	if len(ethfab) == 0 {
+		ethfab = []string{"ethfab"}
+	}
 	var cmd *exec.Cmd
-	switch launcher {
+	switch m.Launcher {
 	case Exec:
 		self, err := os.Executable()
 		if err != nil {
@@ -47,15 +54,19 @@ func command(ctx context.Context, launcher, ethfab, m string, args ...string) (*
 	case SSH:
 		// ssh joins its arguments into one line for the remote shell:
 		// each is quoted, so a name never splits or expands there.
-		remote := []string{shellQuote(ethfab)}
-		for _, a := range args {
+		var remote []string
+		for _, a := range append(ethfab, args...) {
 			remote = append(remote, shellQuote(a))
 		}
-		cmd = exec.CommandContext(ctx, "ssh", "-T", "-o", "BatchMode=yes", "--", m, strings.Join(remote, " "))
+		opts := []string{"-T", "-o", "BatchMode=yes"}
+		if m.SSHConfig != "" {
+			opts = append(opts, "-F", m.SSHConfig)
+		}
+		cmd = exec.CommandContext(ctx, "ssh", append(opts, "--", m.Name, strings.Join(remote, " "))...)
 	case Srun:
-		cmd = exec.CommandContext(ctx, "srun", append([]string{"--nodes=1", "--ntasks=1", "--nodelist=" + m, "--quiet", "--", ethfab}, args...)...)
+		cmd = exec.CommandContext(ctx, "srun", append(append([]string{"--nodes=1", "--ntasks=1", "--nodelist=" + m.Name, "--quiet", "--"}, ethfab...), args...)...)
 	default:
-		return nil, fmt.Errorf("launcher %q: want exec, ssh or srun", launcher)
+		return nil, fmt.Errorf("launcher %q: want exec, ssh or srun", m.Launcher)
 	}
 	// A cancelled coordinator ends its workers gently first: a worker in
 	// the middle of `up` rolls its part back on SIGTERM.

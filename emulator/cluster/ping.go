@@ -141,7 +141,7 @@ type session struct {
 }
 
 func openSession(ctx context.Context, m fabric.MachineState, rep steps.Reporter, args ...string) (*session, error) {
-	cmd, err := command(ctx, m.Launcher, m.Ethfab, m.Name, args...)
+	cmd, err := command(ctx, m, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func Down(ctx context.Context, name string, rep steps.Reporter) error {
 	var wg sync.WaitGroup
 	for k, m := range l.Machines {
 		wg.Go(func() {
-			cmd, err := command(ctx, m.Launcher, m.Ethfab, m.Name, "worker", "down", m.Part)
+			cmd, err := command(ctx, m, "worker", "down", m.Part)
 			if err == nil {
 				_, err = runWorker(cmd, m.Name, steps.Or(rep), nil)
 			}
@@ -136,7 +136,7 @@ func WorkerDown(part string) error {
 func ExecIn(ctx context.Context, l *fabric.Lab, h *fabric.Host, args []string) (*exec.Cmd, error) {
 	for _, m := range l.Machines {
 		if m.Name == h.Machine {
-			return command(ctx, m.Launcher, m.Ethfab, m.Name, append([]string{"exec", m.Part, h.Name, "--"}, args...)...)
+			return command(ctx, m, append([]string{"exec", m.Part, h.Name, "--"}, args...)...)
 		}
 	}
 	return nil, fmt.Errorf("lab %s: host %s runs on machine %q, which the lab does not list", l.Lab, h.Name, h.Machine)

@@ -170,8 +170,9 @@ type MachineState struct {
 	Part string `json:"part"`
 	// Launcher is how ethfab runs there (exec: this machine; ssh; srun),
 	// and Ethfab the command it runs (ssh, srun).
-	Launcher string `json:"launcher"`
-	Ethfab   string `json:"ethfab,omitempty"`
+	Launcher  string `json:"launcher"`
+	Ethfab    string `json:"ethfab,omitempty"`
+	SSHConfig string `json:"ssh_config,omitempty"`
 	// Addr is its underlay address, Underlay where its tunnels go out.
 	Addr     string   `json:"addr"`
 	Underlay Underlay `json:"underlay"`
