@@ -42,6 +42,9 @@ type Host struct {
 	// and that switch's Group), for per-switch results.
 	Switch int
 	Group  int
+	// Remote: the host runs on another machine (a lab across machines):
+	// no socket here, frames only sent to it, at MAC, which must be set.
+	Remote bool
 }
 
 // Options are the engine's, fixed for its lifetime.
@@ -90,6 +93,9 @@ func Open(hosts []Host, opt Options) (*Engine, error) {
 			defer wg.Done()
 			for i := range next {
 				h := e.hosts[i]
+				if h.Remote {
+					continue
+				}
 				s, err := openSock(h.NetNS, h.Iface, e.retire)
 				mu.Lock()
 				if err != nil {
@@ -110,7 +116,7 @@ func Open(hosts []Host, opt Options) (*Engine, error) {
 	close(next)
 	wg.Wait()
 	for i, h := range e.hosts {
-		if e.socks[i] != nil && len(h.MAC) != 6 {
+		if (e.socks[i] != nil || h.Remote) && len(h.MAC) != 6 {
 			errs = append(errs, fmt.Errorf("host %s: MAC %v is not 6 bytes", h.Name, h.MAC))
 		}
 	}
@@ -149,7 +155,12 @@ func (e *Engine) attachStamp() (*stamper, error) {
 		return nil, err
 	}
 	// A namespace entry each, a few at a time, as the sockets were opened.
-	if err := fanout.Each(len(e.hosts), 8, func(i int) error { return st.attach(e.hosts[i].NetNS, e.hosts[i].Iface) }); err != nil {
+	if err := fanout.Each(len(e.hosts), 8, func(i int) error {
+		if e.hosts[i].Remote {
+			return nil
+		}
+		return st.attach(e.hosts[i].NetNS, e.hosts[i].Iface)
+	}); err != nil {
 		st.close()
 		return nil, err
 	}
@@ -215,6 +226,16 @@ type Config struct {
 	Probes *Probes
 	// RP, if set, runs a QCN reaction point per flow on every host (rp.go).
 	RP *RPConfig
+	// Run and StartNs, for a measurement across machines, are the run's
+	// number (in every frame's header: each machine's sinks take only
+	// their own run's frames) and its start in CLOCK_MONOTONIC ns, the
+	// same on every machine's engine; 0: the engine's own, and 1 ms from
+	// now.
+	Run     uint32
+	StartNs int64
+	// LocalLatency: the machines' clocks do not agree, so latency is
+	// taken only of frames from hosts on this machine.
+	LocalLatency bool
 }
 
 // DefaultFrameSize is the papers' 1 KB frame.
@@ -268,24 +289,61 @@ const retireSlack = 10 * time.Millisecond
 // Frames are counted by their send time: those sent inside the
 // measurement window, wherever they arrive (until the drain ends).
 func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
+	m, err := e.measure(ctx, &cfg)
+	if m == nil {
+		return nil, err
+	}
+	res := e.result(&cfg, m.srcs, m.sinks, m.drops)
+	res.Flows = e.flowStats(&cfg, m.pairs, m.srcs, m.sinks)
+	res.RP = m.rps
+	if m.pr != nil {
+		res.Probes = m.pr.result(m.sinks)
+	}
+	return res, err
+}
+
+// measurement is what one Run counted, before it is reported.
+type measurement struct {
+	srcs  []*source
+	sinks []*sink
+	drops []uint64
+	pairs [][2]int
+	rps   *RPStats
+	pr    *prober
+}
+
+// measure runs one measurement (Run). A nil measurement comes with the
+// error that prevented it; a cancelled one is returned with ctx's error.
+func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error) {
 	if err := cfg.check(len(e.hosts)); err != nil {
 		return nil, fmt.Errorf("traffic: %w", err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	run := e.run.Add(1)
+	if cfg.Run != 0 {
+		run = cfg.Run
+	}
 	n := len(e.hosts)
 	for _, s := range e.socks {
-		s.drops() // reset the kernel's counters
-		s.resumeReading()
+		if s != nil {
+			s.drops() // reset the kernel's counters
+			s.resumeReading()
+		}
 	}
 	sinks := make([]*sink, n)
 	srcs := make([]*source, n)
 	for i := range srcs {
 		sinks[i] = newSink(i, n, run)
 		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
+		if e.hosts[i].Remote {
+			srcs[i].remote = true
+		}
+		if cfg.LocalLatency {
+			sinks[i].remote = e.remote()
+		}
 	}
-	pairs, err := e.flowPairs(&cfg)
+	pairs, err := e.flowPairs(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("traffic: %w", err)
 	}
@@ -299,6 +357,9 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var rwg sync.WaitGroup
 	for i := range sinks {
+		if e.socks[i] == nil {
+			continue // another machine's host
+		}
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
@@ -306,6 +367,9 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 	}
 	start := monoNow() + int64(time.Millisecond) // all senders start together
+	if cfg.StartNs != 0 {
+		start = cfg.StartNs
+	}
 	sched := schedule{
 		slot:     cfg.slotNs(),
 		start:    start,
@@ -317,15 +381,17 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	var rp *rpState
 	if cfg.RP != nil {
-		if rp, err = e.startRP(&cfg, srcs); err != nil {
+		if rp, err = e.startRP(cfg, srcs); err != nil {
 			for _, s := range e.socks {
-				s.stopReading()
+				if s != nil {
+					s.stopReading()
+				}
 			}
 			rwg.Wait()
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}
-	w := newSenders(e, &cfg, sched, run, srcs, rp)
+	w := newSenders(e, cfg, sched, run, srcs, rp)
 	var swg sync.WaitGroup
 	for range cfg.Senders {
 		swg.Go(func() { w.loop(ctx) })
@@ -350,20 +416,27 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	case <-ctx.Done():
 	}
 	for _, s := range e.socks {
-		s.stopReading()
+		if s != nil {
+			s.stopReading()
+		}
 	}
 	rwg.Wait()
 	drops := make([]uint64, n)
 	for i, s := range e.socks {
-		drops[i] = s.drops()
+		if s != nil {
+			drops[i] = s.drops()
+		}
 	}
-	res := e.result(&cfg, srcs, sinks, drops)
-	res.Flows = e.flowStats(&cfg, pairs, srcs, sinks)
-	res.RP = rps
-	if pr != nil {
-		res.Probes = pr.result(sinks)
+	return &measurement{srcs: srcs, sinks: sinks, drops: drops, pairs: pairs, rps: rps, pr: pr}, ctx.Err()
+}
+
+// remote says which hosts are another machine's.
+func (e *Engine) remote() []bool {
+	r := make([]bool, len(e.hosts))
+	for i, h := range e.hosts {
+		r[i] = h.Remote
 	}
-	return res, ctx.Err()
+	return r
 }
 
 // Run opens an engine on hosts, runs one measurement and closes it.

@@ -109,6 +109,9 @@ type Fidelity struct {
 	Foreign         uint64 `json:"foreign_frames"` // same EtherType, not traffic (pings)
 	StaleRun        uint64 `json:"stale_run_frames"`
 	FarReordered    uint64 `json:"far_reordered"` // beyond the duplicate window
+	// Unclocked frames came from another machine whose clock does not
+	// agree with the receiver's: received, their latency not taken.
+	Unclocked uint64 `json:"unclocked_frames,omitempty"`
 }
 
 func latencyOf(h *pat.Histogram) Latency {
@@ -188,39 +191,60 @@ func (e *Engine) flowStats(cfg *Config, pairs [][2]int, srcs []*source, sinks []
 
 func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint64) *Result {
 	n := len(e.hosts)
+	in := counts{src: make([]srcStats, n), snk: make([]sinkStats, n), recvFrom: make([]uint64, n), drops: drops,
+		lat: make([]Latency, n), hist: &pat.Histogram{}}
+	for i, k := range sinks {
+		in.src[i], in.snk[i] = srcs[i].stats, k.st
+		in.lat[i] = latencyOf(&k.hist)
+		in.hist.Merge(&k.hist)
+		for src := range k.flows {
+			in.recvFrom[src] += k.flows[src].recv
+		}
+	}
+	return buildResult(e.hosts, cfg, &in)
+}
+
+// counts are a measurement's counts by host, wherever they were taken
+// (one engine, or every machine's part of one: MergeParts).
+type counts struct {
+	src      []srcStats
+	snk      []sinkStats
+	recvFrom []uint64 // frames received from each host, anywhere
+	drops    []uint64
+	lat      []Latency      // each host's, as a destination
+	hist     *pat.Histogram // every frame's
+}
+
+// buildResult reports a measurement from its counts.
+func buildResult(hosts []Host, cfg *Config, in *counts) *Result {
+	n := len(hosts)
 	r := &Result{
 		Pattern: cfg.Pattern.Spec().String(), Load: cfg.Load, Seed: cfg.Seed, PatternSeed: cfg.Pattern.Seed(),
 		FrameSize: cfg.FrameSize, RateBps: cfg.RateBps,
 		Warmup: cfg.Warmup, Duration: cfg.Duration, Drain: cfg.Drain,
 		Hosts:   make([]HostStats, n),
-		Latency: &pat.Histogram{},
+		Latency: in.hist,
 	}
 	// Frames a host link carries in the window at load 1.
 	capacity := float64(cfg.Duration) / float64(cfg.slotNs())
-	recvFrom := make([]uint64, n)
-	for _, k := range sinks {
-		for src := range k.flows {
-			recvFrom[src] += k.flows[src].recv
-		}
-	}
+	recvFrom, drops := in.recvFrom, in.drops
 	var late, emitted uint64
 	var lateSum float64
 	var lateMax int64
 	bySwitch := map[int]int{}
 	for i := range r.Hosts {
-		s, k := srcs[i].stats, sinks[i]
+		s, k := in.src[i], in.snk[i]
 		hs := &r.Hosts[i]
-		hs.Host, hs.Switch, hs.Group = e.hosts[i].Name, e.hosts[i].Switch, e.hosts[i].Group
+		hs.Host, hs.Switch, hs.Group = hosts[i].Name, hosts[i].Switch, hosts[i].Group
 		hs.Offered, hs.Sent = s.offered, s.sent
 		hs.Lost = s.sent - min(recvFrom[i], s.sent)
-		hs.Received, hs.Duplicates, hs.Reordered = k.st.received, k.st.duplicates, k.st.reordered
+		hs.Received, hs.Duplicates, hs.Reordered = k.received, k.duplicates, k.reordered
 		hs.OfferedLoad = float64(s.offered) / capacity
-		hs.AcceptedLoad = float64(k.st.received) / capacity
+		hs.AcceptedLoad = float64(k.received) / capacity
 		if s.sent > 0 {
 			hs.Loss = float64(hs.Lost) / float64(s.sent)
 		}
-		hs.Latency = latencyOf(&k.hist)
-		r.Latency.Merge(&k.hist)
+		hs.Latency = in.lat[i]
 
 		a := &r.Aggregate
 		a.Offered += hs.Offered
@@ -241,11 +265,12 @@ func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint
 		f.SendAgain += s.errAgain
 		f.SendOther += s.errOther
 		f.RxDrops += drops[i]
-		f.Stray += k.st.stray
-		f.Malformed += k.st.malformed
-		f.Foreign += k.st.foreign
-		f.StaleRun += k.st.staleRun
-		f.FarReordered += k.st.farBehind
+		f.Stray += k.stray
+		f.Malformed += k.malformed
+		f.Foreign += k.foreign
+		f.StaleRun += k.staleRun
+		f.FarReordered += k.farBehind
+		f.Unclocked += k.unclocked
 
 		j, ok := bySwitch[hs.Switch]
 		if !ok {

@@ -40,6 +40,8 @@ type source struct {
 	// sentTo counts the measured frames the kernel took, by destination,
 	// for a flows pattern's pairs (Result.Flows); nil elsewhere.
 	sentTo map[int32]uint64
+	// remote: the host is another machine's, whose engine sends for it.
+	remote bool
 }
 
 type srcStats struct {
@@ -106,6 +108,9 @@ type senders struct {
 func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*source, rp *rpState) *senders {
 	w := &senders{e: e, cfg: cfg, sched: sched, run: run, rp: rp}
 	for _, s := range srcs {
+		if s.remote {
+			continue
+		}
 		s.setDue(sched.slot)
 		if s.due < sched.measTo {
 			w.push(s)

@@ -36,6 +36,9 @@ type sink struct {
 	st    sinkStats
 	// probes are the probes that arrived (probe.go), in arrival order.
 	probes []probeRx
+	// remote, when the machines' clocks do not agree, are the hosts
+	// whose frames' latency is not taken (Config.LocalLatency).
+	remote []bool
 }
 
 type sinkStats struct {
@@ -48,6 +51,9 @@ type sinkStats struct {
 	staleRun   uint64 // frames of an earlier run
 	foreign    uint64 // other frames of the EtherType (pings)
 	malformed  uint64
+	// unclocked are received frames from another machine whose clock
+	// does not agree with this one's: no latency taken.
+	unclocked uint64
 }
 
 func newSink(host, n int, run uint32) *sink {
@@ -128,6 +134,10 @@ func (k *sink) frame(b []byte, h *pat.Header, now int64) {
 	}
 	f.recv++
 	k.st.received++
+	if k.remote != nil && k.remote[h.SrcHost] {
+		k.st.unclocked++
+		return
+	}
 	lat := uint64(max(now-int64(h.SendNs), 0))
 	k.hist.Add(lat)
 	if f.hist != nil {
