@@ -45,17 +45,11 @@ func upCommand() *cli.Command {
 		Name:      "up",
 		Usage:     "bring a scenario's fabric up: namespaces, veths, tc shaping, private Open vSwitch, rules",
 		ArgsUsage: "SCENARIO.yaml",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "set", Usage: "override a scenario field, PATH=VALUE (repeatable)"},
 			&cli.IntFlag{Name: "instances", Usage: "private ovs-vswitchd instances sharing the bridges (0: one per 500 ports, at most 8); eBPF datapath: fabric namespaces (0: one per 256 ports)"},
 			&cli.BoolFlag{Name: "json", Usage: "quiet; print the lab's status as JSON"},
-			&cli.StringFlag{Name: "machines", Usage: "run across machines: local:N (N emulated on this one), or NAME[:CORES],... (ssh destinations, or Slurm nodes with --launcher srun); see `ethfab plan --machines`"},
-			&cli.StringFlag{Name: "launcher", Usage: "how workers start on the machines: exec (local:N's default), ssh (named machines' default) or srun"},
-			&cli.BoolFlag{Name: "emulated-underlay", Usage: "named machines are this one, joined by an emulated underlay as local:N's are (for testing the ssh path on one machine)"},
-			&cli.StringFlag{Name: "ethfab", Value: "ethfab", Usage: "the ethfab command on the machines (ssh, srun), words split at spaces: e.g. \"sudo -n ethfab\" for a login that is not root"},
-			&cli.StringFlag{Name: "ssh-config", Usage: "an ssh configuration file to use instead of ~/.ssh/config (ssh -F)"},
-			&cli.IntFlag{Name: "underlay-mtu", Usage: "emulated machines' underlay MTU (default 9000; 1500 shows what a LAN without jumbo frames does to 1,500-byte links)"},
-		},
+		}, acrossFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab up SCENARIO.yaml")
@@ -63,10 +57,8 @@ func upCommand() *cli.Command {
 			if c.IsSet("machines") {
 				return upAcross(c)
 			}
-			for _, f := range []string{"launcher", "emulated-underlay", "ethfab", "underlay-mtu", "ssh-config"} {
-				if c.IsSet(f) {
-					return fmt.Errorf("--%s applies with --machines", f)
-				}
+			if _, err := acrossOptions(c); err != nil {
+				return err
 			}
 			if err := flagInRange(c, "instances", 0, scenario.MaxInstances); err != nil {
 				return err

@@ -18,14 +18,14 @@ func runCommand() *cli.Command {
 		Name:      "run",
 		Usage:     "run a scenario end to end: bring the lab up, run its phases, measure, tear down, write a run directory",
 		ArgsUsage: "SCENARIO.yaml",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "set", Usage: "override a scenario field for this run, PATH=VALUE (repeatable), e.g. routing.mode=valiant"},
 			&cli.StringFlag{Name: "lab", Usage: "run on this running lab instead of bringing one up"},
 			&cli.BoolFlag{Name: "keep", Usage: "leave the lab up after the run"},
 			&cli.StringFlag{Name: "out", Usage: "run directory (default runs/<scenario>-<time>)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress; print only the run directory"},
 			&cli.BoolFlag{Name: "json", Usage: "no progress; print one JSON object: dir, fidelity, failed expectations (per case with cases)"},
-		},
+		}, acrossFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab run SCENARIO.yaml")
@@ -41,7 +41,11 @@ func runCommand() *cli.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			o := run.Options{Lab: c.String("lab"), Keep: c.Bool("keep"), Out: c.String("out"), Version: version, Warn: c.App.ErrWriter}
+			across, err := acrossOptions(c)
+			if err != nil {
+				return err
+			}
+			o := run.Options{Lab: c.String("lab"), Keep: c.Bool("keep"), Out: c.String("out"), Version: version, Warn: c.App.ErrWriter, Across: across}
 			if !c.Bool("quiet") && !c.Bool("json") {
 				d := newStepDisplay(c.App.ErrWriter)
 				defer d.Close()

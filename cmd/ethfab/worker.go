@@ -43,6 +43,22 @@ func workerCommand() *cli.Command {
 				},
 			},
 			{
+				Name:      "traffic",
+				Usage:     "this machine's traffic engine and sampler in a run across machines, spoken in JSON lines",
+				ArgsUsage: "PART",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return fmt.Errorf("usage: ethfab worker traffic PART")
+					}
+					if err := checkLab("PART", c.Args().First()); err != nil {
+						return err
+					}
+					ctx, stop := interruptible(0)
+					defer stop()
+					return cluster.WorkerTraffic(ctx, c.Args().First(), os.Stdin, c.App.Writer)
+				},
+			},
+			{
 				Name:      "ping",
 				Usage:     "this machine's side of a ping across machines, spoken in JSON lines",
 				ArgsUsage: "PART",

@@ -20,8 +20,9 @@ func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(cs) != len(s.lab.Switches) {
-		return nil, fmt.Errorf("the datapath counts %d switches, the lab has %d", len(cs), len(s.lab.Switches))
+	cs, err = s.ownCounters(cs)
+	if err != nil {
+		return nil, err
 	}
 	lnk, err := s.linkStats()
 	if err != nil {
@@ -57,9 +58,38 @@ func (s *Sampler) lost(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if cs, err = s.ownCounters(cs); err != nil {
+		return 0, err
+	}
 	var n uint64
 	for _, c := range cs {
 		n += c[datapath.SlotDropped].Packets
 	}
 	return n, nil
+}
+
+// ownCounters are the lab's switches' counters, in the lab's order: the
+// datapath numbers every switch of the fabric, and a part of a lab across
+// machines has only its own (found by name in the topology).
+func (s *Sampler) ownCounters(cs []datapath.Counters) ([]datapath.Counters, error) {
+	if len(cs) == len(s.lab.Switches) {
+		return cs, nil
+	}
+	top := s.opt.Topology
+	if s.lab.Part == nil || top == nil || len(cs) != len(top.Switches) {
+		return nil, fmt.Errorf("the datapath counts %d switches, the lab has %d", len(cs), len(s.lab.Switches))
+	}
+	at := make(map[string]int, len(top.Switches))
+	for i, sw := range top.Switches {
+		at[sw.Name] = i
+	}
+	out := make([]datapath.Counters, len(s.lab.Switches))
+	for i, sw := range s.lab.Switches {
+		k, ok := at[sw.Name]
+		if !ok {
+			return nil, fmt.Errorf("switch %s is not in %s", sw.Name, top.Spec)
+		}
+		out[i] = cs[k]
+	}
+	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/ethfab/ethfab/addressing"
 	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/emulator/doctor"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/measure"
@@ -58,6 +59,8 @@ type Options struct {
 	// phase asking more than the machine's measured capacity); it is
 	// also recorded in metrics.json. Nil: recorded only.
 	Warn io.Writer
+	// Across, if set, brings the lab up across machines (cluster.Up).
+	Across *cluster.Options
 }
 
 // Outcome is what a run left behind. A scenario with cases has one
@@ -194,17 +197,49 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	// the machine is never compiled at all.
 	var lab *fabric.Lab
 	var comp *fabric.Compiled
-	if o.Lab != "" {
+	if o.Across != nil && o.Lab != "" {
+		return nil, fmt.Errorf("--lab runs on a lab that is up already: drop --machines")
+	}
+	switch {
+	case o.Lab != "":
 		if lab, err = fabric.Load(o.Lab); err != nil {
 			return nil, err
 		}
 		if lab.State != "up" {
 			return nil, fmt.Errorf("lab %s is %s, not up", o.Lab, lab.State)
 		}
+		if len(lab.Machines) > 0 {
+			if err := checkAcross(sc); err != nil {
+				return nil, err
+			}
+		}
 		if comp, err = lab.Attach(sc); err != nil {
 			return nil, err
 		}
-	} else {
+	case o.Across != nil:
+		// Each machine checks its own part's size; the tables are
+		// compiled with the hosts' MACs the lab was built with.
+		if err := checkAcross(sc); err != nil {
+			return nil, err
+		}
+		a := *o.Across
+		a.Report = o.Report
+		if lab, err = cluster.Up(ctx, sc, a); err != nil {
+			return nil, err
+		}
+		if !o.Keep {
+			defer func() {
+				if derr := cluster.Down(context.WithoutCancel(ctx), lab.Lab, o.Report); derr != nil {
+					err = errors.Join(err, fmt.Errorf("tearing down lab %s: %w", lab.Lab, derr))
+				} else {
+					say("lab %s torn down", lab.Lab)
+				}
+			}()
+		}
+		if comp, err = lab.Attach(sc); err != nil {
+			return nil, err
+		}
+	default:
 		if err := fabric.FitsMachine(sc); err != nil {
 			return nil, err
 		}
@@ -228,7 +263,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 			fmt.Fprintf(o.Warn, "warning: %s\n", w)
 		}
 	}
-	if o.Lab == "" {
+	if o.Lab == "" && o.Across == nil {
 		if lab, err = fabric.Up(ctx, sc, fabric.UpOptions{Report: o.Report, Compiled: comp}); err != nil {
 			return nil, err
 		}
@@ -320,8 +355,11 @@ type runner struct {
 	artifacts results.Artifacts
 	engine    *traffic.Engine
 	sampler   *measure.Sampler
-	cond      *conditions
-	fidelity  []results.FidelityInput
+	across    *cluster.Traffic // a lab across machines' engines and samplers
+	// acrossHere: the lab's machines are emulated on this one.
+	acrossHere bool
+	cond       *conditions
+	fidelity   []results.FidelityInput
 }
 
 func (r *runner) next(what string) {
@@ -373,6 +411,10 @@ func (r *runner) trafficHosts() ([]traffic.Host, error) {
 // close closes the engine, the sampler and the condition monitor, the
 // grace periods of their sockets expedited (see traffic); once.
 func (r *runner) close() {
+	if r.across != nil {
+		r.across.Close()
+		r.across = nil
+	}
 	if r.engine == nil && r.sampler == nil && r.cond == nil {
 		return
 	}
@@ -406,6 +448,9 @@ func (r *runner) expediteRCU() (restore func()) {
 
 func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 	t := ph.Traffic
+	if len(r.lab.Machines) > 0 {
+		return r.trafficAcross(ctx, ph)
+	}
 	if r.engine == nil {
 		hs, err := r.trafficHosts()
 		if err != nil {
@@ -528,9 +573,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		if serr != nil {
 			return fmt.Errorf("sampler: %w", serr)
 		}
-		pt := pointOf(ph, string(r.lab.Routing), load, res)
-		pt.DeliveredBySourceSwitch = r.deliveredBySwitch(res)
-		rep.Fill(&pt)
+		pt := r.pointOf(ph, load, res, rep)
 		if qp == nil {
 			pt.Conditions = conds // QCN-Switch pauses nothing: its point has qcn instead
 		}
@@ -541,15 +584,33 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			return fmt.Errorf("power at load %g: %w", load, err)
 		}
 		recoveries(pt.LinkEvents, pt.Probes)
-		r.m.Phases = append(r.m.Phases, pt)
-		r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, t.Seed)
-		r.fidelity = append(r.fidelity, rep.FidelityInput(pt))
-		if err := results.WriteMetrics(r.dir, r.m); err != nil {
+		if err := r.keep(ph, load, pt, rep); err != nil {
 			return err
 		}
-		r.say("%s: load %.2f offered %.3f accepted %.3f loss %.4f latency p50 %.0f µs p99 %.0f µs non-minimal %.2f",
-			ph.Name, load, pt.OfferedLoad, pt.AcceptedLoad, pt.Loss, pt.LatencyUS.P50, pt.LatencyUS.P99, pt.NonminimalShare)
 	}
+	return nil
+}
+
+// pointOf is a measured point: the engine's result and the sampler's
+// report.
+func (r *runner) pointOf(ph scenario.Phase, load float64, res *traffic.Result, rep *measure.Report) results.Point {
+	pt := pointOf(ph, string(r.lab.Routing), load, res)
+	pt.DeliveredBySourceSwitch = r.deliveredBySwitch(res)
+	rep.Fill(&pt)
+	return pt
+}
+
+// keep records a point, its seed and its fidelity input, and writes the
+// metrics so far.
+func (r *runner) keep(ph scenario.Phase, load float64, pt results.Point, rep *measure.Report) error {
+	r.m.Phases = append(r.m.Phases, pt)
+	r.m.Run.Seeds = appendSeed(r.m.Run.Seeds, ph.Traffic.Seed)
+	r.fidelity = append(r.fidelity, rep.FidelityInput(pt))
+	if err := results.WriteMetrics(r.dir, r.m); err != nil {
+		return err
+	}
+	r.say("%s: load %.2f offered %.3f accepted %.3f loss %.4f latency p50 %.0f µs p99 %.0f µs non-minimal %.2f",
+		ph.Name, load, pt.OfferedLoad, pt.AcceptedLoad, pt.Loss, pt.LatencyUS.P50, pt.LatencyUS.P99, pt.NonminimalShare)
 	return nil
 }
 

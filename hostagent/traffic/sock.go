@@ -158,3 +158,8 @@ func clockBases() (time.Time, int64) {
 }
 
 func monoNow() int64 { return clockBaseMono + int64(time.Since(clockBase)) }
+
+// MonoAt is wall-clock time t on CLOCK_MONOTONIC, the clock of Config's
+// StartNs: a start agreed across machines in wall-clock time, each
+// machine's engine on its own monotonic clock.
+func MonoAt(t time.Time) int64 { return monoNow() + int64(time.Until(t)) }
