@@ -98,7 +98,25 @@ type FidelityInput struct {
 	// their qdisc at the point's end: the program took them for fuller
 	// than they were and dropped frames a real queue would have kept.
 	Leaked []QueueLeak
+	// Underlay is each machine's underlay over the point, in a lab across
+	// machines.
+	Underlay []UnderlayLoad
 }
+
+// UnderlayLoad is what a machine's underlay interface sent over a point
+// (the cut links' frames, VXLAN-encapsulated, and anything else on it)
+// against its speed.
+type UnderlayLoad struct {
+	Machine  string  `json:"machine"`
+	Dev      string  `json:"dev"`
+	Bps      float64 `json:"bps"`
+	SpeedBps float64 `json:"speed_bps"`
+}
+
+// MaxUnderlayShare bounds an underlay interface's load: past it the
+// machines' own network queues the cut links' frames, which the scenario
+// does not model.
+const MaxUnderlayShare = 0.9
 
 // QueueLeak is a counted queue that never came back down: Bytes more than
 // its qdisc held, of its Limit.
@@ -182,6 +200,21 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 				What: "link ends with a configured rate but no shaping queue"},
 				fmt.Sprintf("%d link ends (e.g. %s) have a configured rate but no tbf queue, so their rate and buffering are not modelled",
 					len(p.Unshaped), p.Unshaped[0]))
+		}
+		if len(p.Underlay) > 0 {
+			// One check per point: the busiest machine's underlay.
+			w, v := p.Underlay[0], -1.0
+			for _, u := range p.Underlay {
+				if u.SpeedBps > 0 && u.Bps/u.SpeedBps > v {
+					w, v = u, u.Bps/u.SpeedBps
+				}
+			}
+			if v >= 0 {
+				add(FidelityCheck{Check: "underlay", Phase: p.Phase, Load: p.Load, Value: v, Limit: MaxUnderlayShare,
+					OK: v <= MaxUnderlayShare, What: fmt.Sprintf("what machine %s's underlay interface %s sent / its speed", w.Machine, w.Dev)},
+					fmt.Sprintf("machine %s's underlay interface %s sent %.3g bit/s, %.0f%% of its %.3g bit/s (limit %.0f%%): the cut links' frames queued in the machines' own network, which the scenario does not model",
+						w.Machine, w.Dev, w.Bps, 100*v, w.SpeedBps, 100*MaxUnderlayShare))
+			}
 		}
 		if len(p.Leaked) > 0 {
 			// One check per point: the worst queue.

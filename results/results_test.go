@@ -492,3 +492,24 @@ func TestSeriesCSVs(t *testing.T) {
 		t.Errorf("a phase without series wrote %v", csvs)
 	}
 }
+
+// A machine's underlay past MaxUnderlayShare of its speed fails the
+// verdict, naming the machine; one whose speed is unknown is not judged.
+func TestFidelityUnderlay(t *testing.T) {
+	in := FidelityInput{Phase: "un", Load: 0.5, CPUBusy: -1, Sent: 100, Offered: 100}
+	in.Underlay = []UnderlayLoad{{Machine: "a", Dev: "eth1", Bps: 5e9, SpeedBps: 10e9}, {Machine: "b", Dev: "eth1", Bps: 9.5e9, SpeedBps: 10e9}}
+	f := EvaluateFidelity([]FidelityInput{in})
+	if f.OK || len(f.Reasons) != 1 || !strings.Contains(f.Reasons[0], "machine b's underlay interface eth1") {
+		t.Fatalf("underlay at 95%%: %+v", f)
+	}
+	in.Underlay[1].Bps = 8e9
+	if f := EvaluateFidelity([]FidelityInput{in}); !f.OK {
+		t.Fatalf("underlay at 80%%: %+v", f)
+	}
+	in.Underlay = []UnderlayLoad{{Machine: "a", Dev: "eth1", Bps: 5e9}}
+	for _, c := range EvaluateFidelity([]FidelityInput{in}).Checks {
+		if c.Check == "underlay" {
+			t.Errorf("an underlay of unknown speed judged: %+v", c)
+		}
+	}
+}

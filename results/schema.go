@@ -110,6 +110,9 @@ type Point struct {
 	// CPU says where the CPU went: each busy ovs-vswitchd thread, the
 	// ethfab process, softirq.
 	CPU *CPUSplit `json:"cpu,omitempty"`
+	// Underlay is each machine's underlay over the point, in a run across
+	// machines.
+	Underlay []UnderlayLoad `json:"underlay,omitempty"`
 	// SwitchHopFPS is the frames all switches forwarded per second (the
 	// frames sent by every switch-side shaping queue): the work the
 	// emulation did, whatever the pattern's path lengths.

@@ -18,6 +18,7 @@ import (
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/roottest"
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -333,7 +334,9 @@ PidFile none
   LogLevel ERROR
 `, port, dir)), 0o600)
 	// sshd listens once it answers.
-	waitFor(t, func() bool { return exec.Command("ssh", "-F", cfg, "-o", "BatchMode=yes", "localhost", "true").Run() == nil }, &dlog)
+	waitFor(t, func() bool {
+		return exec.Command("ssh", "-F", cfg, "-o", "BatchMode=yes", "localhost", "true").Run() == nil
+	}, &dlog)
 
 	// The workers, through ssh, are this test binary acting as ethfab on
 	// this state root (ssh passes no environment: env sets it).
@@ -402,4 +405,69 @@ func waitFor(t *testing.T, ok func() bool, log fmt.Stringer) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("gave up waiting; log: %s", log)
+}
+
+// A scenario run across two emulated machines offers exactly the frames
+// the one-machine run offers (the same seed draws the same arrivals on
+// whichever machine a host runs), delivers them all at a load the fabric
+// carries, and says how it took the latency.
+func TestRunAcrossMachines(t *testing.T) {
+	roottest.Need(t)
+	workersAsEthfab(t)
+	const lab = "eft-xrun"
+	file := filepath.Join(t.TempDir(), lab+".yaml")
+	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
+topology: {kind: dragonfly, p: 2, a: 4, h: 2}
+links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
+ovs: {datapath: ebpf}
+phases:
+  - name: un
+    traffic: {pattern: uniform, loads: [0.02], duration: 1s, seed: 3}
+  - name: adv
+    traffic: {pattern: adv+1, loads: [0.02], duration: 1s, seed: 3}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+	metrics := func(args ...string) *results.Metrics {
+		t.Helper()
+		dir := filepath.Join(t.TempDir(), "run")
+		if out, err := runApp(t, append([]string{"run", file, "--out", dir, "--quiet"}, args...)...); err != nil {
+			t.Fatalf("run %v: %v\n%s", args, err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m results.Metrics
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return &m
+	}
+	one := metrics()
+	across := metrics("--machines", "local:2")
+	if len(across.Phases) != 2 || len(one.Phases) != 2 {
+		t.Fatalf("%d points across machines, %d on one; want 2", len(across.Phases), len(one.Phases))
+	}
+	for i, p := range across.Phases {
+		t.Logf("%s: offered %d sent %d received %d, p50 %.0f µs", p.Name, p.Offered, p.Sent, p.Received, p.LatencyUS.P50)
+		if p.Offered == 0 || p.Offered != one.Phases[i].Offered {
+			t.Errorf("%s: offered %d frames across machines, %d on one machine, with the same seed", p.Name, p.Offered, one.Phases[i].Offered)
+		}
+		if p.Sent != p.Offered-p.Unsent-p.Refused || p.Received != p.Sent {
+			t.Errorf("%s: offered %d, sent %d, received %d: want every frame at 2%% load", p.Name, p.Offered, p.Sent, p.Received)
+		}
+		if p.LatencyUS.P50 <= 0 {
+			t.Errorf("%s: no latency taken, though the emulated machines share a clock", p.Name)
+		}
+	}
+	if m := across.Run.Machine; m["machines"] != "2" || !strings.Contains(m["latency"], "one clock") {
+		t.Errorf("the run's record: machines %q, latency %q", m["machines"], m["latency"])
+	}
+	if across.Run.Hosts != 72 {
+		t.Errorf("the run's record: %d hosts, want 72", across.Run.Hosts)
+	}
+	t.Logf("fidelity across machines: %+v", across.Fidelity)
+	assertLabGone(t, lab)
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/internal/steps"
+	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/topology"
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -277,7 +279,7 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		if err := json.Unmarshal(b, &p); err != nil {
 			return fmt.Errorf("the point: %w", err)
 		}
-		a := workerPoint(ctx, e, smp, top, p, req.LocalLatency)
+		a := workerPoint(ctx, e, smp, top, p, req.LocalLatency, l.Part)
 		if err := enc.Encode(a); err != nil {
 			return err
 		}
@@ -285,12 +287,24 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 }
 
 // workerPoint runs one point on this machine's engine, sampled.
-func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, localLatency bool) trafficAnswer {
+func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, localLatency bool, part *fabric.PartState) trafficAnswer {
 	pattern, err := pat.New(p.Pattern, top, p.Seed, pat.Options{})
 	if err != nil {
 		return trafficAnswer{Error: fmt.Sprintf("pattern %s: %v", p.Pattern, err)}
 	}
 	start := time.Unix(0, p.Start)
+	// What the underlay sends over the point: the cut links' frames, and
+	// whatever else the machine's network carries.
+	ul := part.Underlay
+	var tx0 uint64
+	var t0 time.Time
+	if ul != nil {
+		var err error
+		if tx0, err = kernel.LinkTxBytes(ul.NS, ul.Dev); err != nil {
+			return trafficAnswer{Error: fmt.Sprintf("underlay: %v", err)}
+		}
+		t0 = time.Now()
+	}
 	smp.SetBin(p.Bin)
 	if err := smp.Start(ctx); err != nil {
 		return trafficAnswer{Error: fmt.Sprintf("sampler: %v", err)}
@@ -299,7 +313,8 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 		smp.Stop(ctx)
 		return trafficAnswer{Error: fmt.Sprintf("not ready at the point's start: %v late (the point would start behind its schedule)", late.Round(time.Millisecond))}
 	}
-	part, err := e.RunPart(ctx, traffic.Config{Pattern: pattern, Load: p.Load, FrameSize: p.Frame, RateBps: p.RateBps, Warmup: p.Warmup,
+	machine := part.Machine
+	counts, err := e.RunPart(ctx, traffic.Config{Pattern: pattern, Load: p.Load, FrameSize: p.Frame, RateBps: p.RateBps, Warmup: p.Warmup,
 		Duration: p.Duration, Drain: p.Drain, Seed: p.Seed, Senders: p.Senders, Run: p.Run, StartNs: traffic.MonoAt(start), LocalLatency: localLatency})
 	rep, serr := smp.Stop(ctx)
 	switch {
@@ -308,5 +323,12 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	case serr != nil:
 		return trafficAnswer{Error: fmt.Sprintf("sampler: %v", serr)}
 	}
-	return trafficAnswer{Part: part, Report: rep}
+	if ul != nil {
+		tx1, err := kernel.LinkTxBytes(ul.NS, ul.Dev)
+		if err != nil {
+			return trafficAnswer{Error: fmt.Sprintf("underlay: %v", err)}
+		}
+		rep.Underlay = []results.UnderlayLoad{{Machine: machine, Dev: ul.Dev, Bps: float64(tx1-tx0) * 8 / time.Since(t0).Seconds(), SpeedBps: float64(ul.SpeedBps)}}
+	}
+	return trafficAnswer{Part: counts, Report: rep}
 }

@@ -137,7 +137,22 @@ func (u *upper) underlayDev(far int) error {
 		return fmt.Errorf("part %s: underlay interface %s: %w", p.Machine, dev, err)
 	}
 	u.underlay = dev
+	u.lab0Underlay = &UnderlayState{NS: p.Underlay.NS, Dev: dev, MTU: mtu}
+	if u.lab0Underlay.SpeedBps, err = kernel.LinkSpeedBps(p.Underlay.NS, dev); err != nil {
+		u.warnings = append(u.warnings, fmt.Sprintf("the underlay interface's speed is unknown: %v", err))
+	}
 	return nil
+}
+
+// UnderlayState is a part's underlay interface, as its tunnels use it:
+// its speed (0: its driver reports none) and the sum of the rates of the
+// cut links that leave by it.
+type UnderlayState struct {
+	NS         string `json:"netns,omitempty"`
+	Dev        string `json:"dev"`
+	MTU        int    `json:"mtu"`
+	SpeedBps   uint64 `json:"speed_bps"`
+	CutRateBps uint64 `json:"cut_rate_bps"`
 }
 
 // makeTunnels makes the part's cut-link ends, once the fabric namespaces
@@ -160,6 +175,14 @@ func (u *upper) makeTunnels() (string, error) {
 // partLabName is part k's lab name: the lab's, then -m and the machine's
 // index (on emulated machines every part shares this machine's names).
 func PartLabName(lab string, k int) string { return fmt.Sprintf("%s-m%d", lab, k) }
+
+// underlay is the part's underlay (nil: none, or no part).
+func (p *PartState) underlay() *UnderlayState {
+	if p == nil {
+		return nil
+	}
+	return p.Underlay
+}
 
 // MachineState is one machine of a lab across machines, as its
 // coordinator records it before any part is built: enough for `down` to

@@ -93,9 +93,10 @@ type TunnelState struct {
 
 // PartState says a lab is one machine's part of a lab across machines.
 type PartState struct {
-	Lab     string `json:"lab"`
-	Machine string `json:"machine"`
-	Index   int    `json:"index"`
+	Lab      string         `json:"lab"`
+	Machine  string         `json:"machine"`
+	Index    int            `json:"index"`
+	Underlay *UnderlayState `json:"underlay,omitempty"`
 }
 
 // PairRate is the rate of the links between two switches.

@@ -336,14 +336,17 @@ type upper struct {
 	// counted: on the eBPF datapath under conditional routing, the
 	// inter-switch ports whose queue the program counts and holds to its
 	// tbf limit (datapath.PortRef), with the port at the link's far end.
-	counted   map[[2]int]countedQueue
-	hostMAC   []string
-	pairs     []kernel.Veth
-	tunnels   []kernel.Tunnel // a part's cut-link ends here
-	underlay  string          // and the underlay interface they go out of
-	shapeJobs []shapeJob
-	pool      *ovs.Pool
-	flowFiles chan error // the flow files' writer (record), until awaited
+	counted  map[[2]int]countedQueue
+	hostMAC  []string
+	pairs    []kernel.Veth
+	tunnels  []kernel.Tunnel // a part's cut-link ends here
+	underlay string          // and the underlay interface they go out of
+	// lab0Underlay: the part's underlay, for its state (recorded once the
+	// state exists).
+	lab0Underlay *UnderlayState
+	shapeJobs    []shapeJob
+	pool         *ovs.Pool
+	flowFiles    chan error // the flow files' writer (record), until awaited
 }
 
 type shapeJob struct {
@@ -581,7 +584,7 @@ func (u *upper) record(context.Context) (string, error) {
 		}
 	}
 	if p := u.o.Part; p != nil {
-		lab.Part = &PartState{Lab: p.Lab, Machine: p.Machine, Index: p.Index}
+		lab.Part = &PartState{Lab: p.Lab, Machine: p.Machine, Index: p.Index, Underlay: u.lab0Underlay}
 	}
 	if len(lab.OVS.Instances) > 0 {
 		lab.OVS.DB = lab.OVS.Instances[0].DB
@@ -595,6 +598,10 @@ func (u *upper) record(context.Context) (string, error) {
 	}
 	if err := u.planLinks(); err != nil {
 		return "", err
+	}
+	if ul := lab.Part.underlay(); ul != nil && ul.SpeedBps > 0 && ul.CutRateBps > ul.SpeedBps {
+		lab.Warnings = append(lab.Warnings, fmt.Sprintf("the cut links leaving machine %s can carry %s together, more than its underlay interface %s's %s: when they are all busy, frames queue in the machines' own network (the run's underlay check says when)",
+			lab.Part.Machine, rate.Format(ul.CutRateBps), ul.Dev, rate.Format(ul.SpeedBps)))
 	}
 	if !u.ebpf() {
 		// The flow files are for people, not the switches: written while
@@ -703,6 +710,9 @@ func (u *upper) planLinks() error {
 			}
 			u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built, Tunnel: tunnel})
 			u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh})
+			if ul := u.lab.Part.Underlay; ul != nil {
+				ul.CutRateBps += sh.RateBps
+			}
 			continue
 		}
 		u.pairs = append(u.pairs, pair)

@@ -60,6 +60,7 @@ func Merge(machines []string, rs []*Report) *Report {
 		out.Unshaped = append(out.Unshaped, r.Unshaped...)
 		out.Missing = append(out.Missing, r.Missing...)
 		out.Leaked = append(out.Leaked, r.Leaked...)
+		out.Underlay = append(out.Underlay, r.Underlay...)
 		out.Backlog = append(out.Backlog, r.Backlog...)
 		out.Samples += r.Samples
 		out.Interval = max(out.Interval, r.Interval)

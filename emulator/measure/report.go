@@ -47,6 +47,9 @@ type Report struct {
 	// Leaked lists the eBPF datapath's counted queues that held more
 	// than their qdisc at the point's end.
 	Leaked []results.QueueLeak
+	// Underlay is each machine's underlay over the point (a lab across
+	// machines: its workers fill it).
+	Underlay []results.UnderlayLoad
 	// Backlog holds the series of the hottest link ends.
 	Backlog []results.BacklogSeries
 	// Timeline is the point bin by bin (nil when no bin closed).
@@ -124,6 +127,7 @@ func (r *Report) Fill(p *results.Point) {
 		p.CPUBusy = r.CPUBusy
 	}
 	p.CPU = r.CPU
+	p.Underlay = r.Underlay
 	p.SwitchHopFPS = r.SwitchHopFPS
 	p.SampleIntervalMS = float64(r.Interval) / float64(time.Millisecond)
 	p.PerSwitchInjected = p.PerSwitchInjected[:0]
@@ -147,6 +151,7 @@ func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
 	in.Unshaped = r.Unshaped
 	in.Missing = r.Missing
 	in.Leaked = r.Leaked
+	in.Underlay = r.Underlay
 	for _, l := range r.Links {
 		// A link counts as saturated for the rate check by the time its
 		// queue never emptied, and is judged by what it sent then.
