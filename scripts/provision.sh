@@ -267,6 +267,12 @@ build() {
   else
     say "no mpicc: not building the MPI microbenchmark (bench/mpi)"
   fi
+  if [ "$VM" = 1 ]; then
+    # On PATH for every shell, also a non-interactive ssh one: a lab
+    # across VMs starts its workers as `ethfab worker` over ssh.
+    ln -sfn "$ROOT/bin/ethfab" /usr/local/bin/ethfab
+    say "linked /usr/local/bin/ethfab to $ROOT/bin/ethfab"
+  fi
   local out rc=0
   out=$(bin/ethfab doctor 2>&1) || rc=$?
   if [ $rc != 0 ]; then
