@@ -91,15 +91,7 @@ func upAcross(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return printJSON(c, lab)
-	}
-	for _, w := range lab.Warnings {
-		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
-	}
-	fmt.Fprintf(c.App.Writer, "lab %s is up across %d machines: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab ping %s --all | ethfab down %s\n",
-		lab.Lab, len(lab.Machines), len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing["total"], lab.Lab, lab.Lab, lab.Lab)
-	return nil
+	return printUp(c, lab)
 }
 
 // withoutParts drops from labs the parts of labs across machines that

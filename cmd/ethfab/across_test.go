@@ -82,17 +82,7 @@ func TestLabAcrossMachines(t *testing.T) {
 				t.Fatalf("hosts and switches by machine: %v", on)
 			}
 
-			out, err = runApp(t, "ping", lab, "--all", "--json")
-			if err != nil {
-				t.Fatalf("ping: %v\n%s", err, out)
-			}
-			var r fabric.PingReport
-			if err := json.Unmarshal([]byte(out), &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.Pairs != 72*71 || r.Reached != r.Pairs {
-				t.Fatalf("%d of %d pairs reached, want all %d: %v", r.Reached, r.Pairs, 72*71, r.Unreachable)
-			}
+			pingAll(t, lab, 72)
 
 			sc, err := scenario.Load(file)
 			if err != nil {
@@ -131,6 +121,23 @@ func TestLabAcrossMachines(t *testing.T) {
 			}
 			assertLabGone(t, lab)
 		})
+	}
+}
+
+// pingAll pings every pair of lab's n hosts, across its machines, and
+// wants every one reached.
+func pingAll(t *testing.T, lab string, n int) {
+	t.Helper()
+	out, err := runApp(t, "ping", lab, "--all", "--json")
+	if err != nil {
+		t.Fatalf("ping: %v\n%s", err, out)
+	}
+	var r fabric.PingReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pairs != n*(n-1) || r.Reached != r.Pairs {
+		t.Fatalf("%d of %d pairs reached, want all %d: %v", r.Reached, r.Pairs, n*(n-1), r.Unreachable)
 	}
 }
 
@@ -359,17 +366,7 @@ PidFile none
 			t.Errorf("machine %s recorded launcher %s, ssh config %q", m.Name, m.Launcher, m.SSHConfig)
 		}
 	}
-	out, err := runApp(t, "ping", lab, "--json")
-	if err != nil {
-		t.Fatalf("ping: %v\n%s", err, out)
-	}
-	var r fabric.PingReport
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.Pairs != 72*71 || r.Reached != r.Pairs {
-		t.Fatalf("%d of %d pairs reached over ssh-started workers: %v", r.Reached, r.Pairs, r.Unreachable)
-	}
+	pingAll(t, lab, 72)
 	far := l.Hosts[len(l.Hosts)-1]
 	cmd, err := cluster.ExecIn(t.Context(), l, &far, []string{"ip", "-o", "-4", "addr", "show", "dev", "eth0"})
 	if err != nil {

@@ -79,17 +79,26 @@ func upCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if c.Bool("json") {
-				return printJSON(c, lab)
-			}
-			for _, w := range lab.Warnings {
-				fmt.Fprintln(c.App.ErrWriter, "warning:", w)
-			}
-			fmt.Fprintf(c.App.Writer, "lab %s is up: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab exec %s %s -- ip link | ethfab ping %s --all | ethfab down %s\n",
-				lab.Lab, len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing["total"], lab.Lab, lab.Lab, lab.Hosts[0].Name, lab.Lab, lab.Lab)
-			return nil
+			return printUp(c, lab)
 		},
 	}
+}
+
+// printUp says what `up` brought up (--json: the lab's status).
+func printUp(c *cli.Context, lab *fabric.Lab) error {
+	if c.Bool("json") {
+		return printJSON(c, lab)
+	}
+	for _, w := range lab.Warnings {
+		fmt.Fprintln(c.App.ErrWriter, "warning:", w)
+	}
+	across := ""
+	if len(lab.Machines) > 0 {
+		across = fmt.Sprintf(" across %d machines", len(lab.Machines))
+	}
+	fmt.Fprintf(c.App.Writer, "lab %s is up%s: %d hosts, %d switches, %d links in %.2fs\n  ethfab status %s | ethfab exec %s %s -- ip link | ethfab ping %s --all | ethfab down %s\n",
+		lab.Lab, across, len(lab.Hosts), len(lab.Switches), len(lab.Links), lab.Timing["total"], lab.Lab, lab.Lab, lab.Hosts[0].Name, lab.Lab, lab.Lab)
+	return nil
 }
 
 func downCommand() *cli.Command {

@@ -33,10 +33,7 @@ func workerCommand() *cli.Command {
 				Usage:     "remove a part (one that is not there is no error)",
 				ArgsUsage: "PART",
 				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return fmt.Errorf("usage: ethfab worker down PART")
-					}
-					if err := checkLab("PART", c.Args().First()); err != nil {
+					if err := partArg(c, "down"); err != nil {
 						return err
 					}
 					return cluster.WorkerDown(c.Args().First())
@@ -47,10 +44,7 @@ func workerCommand() *cli.Command {
 				Usage:     "this machine's traffic engine and sampler in a run across machines, spoken in JSON lines",
 				ArgsUsage: "PART",
 				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return fmt.Errorf("usage: ethfab worker traffic PART")
-					}
-					if err := checkLab("PART", c.Args().First()); err != nil {
+					if err := partArg(c, "traffic"); err != nil {
 						return err
 					}
 					ctx, stop := interruptible(0)
@@ -63,10 +57,7 @@ func workerCommand() *cli.Command {
 				Usage:     "this machine's side of a ping across machines, spoken in JSON lines",
 				ArgsUsage: "PART",
 				Action: func(c *cli.Context) error {
-					if c.NArg() != 1 {
-						return fmt.Errorf("usage: ethfab worker ping PART")
-					}
-					if err := checkLab("PART", c.Args().First()); err != nil {
+					if err := partArg(c, "ping"); err != nil {
 						return err
 					}
 					ctx, stop := interruptible(0)
@@ -76,4 +67,12 @@ func workerCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// partArg checks a worker subcommand's one argument, the part's name.
+func partArg(c *cli.Context, sub string) error {
+	if c.NArg() != 1 {
+		return fmt.Errorf("usage: ethfab worker %s PART", sub)
+	}
+	return checkLab("PART", c.Args().First())
 }

@@ -224,13 +224,9 @@ func WorkerPing(ctx context.Context, part string, in io.Reader, out io.Writer) e
 		return err
 	}
 	r := bufio.NewReaderSize(in, 1<<16)
-	b, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the request: %w", err)
-	}
 	var req pingRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("the request: %w", err)
+	if err := readRequest(r, &req); err != nil {
+		return err
 	}
 	for i := range req.Hosts {
 		if h := l.Host(req.Hosts[i].Name); h != nil {

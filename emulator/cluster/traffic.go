@@ -220,13 +220,9 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		return err
 	}
 	r := bufio.NewReaderSize(in, 1<<16)
-	b, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the request: %w", err)
-	}
 	var req trafficRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return fmt.Errorf("the request: %w", err)
+	if err := readRequest(r, &req); err != nil {
+		return err
 	}
 	if len(req.Hosts) != len(top.Hosts) {
 		return fmt.Errorf("the request names %d hosts, %s has %d", len(req.Hosts), l.Topology, len(top.Hosts))

@@ -91,13 +91,9 @@ func Down(ctx context.Context, name string, rep steps.Reporter) error {
 // bring-up, which rolls the part back.
 func WorkerUp(ctx context.Context, machine string, in io.Reader, out io.Writer, rep steps.Reporter) error {
 	r := bufio.NewReader(in)
-	line, err := r.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("reading the plan: %w", err)
-	}
 	var p PartPlan
-	if err := json.Unmarshal(line, &p); err != nil {
-		return fmt.Errorf("the plan: %w", err)
+	if err := readRequest(r, &p); err != nil {
+		return err
 	}
 	sc, err := scenario.Parse(p.Source, []byte(p.Scenario))
 	if err != nil {
@@ -120,6 +116,19 @@ func WorkerUp(ctx context.Context, machine string, in io.Reader, out io.Writer, 
 		return err
 	}
 	return json.NewEncoder(out).Encode(lab)
+}
+
+// readRequest reads a worker's first line, the coordinator's request,
+// into v.
+func readRequest(r *bufio.Reader, v any) error {
+	b, err := r.ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("reading the coordinator's request: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("the coordinator's request: %w", err)
+	}
+	return nil
 }
 
 // WorkerDown is `ethfab worker down PART`: the part removed, and a part

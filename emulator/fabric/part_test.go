@@ -4,19 +4,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/internal/topotest"
 )
 
 // A part that cannot be a part of the fabric is refused by field.
 func TestPartCheck(t *testing.T) {
-	s, err := topology.ParseSpec("dragonfly:p=1,a=2,h=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := topology.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := topotest.Build(t, "dragonfly:p=1,a=2,h=1")
 	good := func() Part {
 		p := Part{Lab: "x", Machine: "a", Index: 0, Machines: []string{"a", "b"}, Of: make([]int, len(top.Switches)),
 			Originals: make([]string, len(top.Hosts)), Addrs: []string{"192.168.0.1", "192.168.0.2"}, VNIBase: 1}

@@ -132,17 +132,7 @@ func TestKilledDownLeavesNothingChanged(t *testing.T) {
 	root, _ := useStateRoot(t)
 	os.RemoveAll(filepath.Join(root, "lab"))
 	_, rcu := fakeSettings(t, "212992", "0")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledDownLeavesNothingChanged$")
-	cmd.Env = append(os.Environ(), "ETHFAB_TEST_EXPEDITE=1", "ETHFAB_TEST_STATE_ROOT="+root, "ETHFAB_TEST_RCU="+rcu)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 64)
-	n, _ := out.Read(buf)
-	if !strings.Contains(string(buf[:n]), "expedited") {
-		t.Fatalf("child said %q", buf[:n])
-	}
+	cmd := startExpediter(t, root, rcu)
 	cmd.Process.Kill()
 	cmd.Wait()
 	if value(t, rcu) != "1" {
@@ -167,19 +157,9 @@ func TestExpeditedUntilTheLastHolder(t *testing.T) {
 	root, _ := useStateRoot(t)
 	os.RemoveAll(filepath.Join(root, "lab"))
 	_, rcu := fakeSettings(t, "212992", "0")
-	// The other holder: a child that expedites and waits (the same child
-	// TestKilledDownLeavesNothingChanged kills).
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledDownLeavesNothingChanged$")
-	cmd.Env = append(os.Environ(), "ETHFAB_TEST_EXPEDITE=1", "ETHFAB_TEST_STATE_ROOT="+root, "ETHFAB_TEST_RCU="+rcu)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// The other holder: a child that expedites and waits.
+	cmd := startExpediter(t, root, rcu)
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	buf := make([]byte, 64)
-	if n, _ := out.Read(buf); !strings.Contains(string(buf[:n]), "expedited") {
-		t.Fatalf("child said %q", buf[:n])
-	}
 	restore := ExpediteRCU()
 	if err := restore(); err != nil {
 		t.Fatal(err)
@@ -199,4 +179,24 @@ func TestExpeditedUntilTheLastHolder(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(root, sysctlStateFile))
 		t.Errorf("journal left: %s", b)
 	}
+}
+
+// startExpediter starts a child that expedites grace periods (state root
+// root, the setting at rcu) and waits to be killed, as a command between
+// its change and its restore; it returns once the child has changed it.
+func startExpediter(t *testing.T, root, rcu string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledDownLeavesNothingChanged$")
+	cmd.Env = append(os.Environ(), "ETHFAB_TEST_EXPEDITE=1", "ETHFAB_TEST_STATE_ROOT="+root, "ETHFAB_TEST_RCU="+rcu)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, _ := out.Read(buf); !strings.Contains(string(buf[:n]), "expedited") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child said %q", buf[:n])
+	}
+	return cmd
 }
