@@ -24,7 +24,7 @@ import (
 
 // acrossScenario writes a DF(2,4,2) scenario named lab (36 switches, 72
 // hosts; split by groups, 20 of its 36 global links cut across 2
-// machines) on the userspace datapath.
+// machines) on datapath, with one light traffic phase for `run --lab`.
 func acrossScenario(t *testing.T, lab, datapath string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), lab+".yaml")
@@ -32,6 +32,9 @@ func acrossScenario(t *testing.T, lab, datapath string) string {
 topology: {kind: dragonfly, p: 2, a: 4, h: 2}
 links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 50mbit}}
 ovs: {datapath: `+datapath+`}
+phases:
+  - name: light
+    traffic: {pattern: uniform, loads: [0.005], duration: 1s, seed: 5}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -257,12 +260,50 @@ func TestAcrossMachinesRollsBack(t *testing.T) {
 		t.Fatalf("up with a killed worker: %v; it said:\n%s", err, all)
 	}
 	assertLabGone(t, lab)
+
+	// The coordinator killed while its workers build: they see their
+	// input close and roll their parts back; `down` removes the rest
+	// from the state the coordinator wrote first.
+	cmd = exec.Command(os.Args[0], "up", file, "--machines", "local:2")
+	cmd.Env = os.Environ()
+	if stderr, err = cmd.StderrPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc = bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "local0: namespaces:") {
+			break
+		}
+	}
+	workers := childrenOf(cmd.Process.Pid, "worker\x00up\x00")
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(workers) != 2 {
+		t.Fatalf("%d workers under the coordinator, want 2", len(workers))
+	}
+	// Each worker, now without its coordinator, ends once its part is
+	// rolled back.
+	for _, w := range workers {
+		for range 600 {
+			if syscall.Kill(w, 0) != nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if out, err := runApp(t, "down", lab); err != nil {
+		t.Fatalf("down after a killed coordinator: %v\n%s", err, out)
+	}
+	assertLabGone(t, lab)
 }
 
-// killWorker kills, with SIGKILL, the child of pid that is machine m's
-// `ethfab worker up`, and returns its PID (0: none).
-func killWorker(t *testing.T, pid int, m string) int {
-	t.Helper()
+// childrenOf lists the PIDs of pid's children whose command line holds
+// args.
+func childrenOf(pid int, args string) []int {
+	var out []int
 	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -275,13 +316,22 @@ func killWorker(t *testing.T, pid int, m string) int {
 			continue
 		}
 		child, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child))
-		if strings.Contains(string(args), "worker\x00up\x00--machine\x00"+m+"\x00") {
-			if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			return child
+		if cl, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", child)); strings.Contains(string(cl), args) {
+			out = append(out, child)
 		}
+	}
+	return out
+}
+
+// killWorker kills, with SIGKILL, the child of pid that is machine m's
+// `ethfab worker up`, and returns its PID (0: none).
+func killWorker(t *testing.T, pid int, m string) int {
+	t.Helper()
+	for _, child := range childrenOf(pid, "worker\x00up\x00--machine\x00"+m+"\x00") {
+		if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		return child
 	}
 	return 0
 }
@@ -367,6 +417,18 @@ PidFile none
 		}
 	}
 	pingAll(t, lab, 72)
+	// A point measured by traffic workers started over ssh.
+	runDir := filepath.Join(t.TempDir(), "run")
+	if out, err := runApp(t, "run", file, "--lab", lab, "--out", runDir, "--quiet"); err != nil {
+		t.Fatalf("run --lab over ssh: %v\n%s", err, out)
+	}
+	var m results.Metrics
+	if b, err := os.ReadFile(filepath.Join(runDir, "metrics.json")); err != nil || json.Unmarshal(b, &m) != nil || len(m.Phases) != 1 {
+		t.Fatalf("the run's metrics: %v", err)
+	}
+	if p := m.Phases[0]; p.Sent == 0 || p.Received != p.Sent || m.Run.Machine["machines"] != "2" {
+		t.Errorf("a point over ssh-started workers: sent %d, received %d, machines %q", p.Sent, p.Received, m.Run.Machine["machines"])
+	}
 	far := l.Hosts[len(l.Hosts)-1]
 	cmd, err := cluster.ExecIn(t.Context(), l, &far, []string{"ip", "-o", "-4", "addr", "show", "dev", "eth0"})
 	if err != nil {
