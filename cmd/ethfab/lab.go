@@ -235,7 +235,13 @@ func statusCommand() *cli.Command {
 						fmt.Fprintf(c.App.Writer, "%s\t(unreadable: %v)\n", l, err)
 						continue
 					}
-					fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%d hosts\t%d switches\n", l, lab.State, lab.Topology, len(lab.Hosts), len(lab.Switches))
+					where := ""
+					if len(lab.Machines) > 0 {
+						where = fmt.Sprintf("\tacross %d machines", len(lab.Machines))
+					} else if p := lab.Part; p != nil {
+						where = fmt.Sprintf("\tpart of %s on machine %s", p.Lab, p.Machine)
+					}
+					fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\t%d hosts\t%d switches%s\n", l, lab.State, lab.Topology, len(lab.Hosts), len(lab.Switches), where)
 				}
 				return nil
 			}
