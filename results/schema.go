@@ -103,8 +103,12 @@ type Point struct {
 	// frames it did send.
 	SendLateness Lateness `json:"send_lateness"`
 	Received     uint64   `json:"received"`
-	Duplicates   uint64   `json:"duplicates"`
-	Reordered    uint64   `json:"reordered"`
+	// Unclocked: received frames from another machine whose clock is not
+	// known to agree with the receiver's, in a run across machines: in
+	// Received, not in the latency figures.
+	Unclocked  uint64 `json:"unclocked,omitempty"`
+	Duplicates uint64 `json:"duplicates"`
+	Reordered  uint64 `json:"reordered"`
 	// CPUBusy is the busy fraction of all cores during the point.
 	CPUBusy float64 `json:"cpu_busy,omitempty"`
 	// CPU says where the CPU went: each busy ovs-vswitchd thread, the

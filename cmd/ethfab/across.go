@@ -26,6 +26,9 @@ func acrossFlags() []cli.Flag {
 	}
 }
 
+// clocksFlag is run's choice of how latency is taken across machines.
+var clocksFlag = &cli.StringFlag{Name: "clocks", Value: string(cluster.ClocksAuto), Usage: "across machines, one-way latency by: one (emulated machines' one clock), wall (the machines' wall clocks, synchronized: PTP), local (within a machine only), auto (one on emulated machines, wall where ethfab doctor's clock check passes on every machine, else local)"}
+
 // acrossOptions reads acrossFlags: nil without --machines (and then no
 // other of them may be set).
 func acrossOptions(c *cli.Context) (*cluster.Options, error) {

@@ -524,6 +524,30 @@ phases:
 	if m := across.Run.Machine; m["machines"] != "2" || !strings.Contains(m["latency"], "one clock") {
 		t.Errorf("the run's record: machines %q, latency %q", m["machines"], m["latency"])
 	}
+	// Timed by the machines' wall clocks (the offsets of the same clock
+	// here), every frame's latency is taken; within a machine only, the
+	// frames between machines are counted and not timed.
+	timed := func(p results.Point) uint64 {
+		var n uint64
+		for _, b := range p.LatencyHistogram.Buckets {
+			n += b[1]
+		}
+		return n
+	}
+	for _, c := range []string{"wall", "local"} {
+		m := metrics("--machines", "local:2", "--clocks", c)
+		if !strings.Contains(m.Run.Machine["latency"], map[string]string{"wall": "wall clocks", "local": "within one machine"}[c]) {
+			t.Errorf("--clocks %s recorded as %q", c, m.Run.Machine["latency"])
+		}
+		for _, p := range m.Phases {
+			switch {
+			case c == "wall" && (p.Unclocked != 0 || timed(p) != p.Received):
+				t.Errorf("--clocks wall, %s: %d of %d frames timed, %d unclocked", p.Name, timed(p), p.Received, p.Unclocked)
+			case c == "local" && (p.Unclocked == 0 || timed(p)+p.Unclocked != p.Received):
+				t.Errorf("--clocks local, %s: %d timed and %d unclocked of %d received", p.Name, timed(p), p.Unclocked, p.Received)
+			}
+		}
+	}
 	if across.Run.Hosts != 72 {
 		t.Errorf("the run's record: %d hosts, want 72", across.Run.Hosts)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/emulator/run"
 	"github.com/ethfab/ethfab/results"
 )
@@ -25,7 +26,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "run directory (default runs/<scenario>-<time>)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress; print only the run directory"},
 			&cli.BoolFlag{Name: "json", Usage: "no progress; print one JSON object: dir, fidelity, failed expectations (per case with cases)"},
-		}, acrossFlags()...),
+		}, append(acrossFlags(), clocksFlag)...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return fmt.Errorf("usage: ethfab run SCENARIO.yaml")
@@ -45,7 +46,12 @@ func runCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := run.Options{Lab: c.String("lab"), Keep: c.Bool("keep"), Out: c.String("out"), Version: version, Warn: c.App.ErrWriter, Across: across}
+			clocks, err := cluster.ParseClocks(c.String("clocks"))
+			if err != nil {
+				return fmt.Errorf("--clocks: %w", err)
+			}
+			o := run.Options{Lab: c.String("lab"), Keep: c.Bool("keep"), Out: c.String("out"), Version: version, Warn: c.App.ErrWriter, Across: across,
+				Clocks: clocks}
 			if !c.Bool("quiet") && !c.Bool("json") {
 				d := newStepDisplay(c.App.ErrWriter)
 				defer d.Close()

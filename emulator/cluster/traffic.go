@@ -36,16 +36,47 @@ type Traffic struct {
 	ss       []*session
 	names    []string
 	sendMode string
-	// SameClock: every machine reads one clock (emulated machines), so
-	// every frame's latency is taken; otherwise only of frames between
-	// hosts of one machine (traffic.Config.LocalLatency).
-	SameClock bool
+	clocks   Clocks
+	// worst is the largest estimated clock error of the machines (µs),
+	// and agree says every clock is synchronized within
+	// kernel.MaxClockErrorUs.
+	worst int64
+	agree bool
+}
+
+// Clocks is how a run across machines takes one-way latency, whose
+// frames leave with the sender's monotonic time.
+type Clocks string
+
+const (
+	// ClocksAuto: ClocksOne on emulated machines, ClocksWall where every
+	// machine's clock is synchronized within kernel.MaxClockErrorUs,
+	// ClocksLocal otherwise.
+	ClocksAuto Clocks = "auto"
+	// ClocksOne: the machines are one (emulated): one monotonic clock.
+	ClocksOne Clocks = "one"
+	// ClocksWall: the machines' wall clocks agree (PTP): before each
+	// point every machine's wall-minus-monotonic offset is read, and a
+	// frame from another machine is timed by the two offsets' difference
+	// (traffic.Config.ClockShift).
+	ClocksWall Clocks = "wall"
+	// ClocksLocal: the clocks are not known to agree: latency only of
+	// frames between hosts of one machine.
+	ClocksLocal Clocks = "local"
+)
+
+// ParseClocks checks a Clocks name.
+func ParseClocks(s string) (Clocks, error) {
+	switch c := Clocks(s); c {
+	case ClocksAuto, ClocksOne, ClocksWall, ClocksLocal:
+		return c, nil
+	}
+	return "", fmt.Errorf("%q: want auto, one, wall or local", s)
 }
 
 // trafficRequest opens a worker's engine.
 type trafficRequest struct {
-	Hosts        []trafficHost `json:"hosts"`
-	LocalLatency bool          `json:"local_latency,omitempty"`
+	Hosts []trafficHost `json:"hosts"`
 }
 
 type trafficHost struct {
@@ -53,12 +84,15 @@ type trafficHost struct {
 	PseudoMAC string `json:"pseudo_mac"`
 	Switch    int    `json:"switch"`
 	Group     int    `json:"group"`
+	Machine   int    `json:"machine"`
 }
 
 // pointRequest is one point: the config every machine runs, its start in
 // CLOCK_REALTIME ns (each worker's engine converts it to its monotonic
 // clock) and the sampler's timeline bin.
 type pointRequest struct {
+	// Kind is "clock" (answer the machine's clock) or "point".
+	Kind     string        `json:"kind"`
 	Pattern  pat.Spec      `json:"pattern"`
 	Load     float64       `json:"load"`
 	Frame    int           `json:"frame"`
@@ -71,6 +105,16 @@ type pointRequest struct {
 	Run      uint32        `json:"run"`
 	Start    int64         `json:"start_unix_ns"`
 	Bin      time.Duration `json:"bin_ns"`
+	// Clocks is how latency is taken, Offsets (ClocksWall) each
+	// machine's wall-minus-monotonic offset.
+	Clocks  Clocks  `json:"clocks"`
+	Offsets []int64 `json:"offsets,omitempty"`
+}
+
+// clockState is a machine's clock, as a worker reads it.
+type clockState struct {
+	OffsetNs int64            `json:"offset_ns"` // traffic.WallMinusMono
+	Sync     kernel.ClockSync `json:"sync"`
 }
 
 // trafficAnswer is a worker's line: ready (with how it sends), or a
@@ -80,6 +124,7 @@ type trafficAnswer struct {
 	SendMode string          `json:"send_mode,omitempty"`
 	Part     *traffic.Part   `json:"part,omitempty"`
 	Report   *measure.Report `json:"report,omitempty"`
+	Clock    *clockState     `json:"clock,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
 
@@ -89,17 +134,27 @@ type trafficAnswer struct {
 const startLead = time.Second
 
 // OpenTraffic starts a traffic worker on every machine of lab, whose
-// hosts are hosts (in the fabric's order, each with its switch and group).
-func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, sameClock bool, rep steps.Reporter) (t *Traffic, err error) {
-	t = &Traffic{lab: l, hosts: hosts, SameClock: sameClock}
+// hosts are hosts (in the fabric's order, each with its switch and group),
+// and settles how latency is taken (clocks; ClocksAuto decides from the
+// machines: emulated ones share a clock, real ones report theirs).
+func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clocks Clocks, rep steps.Reporter) (t *Traffic, err error) {
+	t = &Traffic{lab: l, hosts: hosts}
 	defer func() {
 		if err != nil {
 			t.Close()
 		}
 	}()
-	req := trafficRequest{LocalLatency: !sameClock}
+	machine := map[string]int{}
+	for k, m := range l.Machines {
+		machine[m.Name] = k
+	}
+	var req trafficRequest
 	for i, h := range l.Hosts {
-		req.Hosts = append(req.Hosts, trafficHost{Name: h.Name, PseudoMAC: h.PseudoMAC, Switch: hosts[i].Switch, Group: hosts[i].Group})
+		k, ok := machine[h.Machine]
+		if !ok {
+			return t, fmt.Errorf("lab %s: host %s runs on machine %q, which the lab does not list", l.Lab, h.Name, h.Machine)
+		}
+		req.Hosts = append(req.Hosts, trafficHost{Name: h.Name, PseudoMAC: h.PseudoMAC, Switch: hosts[i].Switch, Group: hosts[i].Group, Machine: k})
 	}
 	for _, m := range l.Machines {
 		s, err := openSession(ctx, m, steps.Or(rep), "worker", "traffic", m.Part)
@@ -116,11 +171,46 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, sameC
 		return t, fmt.Errorf("opening the traffic engines: %w", err)
 	}
 	t.sendMode = answers[0].SendMode
+	emulated, agree := true, true
+	for k, m := range l.Machines {
+		emulated = emulated && m.Underlay.NS != ""
+		c := answers[k].Clock
+		if c == nil {
+			return t, fmt.Errorf("machine %s did not say how its clock runs", m.Name)
+		}
+		agree = agree && c.Sync.Agrees()
+		t.worst = max(t.worst, c.Sync.EstErrorUs)
+	}
+	t.agree = agree
+	switch {
+	case clocks != ClocksAuto:
+		t.clocks = clocks
+	case emulated:
+		t.clocks = ClocksOne
+	case agree:
+		t.clocks = ClocksWall
+	default:
+		t.clocks = ClocksLocal
+	}
 	return t, nil
 }
 
 // SendMode is how the machines' engines send (the first one's).
 func (t *Traffic) SendMode() string { return t.sendMode }
+
+// Latency says how the points take one-way latency, for the run's record.
+func (t *Traffic) Latency() string {
+	switch t.clocks {
+	case ClocksOne:
+		return "every pair: the machines share one clock (emulated machines)"
+	case ClocksWall:
+		if !t.agree {
+			return fmt.Sprintf("every pair, as asked (--clocks wall): frames between machines timed by the machines' wall clocks, which their kernels do not call synchronized within %d µs (largest estimated error %d µs)", kernel.MaxClockErrorUs, t.worst)
+		}
+		return fmt.Sprintf("every pair: frames between machines timed by the machines' wall clocks, synchronized to within %d µs each (the largest estimated error)", t.worst)
+	}
+	return "pairs within one machine only: the machines' clocks are not known to agree (ethfab doctor's clock check)"
+}
 
 // Point runs one point on every machine at once and merges it: cfg is
 // the config every engine runs (its Pattern built from spec, as every
@@ -129,8 +219,29 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 	var b [4]byte
 	rand.Read(b[:])
 	run := binary.BigEndian.Uint32(b[:]) | 1
-	req := pointRequest{Pattern: spec, Load: cfg.Load, Frame: cfg.FrameSize, RateBps: cfg.RateBps, Warmup: cfg.Warmup, Duration: cfg.Duration,
-		Drain: cfg.Drain, Seed: cfg.Seed, Senders: cfg.Senders, Run: run, Start: time.Now().Add(startLead).UnixNano(), Bin: bin}
+	req := pointRequest{Kind: "point", Pattern: spec, Load: cfg.Load, Frame: cfg.FrameSize, RateBps: cfg.RateBps, Warmup: cfg.Warmup, Duration: cfg.Duration,
+		Drain: cfg.Drain, Seed: cfg.Seed, Senders: cfg.Senders, Run: run, Bin: bin, Clocks: t.clocks}
+	if t.clocks == ClocksWall {
+		// Each machine's offset, read just before the point: a clock
+		// that a daemon slews drifts from its monotonic one (10 ppm is
+		// 10 µs a second).
+		for _, s := range t.ss {
+			if err := s.send(pointRequest{Kind: "clock"}); err != nil {
+				return nil, nil, err
+			}
+		}
+		clocks, err := t.each(func(s *session) (trafficAnswer, error) { return s.trafficAnswer() })
+		if err != nil {
+			return nil, nil, err
+		}
+		for k, c := range clocks {
+			if c.Clock == nil {
+				return nil, nil, fmt.Errorf("machine %s did not say how its clock runs", t.names[k])
+			}
+			req.Offsets = append(req.Offsets, c.Clock.OffsetNs)
+		}
+	}
+	req.Start = time.Now().Add(startLead).UnixNano()
 	for _, s := range t.ss {
 		if err := s.send(req); err != nil {
 			return nil, nil, err
@@ -263,8 +374,17 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		smp.Close()
 		err = errors.Join(err, e.Close(), restore())
 	}()
-	if err := enc.Encode(trafficAnswer{Ready: true, SendMode: e.SendMode()}); err != nil {
+	clock := func() *clockState {
+		c := &clockState{OffsetNs: traffic.WallMinusMono()}
+		c.Sync, _ = kernel.ReadClockSync() // unread: not synchronized
+		return c
+	}
+	if err := enc.Encode(trafficAnswer{Ready: true, SendMode: e.SendMode(), Clock: clock()}); err != nil {
 		return err
+	}
+	machineOf := make([]int, len(req.Hosts))
+	for i, h := range req.Hosts {
+		machineOf[i] = h.Machine
 	}
 	for {
 		b, err := r.ReadBytes('\n')
@@ -275,7 +395,10 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		if err := json.Unmarshal(b, &p); err != nil {
 			return fmt.Errorf("the point: %w", err)
 		}
-		a := workerPoint(ctx, e, smp, top, p, req.LocalLatency, l.Part)
+		a := trafficAnswer{Clock: clock()}
+		if p.Kind != "clock" {
+			a = workerPoint(ctx, e, smp, top, p, machineOf, l.Part)
+		}
 		if err := enc.Encode(a); err != nil {
 			return err
 		}
@@ -283,10 +406,27 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 }
 
 // workerPoint runs one point on this machine's engine, sampled.
-func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, localLatency bool, part *fabric.PartState) trafficAnswer {
+func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, machineOf []int, part *fabric.PartState) trafficAnswer {
 	pattern, err := pat.New(p.Pattern, top, p.Seed, pat.Options{})
 	if err != nil {
 		return trafficAnswer{Error: fmt.Sprintf("pattern %s: %v", p.Pattern, err)}
+	}
+	var shift []int64
+	switch p.Clocks {
+	case ClocksWall:
+		if len(p.Offsets) <= part.Index {
+			return trafficAnswer{Error: fmt.Sprintf("%d clock offsets for machine %d", len(p.Offsets), part.Index)}
+		}
+		shift = make([]int64, len(machineOf))
+		for i, k := range machineOf {
+			if k < 0 || k >= len(p.Offsets) {
+				return trafficAnswer{Error: fmt.Sprintf("host %d on machine %d of %d", i, k, len(p.Offsets))}
+			}
+			shift[i] = p.Offsets[k] - p.Offsets[part.Index]
+		}
+	case ClocksOne:
+	default:
+		p.Clocks = ClocksLocal
 	}
 	start := time.Unix(0, p.Start)
 	// What the underlay sends over the point: the cut links' frames, and
@@ -311,7 +451,8 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	}
 	machine := part.Machine
 	counts, err := e.RunPart(ctx, traffic.Config{Pattern: pattern, Load: p.Load, FrameSize: p.Frame, RateBps: p.RateBps, Warmup: p.Warmup,
-		Duration: p.Duration, Drain: p.Drain, Seed: p.Seed, Senders: p.Senders, Run: p.Run, StartNs: traffic.MonoAt(start), LocalLatency: localLatency})
+		Duration: p.Duration, Drain: p.Drain, Seed: p.Seed, Senders: p.Senders, Run: p.Run, StartNs: traffic.MonoAt(start),
+		LocalLatency: p.Clocks == ClocksLocal, ClockShift: shift})
 	rep, serr := smp.Stop(ctx)
 	switch {
 	case err != nil:

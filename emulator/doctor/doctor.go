@@ -88,7 +88,7 @@ func Run(ctx context.Context) Report {
 	for _, b := range binaries {
 		checks = append(checks, checkBinary(ctx, b))
 	}
-	checks = append(checks, checkAllocator(ovs.LibDirs()), checkPMDSwitch(), checkEBPF())
+	checks = append(checks, checkAllocator(ovs.LibDirs()), checkPMDSwitch(), checkEBPF(), checkClock())
 	caps := kernel.Probe()
 	r := Decide(checks, caps)
 	var err error
@@ -129,6 +129,27 @@ func checkEBPF() Check {
 		return Check{Name: "ebpf datapath", Detail: "unavailable (" + err.Error() + "): labs use Open vSwitch"}
 	}
 	return Check{Name: "ebpf datapath", OK: true, Detail: "ovs.datapath: ebpf runs here (no Open vSwitch: the tables in BPF maps, one tc program per switch port)"}
+}
+
+// checkClock reports whether the system clock is synchronized closely
+// enough (kernel.MaxClockErrorUs) for runs across machines to take the
+// one-way latency of frames between machines.
+func checkClock() Check {
+	c, err := kernel.ReadClockSync()
+	if err != nil {
+		return Check{Name: "clock", Detail: "unknown (" + err.Error() + "): runs across machines take latency within a machine only"}
+	}
+	by := "no clock daemon running"
+	if len(c.Daemons) > 0 {
+		by = strings.Join(c.Daemons, ", ")
+	}
+	if c.Agrees() {
+		return Check{Name: "clock", OK: true, Detail: fmt.Sprintf("synchronized (%s), estimated error %d µs: runs across machines take one-way latency between machines too", by, c.EstErrorUs)}
+	}
+	if c.Synced {
+		return Check{Name: "clock", Detail: fmt.Sprintf("synchronized (%s) but estimated error %d µs, more than %d: runs across machines take latency within a machine only (PTP, linuxptp's ptp4l and phc2sys, gets under 1 µs)", by, c.EstErrorUs, kernel.MaxClockErrorUs)}
+	}
+	return Check{Name: "clock", Detail: fmt.Sprintf("not synchronized (%s): runs across machines take latency within a machine only (emulated machines share this one's clock)", by)}
 }
 
 func checkBinary(ctx context.Context, b binary) Check {

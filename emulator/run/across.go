@@ -51,25 +51,22 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 		if err != nil {
 			return err
 		}
-		// One clock where the machines are this one (an emulated
-		// underlay): every frame's latency; otherwise only that of
-		// frames between hosts of one machine, until clocks are known
-		// to agree.
-		same := true
+		// The machines are this one where their underlay is emulated.
+		here := true
 		for _, m := range r.lab.Machines {
-			same = same && m.Underlay.NS != ""
+			here = here && m.Underlay.NS != ""
 		}
-		r.acrossHere = same
-		if r.across, err = cluster.OpenTraffic(ctx, r.lab, hs, same, r.o.Report); err != nil {
+		r.acrossHere = here
+		clocks := r.o.Clocks
+		if clocks == "" {
+			clocks = cluster.ClocksAuto
+		}
+		if r.across, err = cluster.OpenTraffic(ctx, r.lab, hs, clocks, r.o.Report); err != nil {
 			return err
 		}
 		r.m.Run.Machine["traffic_send"] = r.across.SendMode()
 		r.m.Run.Machine["machines"] = fmt.Sprint(len(r.lab.Machines))
-		if same {
-			r.m.Run.Machine["latency"] = "every pair: the machines share one clock (emulated machines)"
-		} else {
-			r.m.Run.Machine["latency"] = "pairs within one machine only: the machines' clocks are not known to agree"
-		}
+		r.m.Run.Machine["latency"] = r.across.Latency()
 	}
 	p, err := pat.New(t.PatternSpec(), r.top, t.Seed, pat.Options{})
 	if err != nil {

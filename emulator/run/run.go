@@ -61,6 +61,8 @@ type Options struct {
 	Warn io.Writer
 	// Across, if set, brings the lab up across machines (cluster.Up).
 	Across *cluster.Options
+	// Clocks is how a run across machines takes latency ("": auto).
+	Clocks cluster.Clocks
 }
 
 // Outcome is what a run left behind. A scenario with cases has one
@@ -669,7 +671,7 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		FrameBytes:       res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
 		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs},
-		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered,
+		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered, Unclocked: f.Unclocked,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
 		// offered, not sent, not lost. Everything else is the machine's.
 		Drops: results.Drops{Socket: f.SendAgain + f.SendOther + f.RxDrops, SendAgain: f.SendAgain, SendOther: f.SendOther, RxRing: f.RxDrops},

@@ -236,6 +236,11 @@ type Config struct {
 	// LocalLatency: the machines' clocks do not agree, so latency is
 	// taken only of frames from hosts on this machine.
 	LocalLatency bool
+	// ClockShift, by source host, is what to take off a frame's latency
+	// for its sender's clock: the sender machine's wall-minus-monotonic
+	// offset less this machine's (WallMinusMono), when the machines' wall
+	// clocks agree (PTP); nil: one clock.
+	ClockShift []int64
 }
 
 // DefaultFrameSize is the papers' 1 KB frame.
@@ -269,6 +274,9 @@ func (c *Config) check(n int) error {
 	c.Senders = min(c.Senders, n)
 	if c.Batch <= 0 {
 		c.Batch = defaultBatch
+	}
+	if c.ClockShift != nil && len(c.ClockShift) != n {
+		return fmt.Errorf("clock shifts for %d hosts, the engine has %d", len(c.ClockShift), n)
 	}
 	if c.Probes != nil {
 		return c.Probes.check(n)
@@ -342,6 +350,7 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 		if cfg.LocalLatency {
 			sinks[i].remote = e.remote()
 		}
+		sinks[i].shift = cfg.ClockShift
 	}
 	pairs, err := e.flowPairs(cfg)
 	if err != nil {

@@ -91,6 +91,29 @@ func TestSplitMeasurementIsTheWholeOne(t *testing.T) {
 	if r.Fidelity.Unclocked == 0 || r.Latency.N+r.Fidelity.Unclocked != r.Aggregate.Received {
 		t.Errorf("local latency only: %d frames timed, %d unclocked, %d received", r.Latency.N, r.Fidelity.Unclocked, r.Aggregate.Received)
 	}
+
+	// Wall clocks: a sender whose clock reads 5 ms behind this one's puts
+	// 5 ms on its frames' latency, and only on those (2 of every 3
+	// destinations are on the other machine).
+	cfg.LocalLatency = false
+	cfg.Run, cfg.StartNs = 79, monoNow()+int64(20*time.Millisecond)
+	for m, e := range engines {
+		c := cfg
+		c.ClockShift = make([]int64, 4)
+		for i := range c.ClockShift {
+			if i/2 != m {
+				c.ClockShift[i] = -5_000_000
+			}
+		}
+		wg.Go(func() { parts[m], errs[m] = e.RunPart(context.Background(), c) })
+	}
+	wg.Wait()
+	if r, err = MergeParts(l.hosts, cfg, parts); err != nil {
+		t.Fatal(err)
+	}
+	if l := r.Aggregate.Latency; r.Latency.N != r.Aggregate.Received || l.Min >= 1000 || l.P50 < 4900 {
+		t.Errorf("shifted clocks: %d of %d frames timed, min %.0f µs, p50 %.0f µs; want all, min under 1 ms (same machine), p50 about 5 ms or more (the histogram rounds by 1.6%%)", r.Latency.N, r.Aggregate.Received, l.Min, l.P50)
+	}
 }
 
 func mustMAC(t *testing.T, s string) net.HardwareAddr {

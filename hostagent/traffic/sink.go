@@ -39,6 +39,8 @@ type sink struct {
 	// remote, when the machines' clocks do not agree, are the hosts
 	// whose frames' latency is not taken (Config.LocalLatency).
 	remote []bool
+	// shift, by source host, is Config.ClockShift.
+	shift []int64
 }
 
 type sinkStats struct {
@@ -138,7 +140,11 @@ func (k *sink) frame(b []byte, h *pat.Header, now int64) {
 		k.st.unclocked++
 		return
 	}
-	lat := uint64(max(now-int64(h.SendNs), 0))
+	sent := int64(h.SendNs)
+	if k.shift != nil {
+		sent += k.shift[h.SrcHost]
+	}
+	lat := uint64(max(now-sent, 0))
 	k.hist.Add(lat)
 	if f.hist != nil {
 		f.hist.Add(lat)

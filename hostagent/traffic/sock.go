@@ -159,6 +159,11 @@ func clockBases() (time.Time, int64) {
 
 func monoNow() int64 { return clockBaseMono + int64(time.Since(clockBase)) }
 
+// WallMinusMono is this machine's wall clock less its monotonic clock,
+// now: two machines' offsets turn one's monotonic send times into the
+// other's (Config.ClockShift).
+func WallMinusMono() int64 { return time.Now().UnixNano() - monoNow() }
+
 // MonoAt is wall-clock time t on CLOCK_MONOTONIC, the clock of Config's
 // StartNs: a start agreed across machines in wall-clock time, each
 // machine's engine on its own monotonic clock.
