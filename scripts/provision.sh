@@ -61,9 +61,11 @@ die() { echo "provision: error: $*" >&2; exit 1; }
 # metis: gpmetis splits custom fabrics across machines (ethfab plan and up
 # --machines). openssh-client: `up --machines` starts workers over ssh;
 # openssh-server: its sshd binary, which the ssh test runs privately on
-# loopback with keys of its own (Debian also starts the system's sshd).
+# loopback with keys of its own. slurmctld, slurmd, slurm-client, munge:
+# `up --machines --launcher srun`, and the test that runs a private
+# two-node Slurm cluster on this machine (services are not started here).
 PKGS=(openvswitch-switch libtcmalloc-minimal4 iproute2 ethtool iperf3 tcpdump iputils-ping make git curl ca-certificates graphviz tshark python3
-  openmpi-bin libopenmpi-dev gcc metis openssh-client openssh-server)
+  openmpi-bin libopenmpi-dev gcc metis openssh-client openssh-server slurmctld slurmd slurm-client munge)
 
 pkg_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 

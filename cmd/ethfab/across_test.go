@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -553,4 +554,125 @@ phases:
 	}
 	t.Logf("fidelity across machines: %+v", across.Fidelity)
 	assertLabGone(t, lab)
+}
+
+// The same lab with its workers started by Slurm's srun: a private
+// cluster of two nodes on this machine (munged, slurmctld and a slurmd per
+// node, on ports of their own), each node a machine of the lab on an
+// emulated underlay. Up, ping across the cut, a measured point, exec on
+// the far node and down all go through srun.
+func TestLabAcrossMachinesUnderSlurm(t *testing.T) {
+	roottest.NeedOVS(t, "munged", "slurmctld", "slurmd", "srun", "sinfo")
+	const lab = "eft-xsl"
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	for _, d := range []string{"state", "spool/node0", "spool/node1"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
+	key := make([]byte, 1024)
+	if f, err := os.Open("/dev/urandom"); err == nil {
+		f.Read(key)
+		f.Close()
+	}
+	os.WriteFile(filepath.Join(dir, "munge.key"), key, 0o400)
+	ctld, d0, d1 := freePort(t), freePort(t), freePort(t)
+	conf := filepath.Join(dir, "slurm.conf")
+	os.WriteFile(conf, []byte(fmt.Sprintf(`ClusterName=ethfabtest
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=%d
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=%[2]s/munge.sock
+CredType=cred/munge
+StateSaveLocation=%[2]s/state
+SlurmdSpoolDir=%[2]s/spool/%%n
+SlurmctldPidFile=%[2]s/slurmctld.pid
+SlurmdPidFile=%[2]s/slurmd-%%n.pid
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+NodeName=node0 NodeHostname=localhost NodeAddr=127.0.0.1 Port=%[3]d CPUs=1 State=UNKNOWN
+NodeName=node1 NodeHostname=localhost NodeAddr=127.0.0.1 Port=%[4]d CPUs=1 State=UNKNOWN
+PartitionName=test Nodes=node0,node1 Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+`, ctld, dir, d0, d1)), 0o644)
+	t.Setenv("SLURM_CONF", conf)
+	var logs syncBuf
+	daemon := func(args ...string) {
+		t.Helper()
+		path, err := exec.LookPath(args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(path, args[1:]...)
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	daemon("munged", "-F", "--force", "--key-file="+filepath.Join(dir, "munge.key"), "--socket="+filepath.Join(dir, "munge.sock"),
+		"--pid-file="+filepath.Join(dir, "munged.pid"), "--log-file="+filepath.Join(dir, "munged.log"), "--seed-file="+filepath.Join(dir, "munge.seed"))
+	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(dir, "munge.sock")); return err == nil }, &logs)
+	daemon("slurmctld", "-D", "-f", conf)
+	daemon("slurmd", "-D", "-f", conf, "-N", "node0")
+	daemon("slurmd", "-D", "-f", conf, "-N", "node1")
+	// Both nodes registered and idle.
+	waitFor(t, func() bool {
+		out, err := exec.Command("sinfo", "-h", "-o", "%t %D").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "idle 2"
+	}, &logs)
+
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	workersAsEthfab(t) // srun passes the environment to its tasks
+	file := acrossScenario(t, lab, "netdev")
+	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+	if out, err := runApp(t, "up", file, "--machines", "node0,node1", "--launcher", "srun", "--emulated-underlay", "--ethfab", self); err != nil {
+		t.Fatalf("up under Slurm: %v\n%s\nslurm: %s", err, out, logs.String())
+	}
+	pingAll(t, lab, 72)
+	runDir := filepath.Join(t.TempDir(), "run")
+	if out, err := runApp(t, "run", file, "--lab", lab, "--out", runDir, "--quiet"); err != nil {
+		t.Fatalf("run --lab under Slurm: %v\n%s", err, out)
+	}
+	l, err := fabric.Load(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := l.Hosts[len(l.Hosts)-1]
+	cmd, err := cluster.ExecIn(t.Context(), l, &far, []string{"sh", "-c", "echo $SLURMD_NODENAME; ip -o -4 addr show dev eth0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := cmd.Output(); err != nil || !strings.HasPrefix(string(b), far.Machine+"\n") || !strings.Contains(string(b), " "+far.IP+"/8 ") {
+		t.Errorf("exec on %s (node %s) under srun: %q, %v", far.Name, far.Machine, b, err)
+	}
+	if _, err := runApp(t, "down", lab); err != nil {
+		t.Fatal(err)
+	}
+	assertLabGone(t, lab)
+}
+
+// syncBuf is a log several daemons write at once.
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
