@@ -232,6 +232,24 @@ func TestAcrossMachinesRollsBack(t *testing.T) {
 	}
 	assertLabGone(t, lab)
 
+	// A lab of another's making under a part's name stops the bring-up,
+	// whose rollback leaves it alone.
+	other := fabric.PartLabName(lab, 0)
+	t.Cleanup(func() { fabric.Down(other) })
+	if _, err := runApp(t, "up", file, "--set", "name="+other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runApp(t, "up", file, "--machines", "local:2"); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("up across machines onto an existing %s: %v", other, err)
+	}
+	if l, err := fabric.Load(other); err != nil || l.State != "up" {
+		t.Fatalf("the rollback touched lab %s: %v", other, err)
+	}
+	if _, err := runApp(t, "down", other); err != nil {
+		t.Fatal(err)
+	}
+	assertLabGone(t, lab)
+
 	// The coordinator in a child, so its worker can be killed while it
 	// builds: right after it reports its namespaces.
 	cmd := exec.Command(os.Args[0], "up", file, "--machines", "local:2")
@@ -328,13 +346,14 @@ func childrenOf(pid int, args string) []int {
 // `ethfab worker up`, and returns its PID (0: none).
 func killWorker(t *testing.T, pid int, m string) int {
 	t.Helper()
-	for _, child := range childrenOf(pid, "worker\x00up\x00--machine\x00"+m+"\x00") {
-		if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		return child
+	children := childrenOf(pid, "worker\x00up\x00--machine\x00"+m+"\x00")
+	if len(children) == 0 {
+		return 0
 	}
-	return 0
+	if err := syscall.Kill(children[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	return children[0]
 }
 
 // The same lab with its workers started over ssh, as on real machines:

@@ -30,13 +30,22 @@ func workerCommand() *cli.Command {
 			},
 			{
 				Name:      "down",
-				Usage:     "remove a part (one that is not there is no error)",
+				Usage:     "remove part K of lab LAB (one that is not there is no error; a lab of that name that is not that part is left alone)",
 				ArgsUsage: "PART",
+				Flags: []cli.Flag{&cli.StringFlag{Name: "of", Required: true, Usage: "the lab across machines the part belongs to"},
+					&cli.IntFlag{Name: "index", Required: true, Usage: "the part's machine index in that lab"}},
 				Action: func(c *cli.Context) error {
 					if err := partArg(c, "down"); err != nil {
 						return err
 					}
-					return cluster.WorkerDown(c.Args().First())
+					if err := checkLab("--of", c.String("of")); err != nil {
+						return err
+					}
+					left, err := cluster.WorkerDown(c.Args().First(), c.String("of"), c.Int("index"))
+					if left != "" {
+						fmt.Fprintln(c.App.ErrWriter, left)
+					}
+					return err
 				},
 			},
 			{

@@ -13,7 +13,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,6 +127,9 @@ func check(sc *scenario.Scenario, o *Options) error {
 	}
 	if o.UnderlayMTU != 0 && (!o.Emulated || o.UnderlayMTU < 576 || o.UnderlayMTU > 65535) {
 		return fmt.Errorf("--underlay-mtu %d: an emulated underlay's MTU, 576 to 65535", o.UnderlayMTU)
+	}
+	if _, err := ParseLauncher(o.Launcher); err != nil {
+		return fmt.Errorf("--launcher: %w", err)
 	}
 	if o.SSHConfig != "" && o.Launcher != SSH {
 		return fmt.Errorf("--ssh-config applies with --launcher ssh")
@@ -314,43 +316,44 @@ func (c *coordinator) parts(ctx context.Context) (string, error) {
 	if first != nil {
 		return "", first
 	}
-	merge(c.lab, c.comp, parts)
-	// The datapath every part chose (on one kind of machine, the same).
-	c.lab.OVS = fabric.OVSState{Datapath: parts[0].OVS.Datapath, FlowCache: parts[0].OVS.FlowCache, Ports: parts[0].OVS.Ports,
-		Allocator: parts[0].OVS.Allocator, Version: parts[0].OVS.Version}
 	for k, p := range parts {
 		if c.lab.Machines[k].Part != p.Lab {
 			return "", fmt.Errorf("machine %s built lab %s, not %s", c.o.Machines[k].Name, p.Lab, c.lab.Machines[k].Part)
 		}
+		if p.OVS.Datapath != parts[0].OVS.Datapath {
+			return "", fmt.Errorf("machine %s runs the %s datapath, machine %s the %s one: one lab runs one datapath (set ovs.datapath)",
+				c.o.Machines[k].Name, p.OVS.Datapath, c.o.Machines[0].Name, parts[0].OVS.Datapath)
+		}
 		steps.Printf(c.rep, "machine %s: part %s up in %.2fs: %d hosts, %d switches", c.o.Machines[k].Name, p.Lab, p.Timing["total"], len(p.Hosts), len(p.Switches))
 	}
+	merge(c.lab, c.comp, parts)
+	// The datapath every part chose.
+	c.lab.OVS = fabric.OVSState{Datapath: parts[0].OVS.Datapath, FlowCache: parts[0].OVS.FlowCache, Ports: parts[0].OVS.Ports,
+		Allocator: parts[0].OVS.Allocator, Version: parts[0].OVS.Version}
 	return fmt.Sprintf("parts: %d up, %d hosts, %d switches", len(parts), len(c.lab.Hosts), len(c.lab.Switches)), nil
 }
 
 // buildPart runs `ethfab worker up` on machine k with its plan on
 // standard input, which stays open while the part is built: a worker
-// whose coordinator dies sees it close and rolls its part back.
+// whose coordinator dies, or cancels, sees it close and rolls its part
+// back.
 func (c *coordinator) buildPart(ctx context.Context, k int) (*fabric.Lab, error) {
 	m := c.o.Machines[k].Name
-	cmd, err := command(ctx, c.lab.Machines[k], "worker", "up", "--machine", m)
-	if err != nil {
-		return nil, err
-	}
 	plan, err := json.Marshal(c.plans[k])
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := cmd.StdinPipe()
+	s, err := startSession(ctx, c.lab.Machines[k], c.rep, false, "worker", "up", "--machine", m)
 	if err != nil {
 		return nil, err
 	}
-	out, err := runWorker(cmd, m, c.rep, func() error {
-		_, err := stdin.Write(append(plan, '\n'))
-		return err
-	})
-	stdin.Close()
+	ferr := s.line(string(plan))
+	out, err := s.wait(false)
 	if err != nil {
 		return nil, err
+	}
+	if ferr != nil {
+		return nil, ferr
 	}
 	var l fabric.Lab
 	if err := json.Unmarshal(out, &l); err != nil {
@@ -370,7 +373,7 @@ func merge(l *fabric.Lab, comp *fabric.Compiled, parts []*fabric.Lab) {
 	for i, s := range comp.Top.Switches {
 		swAt[s.Name] = i
 	}
-	cut := map[uint32]*fabric.Link{}
+	cut := map[uint32]int{} // a cut link's index in l.Links, by VNI
 	for _, p := range parts {
 		l.Hosts = append(l.Hosts, p.Hosts...)
 		l.Switches = append(l.Switches, p.Switches...)
@@ -380,47 +383,16 @@ func merge(l *fabric.Lab, comp *fabric.Compiled, parts []*fabric.Lab) {
 				l.Links = append(l.Links, k)
 				continue
 			}
-			if other, ok := cut[k.Tunnel.VNI]; ok {
-				other.B.NetNS = k.A.NetNS
+			if i, ok := cut[k.Tunnel.VNI]; ok {
+				l.Links[i].B.NetNS = k.A.NetNS
 				continue
 			}
 			l.Links = append(l.Links, k)
-			cut[k.Tunnel.VNI] = &l.Links[len(l.Links)-1]
+			cut[k.Tunnel.VNI] = len(l.Links) - 1
 		}
 	}
 	slices.SortStableFunc(l.Hosts, func(a, b fabric.Host) int { return hostAt[a.Name] - hostAt[b.Name] })
 	slices.SortStableFunc(l.Switches, func(a, b fabric.Switch) int { return swAt[a.Name] - swAt[b.Name] })
 	slices.Sort(l.Warnings)
 	l.Warnings = slices.Compact(l.Warnings)
-}
-
-// lastLines keeps a worker's last lines of standard error, for its error.
-type lastLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (t *lastLines) add(s string) {
-	t.mu.Lock()
-	t.lines = append(t.lines, s)
-	if len(t.lines) > 5 {
-		t.lines = t.lines[1:]
-	}
-	t.mu.Unlock()
-}
-
-func (t *lastLines) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.Join(t.lines, "; ")
-}
-
-// relay copies a worker's standard error to the reporter, line by line,
-// named after its machine.
-func relay(r *bufio.Scanner, m string, rep steps.Reporter, last *lastLines) {
-	for r.Scan() {
-		s := r.Text()
-		last.add(s)
-		steps.Printf(rep, "  %s: %s", m, s)
-	}
 }

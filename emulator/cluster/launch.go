@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
 )
@@ -68,10 +67,6 @@ func command(ctx context.Context, m fabric.MachineState, args ...string) (*exec.
 	default:
 		return nil, fmt.Errorf("launcher %q: want exec, ssh or srun", m.Launcher)
 	}
-	// A cancelled coordinator ends its workers gently first: a worker in
-	// the middle of `up` rolls its part back on SIGTERM.
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = workerGrace
 	return cmd, nil
 }
 

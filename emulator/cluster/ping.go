@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
@@ -44,61 +42,51 @@ func Ping(ctx context.Context, l *fabric.Lab, sample int, seed int64, rep steps.
 	for _, h := range l.Hosts {
 		req.Hosts = append(req.Hosts, fabric.PingHost{Name: h.Name, PseudoMAC: h.PseudoMAC})
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ss := make([]*session, len(l.Machines))
+	ss := make([]*session, 0, len(l.Machines))
 	defer func() {
 		for _, s := range ss {
-			if s != nil {
-				s.close()
-			}
+			s.wait(true)
 		}
 	}()
-	for k, m := range l.Machines {
-		s, err := openSession(ctx, m, steps.Or(rep), "worker", "ping", m.Part)
+	for _, m := range l.Machines {
+		s, err := startSession(ctx, m, rep, true, "worker", "ping", m.Part)
 		if err != nil {
 			return nil, err
 		}
-		ss[k] = s
+		ss = append(ss, s)
 		if err := s.send(req); err != nil {
 			return nil, err
 		}
 	}
 	// Every phase waits for every machine: no probe leaves before every
 	// host listens, and no machine judges before every probe is out.
-	each := func(what string, fn func(s *session) error) error {
-		errs := make([]error, len(ss))
-		var wg sync.WaitGroup
-		for k, s := range ss {
-			wg.Go(func() {
-				if err := fn(s); err != nil {
-					errs[k] = fmt.Errorf("machine %s: %s: %w", s.m.Name, what, err)
-					cancel()
+	phase := func(what, say string, done func(pingAnswer) bool) ([]pingAnswer, error) {
+		as, err := eachSession(ss, func(_ int, s *session) (pingAnswer, error) {
+			if say != "" {
+				if err := s.line(say); err != nil {
+					return pingAnswer{}, err
 				}
-			})
+			}
+			for {
+				a, err := answer[pingAnswer](s)
+				if err != nil || done(a) {
+					return a, err
+				}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
 		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return as, nil
 	}
-	var a = make([]pingAnswer, len(ss))
-	if err := each("opening sockets", func(s *session) error { return s.await(func(p pingAnswer) bool { return p.Ready }, nil) }); err != nil {
+	if _, err := phase("opening sockets", "", func(p pingAnswer) bool { return p.Ready }); err != nil {
 		return nil, err
 	}
-	if err := each("probing", func(s *session) error {
-		if err := s.line("go"); err != nil {
-			return err
-		}
-		return s.await(func(p pingAnswer) bool { return p.Sent != nil }, nil)
-	}); err != nil {
+	if _, err := phase("probing", "go", func(p pingAnswer) bool { return p.Sent != nil }); err != nil {
 		return nil, err
 	}
-	if err := each("judging", func(s *session) error {
-		if err := s.line("report"); err != nil {
-			return err
-		}
-		k := indexOf(ss, s)
-		return s.await(func(p pingAnswer) bool { return p.Judged != nil }, &a[k])
-	}); err != nil {
+	a, err := phase("judging", "report", func(p pingAnswer) bool { return p.Judged != nil })
+	if err != nil {
 		return nil, err
 	}
 	r := &fabric.PingReport{Pairs: fabric.PingPairs(len(l.Hosts), sample), Unreachable: []fabric.Unreachable{}}
@@ -118,101 +106,6 @@ func Ping(ctx context.Context, l *fabric.Lab, sample int, seed int64, rep steps.
 	r.Reached = r.Pairs - len(r.Unreachable)
 	r.Seconds = time.Since(start).Seconds()
 	return r, ctx.Err()
-}
-
-func indexOf(ss []*session, s *session) int {
-	for k := range ss {
-		if ss[k] == s {
-			return k
-		}
-	}
-	return -1
-}
-
-// session is a worker spoken to in JSON lines, its standard error relayed.
-type session struct {
-	m    fabric.MachineState
-	cmd  interface{ Wait() error }
-	in   io.WriteCloser
-	out  *bufio.Reader
-	last lastLines
-	wg   sync.WaitGroup
-	done bool
-}
-
-func openSession(ctx context.Context, m fabric.MachineState, rep steps.Reporter, args ...string) (*session, error) {
-	cmd, err := command(ctx, m, args...)
-	if err != nil {
-		return nil, err
-	}
-	s := &session{m: m, cmd: cmd}
-	if s.in, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("machine %s: starting the worker: %w", m.Name, err)
-	}
-	s.out = bufio.NewReaderSize(stdout, 1<<16)
-	s.wg.Go(func() { relay(bufio.NewScanner(stderr), m.Name, rep, &s.last) })
-	return s, nil
-}
-
-func (s *session) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return s.line(string(b))
-}
-
-func (s *session) line(l string) error {
-	if _, err := io.WriteString(s.in, l+"\n"); err != nil {
-		return fmt.Errorf("writing to the worker: %w (%s)", err, s.last.String())
-	}
-	return nil
-}
-
-// await reads answers until done says one is the awaited (into *into, if
-// not nil).
-func (s *session) await(done func(pingAnswer) bool, into *pingAnswer) error {
-	for {
-		b, err := s.out.ReadBytes('\n')
-		if err != nil {
-			s.wg.Wait()
-			return fmt.Errorf("the worker stopped: %v (%s)", err, s.last.String())
-		}
-		var a pingAnswer
-		if err := json.Unmarshal(b, &a); err != nil {
-			return fmt.Errorf("the worker's answer %.80q: %w", b, err)
-		}
-		if done(a) {
-			if into != nil {
-				*into = a
-			}
-			return nil
-		}
-	}
-}
-
-// close ends the session: its input closed (the worker's signal to
-// stop), its output drained, the process waited for.
-func (s *session) close() error {
-	if s.done {
-		return nil
-	}
-	s.done = true
-	s.in.Close()
-	io.Copy(io.Discard, s.out)
-	s.wg.Wait()
-	return s.cmd.Wait()
 }
 
 // WorkerPing is `ethfab worker ping PART`, one machine's side of Ping:

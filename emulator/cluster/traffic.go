@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
@@ -114,8 +113,15 @@ type pointRequest struct {
 // clockState is a machine's clock, as a worker reads it.
 type clockState struct {
 	OffsetNs int64            `json:"offset_ns"` // traffic.WallMinusMono
+	WallNs   int64            `json:"wall_ns"`   // its wall clock as it answered
 	Sync     kernel.ClockSync `json:"sync"`
 }
+
+// maxSkew bounds how far a machine's wall clock may be off the
+// coordinator's: a point starts at one wall-clock instant startLead
+// ahead, and a machine whose clock is off by more would start late (or
+// early, sending after the others' sinks stopped).
+const maxSkew = startLead / 4
 
 // trafficAnswer is a worker's line: ready (with how it sends), or a
 // point's part and report, or the error that ended it.
@@ -157,7 +163,7 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 		req.Hosts = append(req.Hosts, trafficHost{Name: h.Name, PseudoMAC: h.PseudoMAC, Switch: hosts[i].Switch, Group: hosts[i].Group, Machine: k})
 	}
 	for _, m := range l.Machines {
-		s, err := openSession(ctx, m, steps.Or(rep), "worker", "traffic", m.Part)
+		s, err := startSession(ctx, m, rep, true, "worker", "traffic", m.Part)
 		if err != nil {
 			return t, err
 		}
@@ -166,14 +172,13 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 			return t, err
 		}
 	}
-	answers, err := t.each(func(s *session) (trafficAnswer, error) { return s.trafficAnswer() })
+	answers, err := t.each()
 	if err != nil {
 		return t, fmt.Errorf("opening the traffic engines: %w", err)
 	}
 	t.sendMode = answers[0].SendMode
-	emulated, agree := true, true
+	emulated, agree := l.Emulated(), true
 	for k, m := range l.Machines {
-		emulated = emulated && m.Underlay.NS != ""
 		c := answers[k].Clock
 		if c == nil {
 			return t, fmt.Errorf("machine %s did not say how its clock runs", m.Name)
@@ -182,6 +187,9 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 		t.worst = max(t.worst, c.Sync.EstErrorUs)
 	}
 	t.agree = agree
+	if clocks == ClocksOne && !emulated {
+		return t, fmt.Errorf("--clocks one: the machines are not emulated on one, so their monotonic clocks are unrelated (wall, or local)")
+	}
 	switch {
 	case clocks != ClocksAuto:
 		t.clocks = clocks
@@ -221,25 +229,35 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 	run := binary.BigEndian.Uint32(b[:]) | 1
 	req := pointRequest{Kind: "point", Pattern: spec, Load: cfg.Load, Frame: cfg.FrameSize, RateBps: cfg.RateBps, Warmup: cfg.Warmup, Duration: cfg.Duration,
 		Drain: cfg.Drain, Seed: cfg.Seed, Senders: cfg.Senders, Run: run, Bin: bin, Clocks: t.clocks}
-	if t.clocks == ClocksWall {
-		// Each machine's offset, read just before the point: a clock
-		// that a daemon slews drifts from its monotonic one (10 ppm is
-		// 10 µs a second).
-		for _, s := range t.ss {
-			if err := s.send(pointRequest{Kind: "clock"}); err != nil {
-				return nil, nil, err
-			}
-		}
-		clocks, err := t.each(func(s *session) (trafficAnswer, error) { return s.trafficAnswer() })
-		if err != nil {
+	// Each machine's clock, read just before the point: its wall clock
+	// must be close to the coordinator's for the point to start together
+	// everywhere, and under ClocksWall its offset times the frames from
+	// other machines (a clock a daemon slews drifts from its monotonic
+	// one: 10 ppm is 10 µs a second).
+	for _, s := range t.ss {
+		if err := s.send(pointRequest{Kind: "clock"}); err != nil {
 			return nil, nil, err
 		}
-		for k, c := range clocks {
-			if c.Clock == nil {
-				return nil, nil, fmt.Errorf("machine %s did not say how its clock runs", t.names[k])
-			}
-			req.Offsets = append(req.Offsets, c.Clock.OffsetNs)
+	}
+	asked := time.Now()
+	clocks, err := t.each()
+	if err != nil {
+		return nil, nil, err
+	}
+	heard := time.Now()
+	for k, c := range clocks {
+		if c.Clock == nil {
+			return nil, nil, fmt.Errorf("machine %s did not say how its clock runs", t.names[k])
 		}
+		wall := time.Unix(0, c.Clock.WallNs)
+		if wall.Before(asked.Add(-maxSkew)) || wall.After(heard.Add(maxSkew)) {
+			return nil, nil, fmt.Errorf("machine %s's clock read %s when the coordinator's read %s to %s: more than %v apart, its points would not start with the others' (synchronize the machines' clocks: NTP, or PTP)",
+				t.names[k], wall.Format(time.RFC3339Nano), asked.Format(time.RFC3339Nano), heard.Format(time.RFC3339Nano), maxSkew)
+		}
+		req.Offsets = append(req.Offsets, c.Clock.OffsetNs)
+	}
+	if t.clocks != ClocksWall {
+		req.Offsets = nil
 	}
 	req.Start = time.Now().Add(startLead).UnixNano()
 	for _, s := range t.ss {
@@ -247,7 +265,7 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 			return nil, nil, err
 		}
 	}
-	answers, err := t.each(func(s *session) (trafficAnswer, error) { return s.trafficAnswer() })
+	answers, err := t.each()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -269,49 +287,26 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 
 // each reads one answer from every worker, all at once; a worker's error
 // is its machine's.
-func (t *Traffic) each(read func(s *session) (trafficAnswer, error)) ([]trafficAnswer, error) {
-	out := make([]trafficAnswer, len(t.ss))
-	errs := make([]error, len(t.ss))
-	var wg sync.WaitGroup
-	for k, s := range t.ss {
-		wg.Go(func() {
-			a, err := read(s)
-			if err == nil && a.Error != "" {
-				err = errors.New(a.Error)
-			}
-			if err != nil {
-				errs[k] = fmt.Errorf("machine %s: %w", t.names[k], err)
-			}
-			out[k] = a
-		})
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+func (t *Traffic) each() ([]trafficAnswer, error) {
+	return eachSession(t.ss, func(_ int, s *session) (trafficAnswer, error) {
+		a, err := answer[trafficAnswer](s)
+		if err == nil && a.Error != "" {
+			err = errors.New(a.Error)
+		}
+		return a, err
+	})
 }
 
 // Close ends every worker: each closes its engine and sampler.
 func (t *Traffic) Close() error {
 	var errs []error
 	for _, s := range t.ss {
-		if err := s.close(); err != nil {
+		if _, err := s.wait(true); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	t.ss = nil
 	return errors.Join(errs...)
-}
-
-func (s *session) trafficAnswer() (trafficAnswer, error) {
-	var a trafficAnswer
-	b, err := s.out.ReadBytes('\n')
-	if err != nil {
-		s.wg.Wait()
-		return a, fmt.Errorf("the worker stopped: %v (%s)", err, s.last.String())
-	}
-	if err := json.Unmarshal(b, &a); err != nil {
-		return a, fmt.Errorf("the worker's answer %.80q: %w", b, err)
-	}
-	return a, nil
 }
 
 // WorkerTraffic is `ethfab worker traffic PART`, one machine's side of
@@ -337,6 +332,11 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 	}
 	if len(req.Hosts) != len(top.Hosts) {
 		return fmt.Errorf("the request names %d hosts, %s has %d", len(req.Hosts), l.Topology, len(top.Hosts))
+	}
+	for i, h := range req.Hosts {
+		if h.Name != top.Hosts[i].Name {
+			return fmt.Errorf("the request's host %d is %s, %s's is %s", i, h.Name, l.Topology, top.Hosts[i].Name)
+		}
 	}
 	hs := make([]traffic.Host, len(req.Hosts))
 	for i, h := range req.Hosts {
@@ -375,7 +375,7 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		err = errors.Join(err, e.Close(), restore())
 	}()
 	clock := func() *clockState {
-		c := &clockState{OffsetNs: traffic.WallMinusMono()}
+		c := &clockState{OffsetNs: traffic.WallMinusMono(), WallNs: time.Now().UnixNano()}
 		c.Sync, _ = kernel.ReadClockSync() // unread: not synchronized
 		return c
 	}
@@ -431,15 +431,13 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	start := time.Unix(0, p.Start)
 	// What the underlay sends over the point: the cut links' frames, and
 	// whatever else the machine's network carries.
+	// Over the measured window: from the end of the warm-up to the end
+	// of the duration, read on time by a goroutine of its own.
 	ul := part.Underlay
-	var tx0 uint64
-	var t0 time.Time
+	var ulLoad chan underlayRate
 	if ul != nil {
-		var err error
-		if tx0, err = kernel.LinkTxBytes(ul.NS, ul.Dev); err != nil {
-			return trafficAnswer{Error: fmt.Sprintf("underlay: %v", err)}
-		}
-		t0 = time.Now()
+		ulLoad = make(chan underlayRate, 1)
+		go func() { ulLoad <- measureUnderlay(ctx, ul, start.Add(p.Warmup), p.Duration) }()
 	}
 	smp.SetBin(p.Bin)
 	if err := smp.Start(ctx); err != nil {
@@ -461,11 +459,40 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 		return trafficAnswer{Error: fmt.Sprintf("sampler: %v", serr)}
 	}
 	if ul != nil {
-		tx1, err := kernel.LinkTxBytes(ul.NS, ul.Dev)
-		if err != nil {
-			return trafficAnswer{Error: fmt.Sprintf("underlay: %v", err)}
+		u := <-ulLoad
+		if u.err != nil {
+			return trafficAnswer{Error: fmt.Sprintf("underlay: %v", u.err)}
 		}
-		rep.Underlay = []results.UnderlayLoad{{Machine: machine, Dev: ul.Dev, Bps: float64(tx1-tx0) * 8 / time.Since(t0).Seconds(), SpeedBps: float64(ul.SpeedBps)}}
+		rep.Underlay = []results.UnderlayLoad{{Machine: machine, Dev: ul.Dev, Bps: u.bps, SpeedBps: float64(ul.SpeedBps)}}
 	}
 	return trafficAnswer{Part: counts, Report: rep}
+}
+
+// underlayRate is what an underlay interface sent over a window, in
+// bit/s.
+type underlayRate struct {
+	bps float64
+	err error
+}
+
+// measureUnderlay reads what ul sends from from for d.
+func measureUnderlay(ctx context.Context, ul *fabric.UnderlayState, from time.Time, d time.Duration) underlayRate {
+	read := func(at time.Time) (uint64, time.Time, error) {
+		select {
+		case <-time.After(time.Until(at)):
+		case <-ctx.Done():
+			return 0, at, ctx.Err()
+		}
+		n, err := kernel.LinkTxBytes(ul.NS, ul.Dev)
+		return n, time.Now(), err
+	}
+	tx0, t0, err := read(from)
+	if err != nil {
+		return underlayRate{err: err}
+	}
+	tx1, t1, err := read(from.Add(d))
+	if err != nil {
+		return underlayRate{err: err}
+	}
+	return underlayRate{bps: float64(tx1-tx0) * 8 / t1.Sub(t0).Seconds()}
 }

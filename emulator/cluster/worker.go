@@ -2,53 +2,19 @@ package cluster
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os/exec"
+	"strconv"
 	"sync"
 
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/scenario"
 )
-
-// runWorker runs a worker's command, relaying its standard error as lines
-// named after machine m, and returns its standard output; feed, if not
-// nil, writes its input once it has started. A failure carries the
-// worker's last lines.
-func runWorker(cmd *exec.Cmd, m string, rep steps.Reporter, feed func() error) ([]byte, error) {
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting the worker: %w", err)
-	}
-	var last lastLines
-	var wg sync.WaitGroup
-	wg.Go(func() { relay(bufio.NewScanner(stderr), m, rep, &last) })
-	var ferr error
-	if feed != nil {
-		ferr = feed()
-	}
-	wg.Wait() // all of standard error read before Wait closes it
-	if err := cmd.Wait(); err != nil {
-		if s := last.String(); s != "" {
-			return nil, fmt.Errorf("worker: %w: %s", err, s)
-		}
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	if ferr != nil {
-		return nil, fmt.Errorf("worker's input: %w", ferr)
-	}
-	return out.Bytes(), nil
-}
 
 // Down removes a lab: for a lab across machines, every machine's part
 // (by its worker, all at once), then the lab's own underlay and state;
@@ -69,9 +35,9 @@ func Down(ctx context.Context, name string, rep steps.Reporter) error {
 	var wg sync.WaitGroup
 	for k, m := range l.Machines {
 		wg.Go(func() {
-			cmd, err := command(ctx, m, "worker", "down", m.Part)
+			s, err := startSession(ctx, m, rep, false, "worker", "down", "--of", name, "--index", strconv.Itoa(k), m.Part)
 			if err == nil {
-				_, err = runWorker(cmd, m.Name, steps.Or(rep), nil)
+				_, err = s.wait(true)
 			}
 			if err != nil {
 				errs[k] = fmt.Errorf("machine %s: part %s: %w", m.Name, m.Part, err)
@@ -131,13 +97,28 @@ func readRequest(r *bufio.Reader, v any) error {
 	return nil
 }
 
-// WorkerDown is `ethfab worker down PART`: the part removed, and a part
-// that is not there (never built, or removed by hand) is no error.
-func WorkerDown(part string) error {
-	if err := fabric.Down(part); err != nil && !errors.Is(err, fabric.ErrNoLab) {
-		return err
+// WorkerDown is `ethfab worker down PART --of LAB --index K`: part K of
+// lab LAB removed. A part that is not there (never built, or removed by
+// hand) is no error, and a lab of that name that is not that part (one of
+// another lab, or none, that a failed up bumped into) is left alone; a
+// lab directory without state (an up killed as it made it) is removed.
+func WorkerDown(part, lab string, index int) (left string, err error) {
+	l, err := fabric.Load(part)
+	if errors.Is(err, fabric.ErrNoLab) {
+		return "", nil
 	}
-	return nil
+	if err != nil {
+		return "", err
+	}
+	mine := l.Part != nil && l.Part.Lab == lab && l.Part.Index == index ||
+		l.Part == nil && l.State == "broken" && len(l.Namespaces) == 0
+	if !mine {
+		return fmt.Sprintf("lab %s is not part %d of lab %s: left alone", part, index, lab), nil
+	}
+	if err := fabric.Down(part); err != nil && !errors.Is(err, fabric.ErrNoLab) {
+		return "", err
+	}
+	return "", nil
 }
 
 // ExecIn is the command that runs args in host h of a lab across machines,

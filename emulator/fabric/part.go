@@ -137,8 +137,8 @@ func (u *upper) underlayDev(far int) error {
 		return fmt.Errorf("part %s: underlay interface %s: %w", p.Machine, dev, err)
 	}
 	u.underlay = dev
-	u.lab0Underlay = &UnderlayState{NS: p.Underlay.NS, Dev: dev, MTU: mtu}
-	if u.lab0Underlay.SpeedBps, err = kernel.LinkSpeedBps(p.Underlay.NS, dev); err != nil {
+	u.partUnderlay = &UnderlayState{NS: p.Underlay.NS, Dev: dev, MTU: mtu}
+	if u.partUnderlay.SpeedBps, err = kernel.LinkSpeedBps(p.Underlay.NS, dev); err != nil {
 		u.warnings = append(u.warnings, fmt.Sprintf("the underlay interface's speed is unknown: %v", err))
 	}
 	return nil
@@ -260,4 +260,15 @@ func (u *upper) fitsPart() error {
 		return fmt.Errorf("part %s on %s: %w", u.o.Part.Lab, u.o.Part.Machine, err)
 	}
 	return nil
+}
+
+// localHosts counts the hosts this machine runs.
+func (u *upper) localHosts() int {
+	n := 0
+	for _, h := range u.comp.Top.Hosts {
+		if u.mine(h.Switch) {
+			n++
+		}
+	}
+	return n
 }

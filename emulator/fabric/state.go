@@ -374,9 +374,23 @@ func (l *Lab) check() error {
 // machine's lab so far.
 func (l *Lab) OnOneMachine(what string) error {
 	if len(l.Machines) > 0 {
-		return fmt.Errorf("lab %s runs across %d machines: %s works on a lab on one machine only so far (status, exec, ping and down work across machines)", l.Lab, len(l.Machines), what)
+		return fmt.Errorf("lab %s runs across %d machines: %s works on a lab on one machine only so far (status, exec, ping, run and down work across machines)", l.Lab, len(l.Machines), what)
+	}
+	if p := l.Part; p != nil {
+		return fmt.Errorf("lab %s is machine %s's part of lab %s, which runs across machines: %s works on a lab on one machine only so far", l.Lab, p.Machine, p.Lab, what)
 	}
 	return nil
+}
+
+// Emulated says the lab's machines are emulated on this one (their
+// underlay is namespaces here): they share its clock and its cores.
+func (l *Lab) Emulated() bool {
+	for _, m := range l.Machines {
+		if m.Underlay.NS == "" {
+			return false
+		}
+	}
+	return len(l.Machines) > 0
 }
 
 // Compiled is the lab's topology, addresses and tables as the controller
@@ -389,6 +403,9 @@ func (l *Lab) Compiled() *Compiled { return l.compiled }
 // same fabric in every compiled field, and attaches the result (Compiled).
 // An error names the first field that differs.
 func (l *Lab) Attach(sc *scenario.Scenario) (*Compiled, error) {
+	if p := l.Part; p != nil {
+		return nil, fmt.Errorf("lab %s is machine %s's part of lab %s: run on lab %s", l.Lab, p.Machine, p.Lab, p.Lab)
+	}
 	if l.Format < 1 {
 		return nil, fmt.Errorf("lab %s was brought up by an older ethfab, which did not record addressing.compact: bring it up again", l.Lab)
 	}

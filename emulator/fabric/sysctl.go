@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,8 +107,12 @@ func readJournal() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Numbers as written (json.Number): as float64, 16777216 would read
+	// back as 1.6777216e+07.
 	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if err := d.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("failed to read %s: %w", sysctlStateFile, err)
 	}
 	for k, v := range raw {
@@ -159,7 +164,7 @@ func changeSetting(s *hostSetting, val string) error {
 	}
 	if !s.untilLastLab {
 		// This process holds the change until its work is done.
-		j[s.name+holdersKey] = strings.Join(append(liveHolders(j, s), strconv.Itoa(os.Getpid())), ",")
+		j[s.name+holdersKey] = strings.Join(append(liveHolders(j, s), holderID(os.Getpid())), ",")
 	}
 	if _, ok := j[s.name]; !ok {
 		if cur == val {
@@ -211,7 +216,8 @@ func RestoreHostSettings() error {
 			// across emulated machines go up and down side by side, and
 			// the first done turned it off under the others (one part's
 			// 1,920 tcx attaches took 14.7 s instead of 0.3 s).
-			held := slices.DeleteFunc(liveHolders(j, s), func(p string) bool { return p == strconv.Itoa(os.Getpid()) })
+			me := holderID(os.Getpid())
+			held := slices.DeleteFunc(liveHolders(j, s), func(p string) bool { return p == me })
 			if len(held) > 0 {
 				j[s.name+holdersKey] = strings.Join(held, ",")
 				continue
@@ -228,16 +234,44 @@ func RestoreHostSettings() error {
 }
 
 // holdersKey, after a setting's name, keys the processes holding a
-// per-command change (their PIDs, comma-separated): it is put back when
-// the last of them is done, or dead.
+// per-command change (holderID each, comma-separated): it is put back
+// when the last of them is done, or dead.
 const holdersKey = ".holders"
 
-// liveHolders are the holders of s's change still running.
+// holderID names a process for the journal: its PID and its start time
+// (in clock ticks since boot, /proc/PID/stat field 22), so that a PID
+// reused by another process is not taken for the holder.
+func holderID(pid int) string {
+	start, state := procStart(pid)
+	if start == "" || state == "Z" {
+		return ""
+	}
+	return strconv.Itoa(pid) + "@" + start
+}
+
+// procStart reads a process's start time and state ("": no such process).
+func procStart(pid int) (start, state string) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", ""
+	}
+	// pid (comm) state ppid ... : fields after the command's closing
+	// parenthesis, the state first, the start time 20th.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 20 {
+		return "", ""
+	}
+	return f[19], f[0]
+}
+
+// liveHolders are the holders of s's change still running: the same
+// process (PID and start time), not a zombie.
 func liveHolders(j map[string]string, s *hostSetting) []string {
 	var out []string
-	for _, p := range strings.Split(j[s.name+holdersKey], ",") {
-		if pid, err := strconv.Atoi(p); err == nil && pid > 0 && syscall.Kill(pid, 0) == nil {
-			out = append(out, p)
+	for _, h := range strings.Split(j[s.name+holdersKey], ",") {
+		p, _, _ := strings.Cut(h, "@")
+		if pid, err := strconv.Atoi(p); err == nil && pid > 0 && holderID(pid) == h {
+			out = append(out, h)
 		}
 	}
 	return out

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -199,4 +200,29 @@ func startExpediter(t *testing.T, root, rcu string) *exec.Cmd {
 		t.Fatalf("child said %q", buf[:n])
 	}
 	return cmd
+}
+
+// The journal reads back what it wrote: numbers of any size as written
+// (a float64 turns 1234567 into 1.234567e+06), holders as PID@start.
+func TestJournalRoundTrip(t *testing.T) {
+	useStateRoot(t)
+	j := map[string]string{"net.core.wmem_default": "16777216", "big": "1234567", "kernel.rcu_expedited" + holdersKey: "1234567@42,7@9"}
+	if err := writeJournal(j); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readJournal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range j {
+		if got[k] != v {
+			t.Errorf("%s: wrote %q, read %q", k, v, got[k])
+		}
+	}
+	if me := holderID(os.Getpid()); !strings.HasPrefix(me, strconv.Itoa(os.Getpid())+"@") {
+		t.Errorf("this process's holder ID %q", me)
+	}
+	if holderID(1<<30) != "" {
+		t.Error("a process that does not exist holds")
+	}
 }

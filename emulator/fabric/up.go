@@ -341,9 +341,9 @@ type upper struct {
 	pairs    []kernel.Veth
 	tunnels  []kernel.Tunnel // a part's cut-link ends here
 	underlay string          // and the underlay interface they go out of
-	// lab0Underlay: the part's underlay, for its state (recorded once the
+	// partUnderlay: the part's underlay, for its state (recorded once the
 	// state exists).
-	lab0Underlay *UnderlayState
+	partUnderlay *UnderlayState
 	shapeJobs    []shapeJob
 	pool         *ovs.Pool
 	flowFiles    chan error // the flow files' writer (record), until awaited
@@ -408,13 +408,12 @@ func (u *upper) ebpf() bool { return u.datapath == datapath.Name }
 // steps is the bring-up, in order. Each step's result line starts with
 // the word a log reader (and TestKilledUpIsCleanedByDown) looks for.
 func (u *upper) steps() []steps.Step {
-	top := func() *topology.Topology { return u.comp.Top }
 	common := []steps.Step{
 		{Name: "compile", What: func() string { return "compiling the controller's tables" }, Do: u.compile},
 		{Name: "state", What: func() string { return "recording the lab's names" }, Do: u.record},
 		{Name: "namespaces", What: func() string { return fmt.Sprintf("creating %d namespaces", len(u.lab.Namespaces)) }, Do: u.namespaces},
 		{Name: "veths", What: func() string { return fmt.Sprintf("creating %d veth pairs", len(u.pairs)) }, Do: u.veths},
-		{Name: "hosts", What: func() string { return fmt.Sprintf("addressing %d hosts", len(top().Hosts)) }, Do: u.hosts},
+		{Name: "hosts", What: func() string { return fmt.Sprintf("addressing %d hosts", u.localHosts()) }, Do: u.hosts},
 		{Name: "shaping", What: func() string { return fmt.Sprintf("shaping %d link ends", len(u.shapeJobs)) }, Do: u.shape},
 	}
 
@@ -584,7 +583,7 @@ func (u *upper) record(context.Context) (string, error) {
 		}
 	}
 	if p := u.o.Part; p != nil {
-		lab.Part = &PartState{Lab: p.Lab, Machine: p.Machine, Index: p.Index, Underlay: u.lab0Underlay}
+		lab.Part = &PartState{Lab: p.Lab, Machine: p.Machine, Index: p.Index, Underlay: u.partUnderlay}
 	}
 	if len(lab.OVS.Instances) > 0 {
 		lab.OVS.DB = lab.OVS.Instances[0].DB
@@ -754,7 +753,6 @@ func (u *upper) veths(context.Context) (string, error) {
 
 func (u *upper) hosts(context.Context) (string, error) {
 	hosts := u.comp.Top.Hosts
-	n := 0
 	err := parallel(len(hosts), func(h int) error {
 		if !u.mine(hosts[h].Switch) {
 			return nil
@@ -781,12 +779,7 @@ func (u *upper) hosts(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, h := range hosts {
-		if u.mine(h.Switch) {
-			n++
-		}
-	}
-	return fmt.Sprintf("hosts addressed: %d", n), nil
+	return fmt.Sprintf("hosts addressed: %d", u.localHosts()), nil
 }
 
 func (u *upper) shape(context.Context) (string, error) {

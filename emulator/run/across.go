@@ -51,12 +51,7 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 		if err != nil {
 			return err
 		}
-		// The machines are this one where their underlay is emulated.
-		here := true
-		for _, m := range r.lab.Machines {
-			here = here && m.Underlay.NS != ""
-		}
-		r.acrossHere = here
+		r.acrossHere = r.lab.Emulated()
 		clocks := r.o.Clocks
 		if clocks == "" {
 			clocks = cluster.ClocksAuto

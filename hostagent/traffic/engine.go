@@ -341,15 +341,17 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 	}
 	sinks := make([]*sink, n)
 	srcs := make([]*source, n)
+	var remote []bool // shared by the sinks
+	if cfg.LocalLatency {
+		remote = e.remote()
+	}
 	for i := range srcs {
 		sinks[i] = newSink(i, n, run)
 		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
 		if e.hosts[i].Remote {
 			srcs[i].remote = true
 		}
-		if cfg.LocalLatency {
-			sinks[i].remote = e.remote()
-		}
+		sinks[i].remote = remote
 		sinks[i].shift = cfg.ClockShift
 	}
 	pairs, err := e.flowPairs(cfg)
