@@ -103,11 +103,7 @@ func TestHostSettingsLeaveUserValues(t *testing.T) {
 
 // A journal of an older ethfab (numbers, not strings) still restores.
 func TestHostSettingsOldJournal(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("RestoreHostSettings only acts as root")
-	}
-	root, _ := useStateRoot(t)
-	os.RemoveAll(filepath.Join(root, "lab"))
+	root := labFreeRoot(t)
 	wmem, _ := fakeSettings(t, "16777216", "0")
 	os.WriteFile(filepath.Join(root, sysctlStateFile), []byte(`{"net.core.wmem_default": 212992}`), 0o644)
 	if err := RestoreHostSettings(); err != nil {
@@ -127,11 +123,7 @@ func TestKilledDownLeavesNothingChanged(t *testing.T) {
 		os.Stdout.WriteString("expedited\n")
 		select {} // killed here, as a down between its change and its restore
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("RestoreHostSettings only acts as root")
-	}
-	root, _ := useStateRoot(t)
-	os.RemoveAll(filepath.Join(root, "lab"))
+	root := labFreeRoot(t)
 	_, rcu := fakeSettings(t, "212992", "0")
 	cmd := startExpediter(t, root, rcu)
 	cmd.Process.Kill()
@@ -152,11 +144,7 @@ func TestKilledDownLeavesNothingChanged(t *testing.T) {
 // machines go up side by side, and one finishing first must not slow the
 // others' attaches down. A holder that dies holds nothing.
 func TestExpeditedUntilTheLastHolder(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("RestoreHostSettings only acts as root")
-	}
-	root, _ := useStateRoot(t)
-	os.RemoveAll(filepath.Join(root, "lab"))
+	root := labFreeRoot(t)
 	_, rcu := fakeSettings(t, "212992", "0")
 	// The other holder: a child that expedites and waits.
 	cmd := startExpediter(t, root, rcu)
@@ -225,4 +213,16 @@ func TestJournalRoundTrip(t *testing.T) {
 	if holderID(1<<30) != "" {
 		t.Error("a process that does not exist holds")
 	}
+}
+
+// labFreeRoot is a state root without labs, for a test of what root does
+// to the host settings (it skips without root).
+func labFreeRoot(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("RestoreHostSettings only acts as root")
+	}
+	root, _ := useStateRoot(t)
+	os.RemoveAll(filepath.Join(root, "lab"))
+	return root
 }
