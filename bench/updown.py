@@ -27,7 +27,11 @@ process plus that ovs-vswitchd and ovsdb-server.
 Mininet is skipped past --mininet-max-hosts (default 1,100: DF(4,8,4)'s
 1,056 hosts took it minutes, and its build grows faster than linearly).
 
-Usage (root): bench/updown.py [--sizes 2,4,2 4,8,4 6,12,6 8,16,8] [--no-mininet] [--datapath ebpf] [--ethfab bin/ethfab]
+With --machines local:N, each size is also brought up, pinged (every pair,
+no broadcasts: ping --broadcast is for one machine) and taken down across
+N emulated machines, in the same run, beside the one-machine row.
+
+Usage (root): bench/updown.py [--sizes 2,4,2 4,8,4 6,12,6 8,16,8] [--no-mininet] [--datapath ebpf] [--machines local:2] [--ethfab bin/ethfab]
 Needs: make build; apt-get install mininet (for the comparison).
 """
 import argparse
@@ -205,10 +209,12 @@ def meminfo():
     return out
 
 
-def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
+def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100, machines=None):
     """Up, ping (every pair, or a sample, and broadcasts) and down of a
-    DF(p,a,h), through the Python package."""
-    name = "bench-df%d%d%d" % (p, a, h)
+    DF(p,a,h), through the Python package; across machines (as --machines
+    takes them), without broadcasts."""
+    # Parts are named LAB-mK, within the 12 characters of a lab's name.
+    name = ("bx-df%d%d%d" if machines else "bench-df%d%d%d") % (p, a, h)
     # A lab left by an interrupted run goes first; none is the usual case.
     try:
         ethfab.Lab(name).down()
@@ -219,7 +225,9 @@ def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
         mem = PeakMemory()
         before = meminfo()
         t0 = time.monotonic()
-        lab = ethfab.Lab.up(os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), sets=sets, wrap=mem.wrap)
+        # Across machines the scenario's DMP phase does not run, and is
+        # not run here either: static addresses, as up alone gives.
+        lab = ethfab.Lab.up(os.path.join(ROOT, "scenarios", "dragonfly-small.yaml"), sets=sets, wrap=mem.wrap, machines=machines)
         up_s, up_mb, st = time.monotonic() - t0, mem.mb(), lab.up_status
         once_up = meminfo()
         try:
@@ -227,10 +235,12 @@ def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
             sample = 100000 if hosts > all_max_hosts else None
             mem = PeakMemory()
             t0 = time.monotonic()
-            pr = lab.ping(sample=sample, broadcast=min(hosts, 64), wrap=mem.wrap)
+            pr = lab.ping(sample=sample, broadcast=None if machines else min(hosts, 64), wrap=mem.wrap)
             ping_s, ping_mb = time.monotonic() - t0, mem.mb()
-            rundir = st["ovs"].get("run_dir") or ""
-            pids = pids_in(rundir) if rundir else []  # the eBPF datapath runs no daemon
+            # The eBPF datapath runs no daemon; across machines each part
+            # has its own, under the part's state.
+            rundirs = [st["ovs"].get("run_dir") or ""] + ["/run/ethfab/%s/ovs" % m["part"] for m in st.get("machines") or []]
+            pids = [x for d in rundirs if d for x in pids_in(d)]
             ovs_mb = sum(hwm_mb(x) for x in pids)
         finally:
             t0 = time.monotonic()
@@ -248,7 +258,8 @@ def ethfab_run(p, a, h, datapath="auto", all_max_hosts=1100):
     ports = sum(s["ports"] for s in st["switches"])
     bc = pr.get("broadcast") or {}
     return {
-        "tool": "ethfab", "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
+        "tool": "ethfab", "machines": machines or "1",
+        "datapath": st["ovs"].get("datapath", "?"), "p": p, "a": a, "h": h, "switches": len(st["switches"]), "hosts": len(st["hosts"]),
         "links": len(st["links"]), "flows": flows,
         "kernel_floor_s": round(floor_s, 2), "up_over_floor": round(up_s / floor_s, 1),
         "rules_per_s": round(flows / timing["flows"]) if timing.get("flows") else None,
@@ -357,6 +368,7 @@ def main():
     ap.add_argument("--json", action="store_true", help="print one JSON object per measurement only")
     ap.add_argument("--all-max-hosts", type=int, default=1100, help="ping every pair up to this many hosts, 100,000 sampled pairs past it")
     ap.add_argument("--mininet-max-hosts", type=int, default=1100, help="skip Mininet past this many hosts")
+    ap.add_argument("--machines", help="also across these machines, as ethfab up --machines takes them (e.g. local:2)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("run as root")
@@ -370,6 +382,11 @@ def main():
         rows.append(r)
         if args.json:
             print(json.dumps(r), flush=True)
+        if args.machines:
+            x = ethfab_run(p, a, h, args.datapath, args.all_max_hosts, args.machines)
+            rows.append(x)
+            if args.json:
+                print(json.dumps(x), flush=True)
         if not args.no_mininet and r["hosts"] <= args.mininet_max_hosts:
             m = mininet_run(p, a, h)
             rows.append(m)
@@ -378,19 +395,19 @@ def main():
             r["speedup"] = round(m["total_s"] / r["total_s"], 1)
     if args.json:
         return
-    print("%-8s %-9s %6s %7s %7s %7s %7s %7s %8s %9s %8s %8s %7s %8s %7s" % (
-        "tool", "dragonfly", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup",
+    print("%-8s %-9s %-8s %6s %7s %7s %7s %7s %7s %8s %9s %8s %8s %7s %8s %7s" % (
+        "tool", "dragonfly", "machines", "hosts", "flows", "up_s", "ping_s", "down_s", "total", "exit_s", "tool_MB", "ovs_MB", "speedup",
         "floor_s", "dfloor_s", "rules/s"))
     for r in rows:
         if r["tool"] == "ethfab":
-            print("%-8s %-9s %6d %7d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s %7.2f %8.2f %7s" % (
-                "ethfab" if r["datapath"] != "ebpf" else "ethfab+e", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], r["flows"], r["up_s"], r["ping_s"],
+            print("%-8s %-9s %-8s %6d %7d %7.2f %7.2f %7.2f %7.2f %8.2f %9.1f %8.1f %8s %7.2f %8.2f %7s" % (
+                "ethfab" if r["datapath"] != "ebpf" else "ethfab+e", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["machines"], r["hosts"], r["flows"], r["up_s"], r["ping_s"],
                 r["down_s"], r["total_s"], r["daemons_exit_s"], r["peak_mb_tool"], r["peak_mb_ovs"],
                 ("%.1fx" % r["speedup"]) if "speedup" in r else "-", r["kernel_floor_s"], r["down_floor_s"],
                 r["rules_per_s"] if r["rules_per_s"] is not None else "-"))
         else:
-            print("%-8s %-9s %6d %6s %7.2f %7s %7.2f %7.2f %8s %9.1f %8.1f %8s" % (
-                "mininet", "%d,%d,%d" % (r["p"], r["a"], r["h"]), r["hosts"], "-", r["build_s"] + r["start_s"], "-",
+            print("%-8s %-9s %-8s %6d %6s %7.2f %7s %7.2f %7.2f %8s %9.1f %8.1f %8s" % (
+                "mininet", "%d,%d,%d" % (r["p"], r["a"], r["h"]), "1", r["hosts"], "-", r["build_s"] + r["start_s"], "-",
                 r["stop_s"], r["total_s"], "-", r["peak_mb_tool"], r["peak_mb_ovs"], ""))
     print()
     print("%-9s %6s %8s %8s %9s %11s %10s %9s %9s %11s" % (

@@ -18,12 +18,15 @@ class Lab:
         return f"Lab({self.name!r})"
 
     @classmethod
-    def up(cls, scenario, sets=None, instances=None, wrap=None):
+    def up(cls, scenario, sets=None, instances=None, wrap=None, machines=None):
         """Brings the scenario's fabric up and returns its Lab (wrap: a
-        command ethfab runs under, as cli.call takes it)."""
+        command ethfab runs under, as cli.call takes it; machines: across
+        machines, as --machines takes them, e.g. "local:2")."""
         args = ["up", str(scenario), "--json", *cli.sets_args(sets)]
         if instances is not None:
             args += ["--instances", str(instances)]
+        if machines is not None:
+            args += ["--machines", str(machines)]
         st = cli.call(*args, want_json=True, wrap=wrap)
         return cls(st["lab"], up_status=st)
 

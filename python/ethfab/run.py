@@ -7,12 +7,13 @@ from . import cli
 from .rundir import RunDir
 
 
-def run(scenario, out=None, sets=None, lab=None, keep=False, timeout=None):
+def run(scenario, out=None, sets=None, lab=None, keep=False, timeout=None, machines=None):
     """Runs a scenario end to end (ethfab run) and returns its RunDir.
 
     out is the run directory (default runs/<scenario>-<time>, as ethfab's
     own); sets are --set overrides {PATH: VALUE}; lab runs on a running
-    lab instead of bringing one up; keep leaves the lab up. A run whose
+    lab instead of bringing one up; machines brings it up across machines
+    (as --machines takes them); keep leaves the lab up. A run whose
     expectations fail still returns its RunDir (rd.failed lists them); a
     run that could not run raises EthfabError."""
     if out is None:
@@ -20,6 +21,8 @@ def run(scenario, out=None, sets=None, lab=None, keep=False, timeout=None):
     args = ["run", str(scenario), "--out", str(out), "--quiet", *cli.sets_args(sets)]
     if lab is not None:
         args += ["--lab", getattr(lab, "name", lab)]
+    if machines is not None:
+        args += ["--machines", str(machines)]
     if keep:
         args.append("--keep")
     p = cli.call(*args, check=False, timeout=timeout)

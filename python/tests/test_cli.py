@@ -97,7 +97,9 @@ class StubTest(unittest.TestCase):
         lab = ethfab.Lab.up("s.yaml", wrap=["env"])
         self.assertEqual(lab.up_status, {"lab": "demo", "state": "up"})
         self.assertEqual(lab.ping(wrap=["env"])["pairs"], 2)
-        self.assertEqual(self.calls(), [["up", "s.yaml", "--json"], ["ping", "demo", "--json"]])
+        ethfab.Lab.up("s.yaml", machines="local:2")
+        self.assertEqual(self.calls(), [["up", "s.yaml", "--json"], ["ping", "demo", "--json"],
+                                        ["up", "s.yaml", "--json", "--machines", "local:2"]])
 
     def test_mpi(self):
         lab = ethfab.Lab("demo")
