@@ -109,6 +109,21 @@ func (f *Fleet) Run(ctx context.Context, untilComplete bool) ([]*Result, error) 
 	return res, errors.Join(errs...)
 }
 
+// Completed is closed once every agent of the fleet is complete (it goes
+// on answering its peers until Run's context ends): a fleet that is one
+// machine's share of the hosts must keep serving until every machine's
+// are complete.
+func (f *Fleet) Completed() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for _, a := range f.agents {
+			<-a.Completed()
+		}
+		close(done)
+	}()
+	return done
+}
+
 // Close releases the sockets of a fleet that never ran (Run closes them
 // itself).
 func (f *Fleet) Close() {

@@ -695,3 +695,51 @@ func (s *syncBuf) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// DMP and announcements across machines: every host's agent runs on its
+// host's machine, all started together; every host adopts its pseudo-MAC
+// from its own switch, learns every other host, across the cut, and
+// connects to each; traffic then goes to the addresses DMP gave.
+func TestAgentsAcrossMachines(t *testing.T) {
+	roottest.NeedOVS(t)
+	workersAsEthfab(t)
+	const lab = "eft-xag"
+	file := filepath.Join(t.TempDir(), lab+".yaml")
+	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
+topology: {kind: dragonfly, p: 2, a: 4, h: 2}
+addressing: {scheme: per-group, assign: dmp}
+links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
+ovs: {datapath: ebpf}
+phases:
+  - name: boot
+    dmp: true
+  - name: announce
+    announce: {count: 2, interval: 300ms, connect: true, for: 15s}
+  - name: light
+    traffic: {pattern: uniform, loads: [0.01], duration: 1s, seed: 2}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, err := runApp(t, "run", file, "--machines", "local:2", "--out", dir, "--quiet"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	var m results.Metrics
+	if b, err := os.ReadFile(filepath.Join(dir, "metrics.json")); err != nil || json.Unmarshal(b, &m) != nil {
+		t.Fatalf("the run's metrics: %v", err)
+	}
+	if len(m.Agents) != 2 || len(m.Phases) != 1 {
+		t.Fatalf("%d agent phases and %d points, want 2 and 1", len(m.Agents), len(m.Phases))
+	}
+	if b := m.Agents[0]; b.DMPFailed != 0 || b.AdoptedPseudoMAC != 72 {
+		t.Errorf("boot across machines: %d failed, %d of 72 adopted their pseudo-MAC", b.DMPFailed, b.AdoptedPseudoMAC)
+	}
+	if a := m.Agents[1]; a.FullTables != 72 || a.PeersMin != 71 || a.ConnectAttempted != 72*71 || a.ConnectSucceeded != a.ConnectAttempted {
+		t.Errorf("announcements across machines: %d full tables, peers %d..%d, connects %d of %d", a.FullTables, a.PeersMin, a.PeersMax, a.ConnectSucceeded, a.ConnectAttempted)
+	}
+	if p := m.Phases[0]; p.Sent == 0 || p.Received != p.Sent {
+		t.Errorf("traffic after DMP: sent %d, received %d", p.Sent, p.Received)
+	}
+	assertLabGone(t, lab)
+}

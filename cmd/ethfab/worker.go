@@ -62,6 +62,19 @@ func workerCommand() *cli.Command {
 				},
 			},
 			{
+				Name:      "agents",
+				Usage:     "this machine's host agents in a DMP or announcement phase across machines, spoken in JSON lines",
+				ArgsUsage: "PART",
+				Action: func(c *cli.Context) error {
+					if err := partArg(c, "agents"); err != nil {
+						return err
+					}
+					ctx, stop := interruptible(0)
+					defer stop()
+					return cluster.WorkerAgents(ctx, c.Args().First(), os.Stdin, c.App.Writer)
+				},
+			},
+			{
 				Name:      "ping",
 				Usage:     "this machine's side of a ping across machines, spoken in JSON lines",
 				ArgsUsage: "PART",

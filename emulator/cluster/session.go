@@ -174,3 +174,15 @@ func (r *lineRelay) last() string {
 	}
 	return strings.Join(ls, "; ")
 }
+
+// newAnswers is a worker's side of a session: each answer a JSON line on
+// out.
+func newAnswers(out io.Writer) func(v any) error {
+	enc := json.NewEncoder(out)
+	var mu sync.Mutex // one line at a time, from any goroutine
+	return func(v any) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return enc.Encode(v)
+	}
+}

@@ -13,12 +13,12 @@ import (
 )
 
 // checkAcross refuses, before anything is built, what a run across
-// machines does not do yet: its phases are traffic sweeps (and waits),
-// without probes, link events, switch logic that watches queues
-// (conditional routing, QCN, snoop), VLAN learning or flows patterns.
+// machines does not do yet: MPI phases, probes, link events, switch logic
+// that watches queues (conditional routing, QCN, snoop), VLAN learning
+// and flows patterns.
 func checkAcross(sc *scenario.Scenario) error {
 	not := func(what string) error {
-		return fmt.Errorf("%s: %s does not run across machines yet (traffic and wait phases with minimal, Valiant or VLAN routing do)", sc.Source, what)
+		return fmt.Errorf("%s: %s does not run across machines yet (DMP, announcement, traffic and wait phases with minimal, Valiant or VLAN routing do)", sc.Source, what)
 	}
 	if sc.Routing.Watched() || sc.Routing.Notifies() {
 		return not("routing.mode " + string(sc.Routing.Mode))
@@ -28,7 +28,7 @@ func checkAcross(sc *scenario.Scenario) error {
 	}
 	for _, ph := range sc.Phases {
 		switch {
-		case ph.Kind != scenario.PhaseTraffic && ph.Kind != scenario.PhaseWait:
+		case ph.Kind == scenario.PhaseMPI:
 			return not(fmt.Sprintf("phase %s (%s)", ph.Name, ph.Kind))
 		case ph.Probes != nil:
 			return not(fmt.Sprintf("phase %s: probes", ph.Name))

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/hostagent"
 	"github.com/ethfab/ethfab/hostagent/omx"
 	"github.com/ethfab/ethfab/kernel"
@@ -64,23 +65,23 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 		limit, until = a.For, a.Until
 		ap.PeerMACFrom, ap.BeforeDMP, ap.OnAddressChange = string(a.PeerMACFrom), a.BeforeDMP, string(a.OnAddressChange)
 	}
-	if err := kernel.NeedDescriptors(n, fmt.Sprintf("phase %s: an agent's socket on each of %d hosts", ph.Name, n)); err != nil {
-		return err
-	}
-	fleet, err := hostagent.OpenFleet(eps, o, func(i int, o *hostagent.Options) {
-		o.Name = eps[i].Name
-		o.PeerIndex = uint16(i)
-	})
-	if err != nil {
-		return fmt.Errorf("host agents: %w", err)
-	}
-	defer fleet.Close()
 	start := time.Now()
-	fctx, cancel := context.WithTimeout(ctx, limit)
-	res, err := fleet.Run(fctx, until)
-	cancel()
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("host agents: %w", err)
+	var res []*hostagent.Result
+	var err error
+	if len(r.lab.Machines) > 0 {
+		// Each host's agent on its host's machine, all started together.
+		// Engines opened before hold the hosts' addresses of then: the
+		// next traffic phase opens them again.
+		if r.across != nil {
+			r.across.Close()
+			r.across = nil
+		}
+		res, err = cluster.Agents(ctx, r.lab, o, limit, until, r.o.Report)
+	} else {
+		res, err = runFleet(ctx, eps, o, limit, until)
+	}
+	if err != nil {
+		return fmt.Errorf("phase %s: %w", ph.Name, err)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -99,6 +100,30 @@ func (r *runner) agents(ctx context.Context, ph scenario.Phase) error {
 		return fmt.Errorf("DMP failed on %d of %d hosts (see agents-%s.json)", ap.DMPFailed, n, ph.Name)
 	}
 	return nil
+}
+
+// runFleet runs one host agent per endpoint in this process, for at most
+// limit (until: or until every agent is complete).
+func runFleet(ctx context.Context, eps []hostagent.Endpoint, o hostagent.Options, limit time.Duration, until bool) ([]*hostagent.Result, error) {
+	n := len(eps)
+	if err := kernel.NeedDescriptors(n, fmt.Sprintf("an agent's socket on each of %d hosts", n)); err != nil {
+		return nil, err
+	}
+	fleet, err := hostagent.OpenFleet(eps, o, func(i int, o *hostagent.Options) {
+		o.Name = eps[i].Name
+		o.PeerIndex = uint16(i)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("host agents: %w", err)
+	}
+	defer fleet.Close()
+	fctx, cancel := context.WithTimeout(ctx, limit)
+	res, err := fleet.Run(fctx, until)
+	cancel()
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("host agents: %w", err)
+	}
+	return res, nil
 }
 
 func (r *runner) fillAgentPhase(ap *results.AgentPhase, res []*hostagent.Result, dmp bool) {
