@@ -52,22 +52,11 @@ func Agents(ctx context.Context, l *fabric.Lab, o hostagent.Options, limit time.
 	for _, h := range l.Hosts {
 		req.Hosts = append(req.Hosts, h.Name)
 	}
-	ss := make([]*session, 0, len(l.Machines))
-	defer func() {
-		for _, s := range ss {
-			s.wait(true)
-		}
-	}()
-	for _, m := range l.Machines {
-		s, err := startSession(ctx, m, rep, true, "worker", "agents", m.Part)
-		if err != nil {
-			return nil, err
-		}
-		ss = append(ss, s)
-		if err := s.send(req); err != nil {
-			return nil, err
-		}
+	ss, err := startAll(ctx, l, rep, "agents", req)
+	if err != nil {
+		return nil, err
 	}
+	defer endAll(ss)
 	read := func(_ int, s *session) (agentsAnswer, error) {
 		a, err := answer[agentsAnswer](s)
 		if err == nil && a.Error != "" {

@@ -42,22 +42,11 @@ func Ping(ctx context.Context, l *fabric.Lab, sample int, seed int64, rep steps.
 	for _, h := range l.Hosts {
 		req.Hosts = append(req.Hosts, fabric.PingHost{Name: h.Name, PseudoMAC: h.PseudoMAC})
 	}
-	ss := make([]*session, 0, len(l.Machines))
-	defer func() {
-		for _, s := range ss {
-			s.wait(true)
-		}
-	}()
-	for _, m := range l.Machines {
-		s, err := startSession(ctx, m, rep, true, "worker", "ping", m.Part)
-		if err != nil {
-			return nil, err
-		}
-		ss = append(ss, s)
-		if err := s.send(req); err != nil {
-			return nil, err
-		}
+	ss, err := startAll(ctx, l, rep, "ping", req)
+	if err != nil {
+		return nil, err
 	}
+	defer endAll(ss)
 	// Every phase waits for every machine: no probe leaves before every
 	// host listens, and no machine judges before every probe is out.
 	phase := func(what, say string, done func(pingAnswer) bool) ([]pingAnswer, error) {

@@ -68,6 +68,32 @@ func startSession(ctx context.Context, m fabric.MachineState, rep steps.Reporter
 	return s, nil
 }
 
+// startAll starts `ethfab worker SUB PART` on every machine of l, spoken to
+// in lines, and sends each the request req. On error, the sessions that
+// started are ended.
+func startAll(ctx context.Context, l *fabric.Lab, rep steps.Reporter, sub string, req any) ([]*session, error) {
+	ss := make([]*session, 0, len(l.Machines))
+	for _, m := range l.Machines {
+		s, err := startSession(ctx, m, rep, true, "worker", sub, m.Part)
+		if err == nil {
+			ss = append(ss, s)
+			err = s.send(req)
+		}
+		if err != nil {
+			endAll(ss)
+			return nil, err
+		}
+	}
+	return ss, nil
+}
+
+// endAll ends every session (closing its input: its signal to stop).
+func endAll(ss []*session) {
+	for _, s := range ss {
+		s.wait(true)
+	}
+}
+
 // send writes v to the worker as a JSON line.
 func (s *session) send(v any) error {
 	b, err := json.Marshal(v)

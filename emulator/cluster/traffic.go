@@ -162,15 +162,11 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 		}
 		req.Hosts = append(req.Hosts, trafficHost{Name: h.Name, PseudoMAC: h.PseudoMAC, Switch: hosts[i].Switch, Group: hosts[i].Group, Machine: k})
 	}
+	if t.ss, err = startAll(ctx, l, rep, "traffic", req); err != nil {
+		return t, err
+	}
 	for _, m := range l.Machines {
-		s, err := startSession(ctx, m, rep, true, "worker", "traffic", m.Part)
-		if err != nil {
-			return t, err
-		}
-		t.ss, t.names = append(t.ss, s), append(t.names, m.Name)
-		if err := s.send(req); err != nil {
-			return t, err
-		}
+		t.names = append(t.names, m.Name)
 	}
 	answers, err := t.each()
 	if err != nil {
