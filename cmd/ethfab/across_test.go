@@ -27,16 +27,20 @@ import (
 // hosts; split by groups, 20 of its 36 global links cut across 2
 // machines) on datapath, with one light traffic phase for `run --lab`.
 func acrossScenario(t *testing.T, lab, datapath string) string {
-	t.Helper()
-	file := filepath.Join(t.TempDir(), lab+".yaml")
-	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
-topology: {kind: dragonfly, p: 2, a: 4, h: 2}
-links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 50mbit}}
+	return writeDF242(t, lab, `links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 50mbit}}
 ovs: {datapath: `+datapath+`}
 phases:
   - name: light
     traffic: {pattern: uniform, loads: [0.005], duration: 1s, seed: 5}
-`), 0o644); err != nil {
+`)
+}
+
+// writeDF242 writes a scenario file named lab on DF(2,4,2): rest is what
+// follows the topology.
+func writeDF242(t *testing.T, lab, rest string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), lab+".yaml")
+	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+"\ntopology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"+rest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return file
@@ -494,19 +498,14 @@ func TestRunAcrossMachines(t *testing.T) {
 	roottest.Need(t)
 	workersAsEthfab(t)
 	const lab = "eft-xrun"
-	file := filepath.Join(t.TempDir(), lab+".yaml")
-	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
-topology: {kind: dragonfly, p: 2, a: 4, h: 2}
-links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
+	file := writeDF242(t, lab, `links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
 ovs: {datapath: ebpf}
 phases:
   - name: un
     traffic: {pattern: uniform, loads: [0.02], duration: 1s, seed: 3}
   - name: adv
     traffic: {pattern: adv+1, loads: [0.02], duration: 1s, seed: 3}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
 	metrics := func(args ...string) *results.Metrics {
 		t.Helper()
@@ -704,10 +703,7 @@ func TestAgentsAcrossMachines(t *testing.T) {
 	roottest.NeedOVS(t)
 	workersAsEthfab(t)
 	const lab = "eft-xag"
-	file := filepath.Join(t.TempDir(), lab+".yaml")
-	if err := os.WriteFile(file, []byte("version: 1\nname: "+lab+`
-topology: {kind: dragonfly, p: 2, a: 4, h: 2}
-addressing: {scheme: per-group, assign: dmp}
+	file := writeDF242(t, lab, `addressing: {scheme: per-group, assign: dmp}
 links: {host: {rate: 100mbit}, local: {rate: 100mbit}, global: {rate: 100mbit}}
 ovs: {datapath: ebpf}
 phases:
@@ -717,9 +713,7 @@ phases:
     announce: {count: 2, interval: 300ms, connect: true, for: 15s}
   - name: light
     traffic: {pattern: uniform, loads: [0.01], duration: 1s, seed: 2}
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
 	dir := filepath.Join(t.TempDir(), "run")
 	if out, err := runApp(t, "run", file, "--machines", "local:2", "--out", dir, "--quiet"); err != nil {

@@ -91,19 +91,14 @@ type trafficHost struct {
 // clock) and the sampler's timeline bin.
 type pointRequest struct {
 	// Kind is "clock" (answer the machine's clock) or "point".
-	Kind     string        `json:"kind"`
-	Pattern  pat.Spec      `json:"pattern"`
-	Load     float64       `json:"load"`
-	Frame    int           `json:"frame"`
-	RateBps  uint64        `json:"rate_bps"`
-	Warmup   time.Duration `json:"warmup_ns"`
-	Duration time.Duration `json:"duration_ns"`
-	Drain    time.Duration `json:"drain_ns"`
-	Seed     int64         `json:"seed"`
-	Senders  int           `json:"senders,omitempty"`
-	Run      uint32        `json:"run"`
-	Start    int64         `json:"start_unix_ns"`
-	Bin      time.Duration `json:"bin_ns"`
+	Kind    string   `json:"kind"`
+	Pattern pat.Spec `json:"pattern"`
+	// Config is what every machine's engine runs (its Run set; the
+	// pattern built from Pattern, the start and clocks from the fields
+	// below, on the machine).
+	Config traffic.Config `json:"config"`
+	Start  int64          `json:"start_unix_ns"`
+	Bin    time.Duration  `json:"bin_ns"`
 	// Clocks is how latency is taken, Offsets (ClocksWall) each
 	// machine's wall-minus-monotonic offset.
 	Clocks  Clocks  `json:"clocks"`
@@ -223,8 +218,8 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 	var b [4]byte
 	rand.Read(b[:])
 	run := binary.BigEndian.Uint32(b[:]) | 1
-	req := pointRequest{Kind: "point", Pattern: spec, Load: cfg.Load, Frame: cfg.FrameSize, RateBps: cfg.RateBps, Warmup: cfg.Warmup, Duration: cfg.Duration,
-		Drain: cfg.Drain, Seed: cfg.Seed, Senders: cfg.Senders, Run: run, Bin: bin, Clocks: t.clocks}
+	cfg.Run = run
+	req := pointRequest{Kind: "point", Pattern: spec, Config: cfg, Bin: bin, Clocks: t.clocks}
 	// Each machine's clock, read just before the point: its wall clock
 	// must be close to the coordinator's for the point to start together
 	// everywhere, and under ClocksWall its offset times the frames from
@@ -273,7 +268,6 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 		}
 		parts[k], reps[k] = a.Part, a.Report
 	}
-	cfg.Run = run
 	res, err := traffic.MergeParts(t.hosts, cfg, parts)
 	if err != nil {
 		return nil, nil, err
@@ -403,7 +397,8 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 
 // workerPoint runs one point on this machine's engine, sampled.
 func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, machineOf []int, part *fabric.PartState) trafficAnswer {
-	pattern, err := pat.New(p.Pattern, top, p.Seed, pat.Options{})
+	cfg := p.Config
+	pattern, err := pat.New(p.Pattern, top, cfg.Seed, pat.Options{})
 	if err != nil {
 		return trafficAnswer{Error: fmt.Sprintf("pattern %s: %v", p.Pattern, err)}
 	}
@@ -433,7 +428,7 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	var ulLoad chan underlayRate
 	if ul != nil {
 		ulLoad = make(chan underlayRate, 1)
-		go func() { ulLoad <- measureUnderlay(ctx, ul, start.Add(p.Warmup), p.Duration) }()
+		go func() { ulLoad <- measureUnderlay(ctx, ul, start.Add(cfg.Warmup), cfg.Duration) }()
 	}
 	smp.SetBin(p.Bin)
 	if err := smp.Start(ctx); err != nil {
@@ -444,9 +439,9 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 		return trafficAnswer{Error: fmt.Sprintf("not ready at the point's start: %v late (the point would start behind its schedule)", late.Round(time.Millisecond))}
 	}
 	machine := part.Machine
-	counts, err := e.RunPart(ctx, traffic.Config{Pattern: pattern, Load: p.Load, FrameSize: p.Frame, RateBps: p.RateBps, Warmup: p.Warmup,
-		Duration: p.Duration, Drain: p.Drain, Seed: p.Seed, Senders: p.Senders, Run: p.Run, StartNs: traffic.MonoAt(start),
-		LocalLatency: p.Clocks == ClocksLocal, ClockShift: shift})
+	cfg.Pattern, cfg.StartNs = pattern, traffic.MonoAt(start)
+	cfg.LocalLatency, cfg.ClockShift = p.Clocks == ClocksLocal, shift
+	counts, err := e.RunPart(ctx, cfg)
 	rep, serr := smp.Stop(ctx)
 	switch {
 	case err != nil:

@@ -695,40 +695,34 @@ func (u *upper) planLinks() error {
 				B: kernel.VethEnd{NS: other.NetNS, Name: other.Iface, Index: index(b.ID, l.B.Port)}}
 		}
 		sh := shapes[l.Class]
+		// A plain tbf queue only: with netem in front, frames delayed or
+		// lost there would count as queued.
+		counted := u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem()
+		built := sh
+		_, built.Limit = sh.TBF()
+		if sh.RateBps == 0 {
+			built.Limit = 0
+		}
+		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built, Tunnel: tunnel})
+		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh})
 		if tunnel != nil {
-			if u.ebpf() && u.sc.Routing.Watched() && sh.RateBps > 0 && !sh.NeedsNetem() {
+			if counted {
 				// The program counts a queue's departures where they
 				// arrive, at the far end: on another machine here.
 				return fmt.Errorf("%s: routing.mode %s on the eBPF datapath counts each inter-switch queue at the link's far end, which for the cut link %s-%s is on machine %s: not supported across machines yet (use ovs.datapath netdev)",
 					u.sc.Source, u.sc.Routing.Mode, a.Name, other.Node, other.Machine)
 			}
-			built := sh
-			_, built.Limit = sh.TBF()
-			if sh.RateBps == 0 {
-				built.Limit = 0
-			}
-			u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built, Tunnel: tunnel})
-			u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh})
 			if ul := u.lab.Part.Underlay; ul != nil {
 				ul.CutRateBps += sh.RateBps
 			}
 			continue
 		}
 		u.pairs = append(u.pairs, pair)
-		// A plain tbf queue only: with netem in front, frames delayed or
-		// lost there would count as queued.
-		if u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() {
+		u.shapeJobs = append(u.shapeJobs, shapeJob{other.NetNS, other.Iface, sh})
+		if counted {
 			a, b := [2]int{l.A.Switch, l.A.Port}, [2]int{l.B.Switch, l.B.Port}
-			_, limit := sh.TBF()
-			u.counted[a], u.counted[b] = countedQueue{b, uint64(limit)}, countedQueue{a, uint64(limit)}
+			u.counted[a], u.counted[b] = countedQueue{b, uint64(built.Limit)}, countedQueue{a, uint64(built.Limit)}
 		}
-		built := sh
-		_, built.Limit = sh.TBF()
-		if sh.RateBps == 0 {
-			built.Limit = 0
-		}
-		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built})
-		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh}, shapeJob{other.NetNS, other.Iface, sh})
 	}
 	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/ethfab/ethfab/emulator/datapath"
+	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/ovs/openflow"
+	"github.com/ethfab/ethfab/topology"
 )
 
 // switches reads every switch's counters: from the bridges on Open
@@ -68,28 +70,47 @@ func (s *Sampler) lost(ctx context.Context) (uint64, error) {
 	return n, nil
 }
 
-// ownCounters are the lab's switches' counters, in the lab's order: the
-// datapath numbers every switch of the fabric, and a part of a lab across
-// machines has only its own (found by name in the topology).
+// ownCounters are the lab's switches' counters, in the lab's order (see
+// counterIndex).
 func (s *Sampler) ownCounters(cs []datapath.Counters) ([]datapath.Counters, error) {
-	if len(cs) == len(s.lab.Switches) {
+	if s.counterAt == nil {
+		if len(cs) != len(s.lab.Switches) {
+			return nil, fmt.Errorf("the datapath counts %d switches, the lab has %d", len(cs), len(s.lab.Switches))
+		}
 		return cs, nil
 	}
-	top := s.opt.Topology
-	if s.lab.Part == nil || top == nil || len(cs) != len(top.Switches) {
-		return nil, fmt.Errorf("the datapath counts %d switches, the lab has %d", len(cs), len(s.lab.Switches))
+	out := make([]datapath.Counters, len(s.counterAt))
+	for i, k := range s.counterAt {
+		if k >= len(cs) {
+			return nil, fmt.Errorf("the datapath counts %d switches, switch %s is its %d", len(cs), s.lab.Switches[i].Name, k)
+		}
+		out[i] = cs[k]
+	}
+	return out, nil
+}
+
+// counterIndex is where each of the lab's switches sits in the datapath's
+// counters: nil when they are the lab's own order; a part of a lab across
+// machines has only its own switches, which the datapath numbers as the
+// whole fabric does (found by name in the topology, once).
+func counterIndex(lab *fabric.Lab, top *topology.Topology) ([]int, error) {
+	if lab.Part == nil {
+		return nil, nil
+	}
+	if top == nil {
+		return nil, fmt.Errorf("lab %s is a part of lab %s: its sampler needs the topology", lab.Lab, lab.Part.Lab)
 	}
 	at := make(map[string]int, len(top.Switches))
 	for i, sw := range top.Switches {
 		at[sw.Name] = i
 	}
-	out := make([]datapath.Counters, len(s.lab.Switches))
-	for i, sw := range s.lab.Switches {
+	out := make([]int, len(lab.Switches))
+	for i, sw := range lab.Switches {
 		k, ok := at[sw.Name]
 		if !ok {
 			return nil, fmt.Errorf("switch %s is not in %s", sw.Name, top.Spec)
 		}
-		out[i] = cs[k]
+		out[i] = k
 	}
 	return out, nil
 }

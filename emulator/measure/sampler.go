@@ -130,8 +130,10 @@ type Sampler struct {
 	// bpf reaches the eBPF datapath's counters (nil on Open vSwitch);
 	// queues its queue counters, where the program keeps them: it drops
 	// what finds a counted queue full, before tbf sees it.
-	bpf    *datapath.Handle
-	queues *datapath.QueueReader
+	bpf *datapath.Handle
+	// counterAt: each lab switch's place in the datapath's counters (counterIndex; nil: the same).
+	counterAt []int
+	queues    *datapath.QueueReader
 	// hostPorts[i] are switch i's OpenFlow ports that face hosts.
 	hostPorts []map[int]bool
 	hostRate  []float64 // per switch: capacity of its host links, bits/s
@@ -203,6 +205,10 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 			return nil, fmt.Errorf("measure: %w", err)
 		}
 		s.bpf = h
+		if s.counterAt, err = counterIndex(lab, o.Topology); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("measure: %w", err)
+		}
 		if h.HasQueues() {
 			if s.queues, err = h.Queues(); err != nil {
 				h.Close()

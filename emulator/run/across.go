@@ -63,13 +63,9 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 		r.m.Run.Machine["machines"] = fmt.Sprint(len(r.lab.Machines))
 		r.m.Run.Machine["latency"] = r.across.Latency()
 	}
-	p, err := pat.New(t.PatternSpec(), r.top, t.Seed, pat.Options{})
+	p, warmup, err := r.pattern(t)
 	if err != nil {
-		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
-	}
-	warmup := r.o.Warmup
-	if t.Warmup > 0 {
-		warmup = t.Warmup
+		return err
 	}
 	for _, load := range t.Loads {
 		r.next(fmt.Sprintf("%s: %s at load %.2f for %s on %d machines", ph.Name, t.PatternString(), load, t.Duration, len(r.lab.Machines)))

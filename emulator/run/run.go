@@ -490,9 +490,9 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			}
 		}
 	}
-	p, err := pat.New(t.PatternSpec(), r.top, t.Seed, pat.Options{})
+	p, warmup, err := r.pattern(t)
 	if err != nil {
-		return fmt.Errorf("pattern %s: %w", t.PatternString(), err)
+		return err
 	}
 	rate := r.sc.Links[scenario.HostLinks].Rate
 	probes, err := r.probes(ph)
@@ -507,10 +507,6 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		bin = linkEventBin
 	}
 	r.sampler.SetBin(bin)
-	warmup := r.o.Warmup
-	if t.Warmup > 0 {
-		warmup = t.Warmup
-	}
 	for _, load := range t.Loads {
 		r.next(fmt.Sprintf("%s: %s at load %.2f for %s", ph.Name, t.PatternString(), load, t.Duration))
 		// Before the sampler: the hosts' tagged broadcasts are not the
@@ -591,6 +587,20 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		}
 	}
 	return nil
+}
+
+// pattern is a traffic phase's pattern, and its warm-up (the phase's, or
+// the run's).
+func (r *runner) pattern(t *scenario.Traffic) (pat.Pattern, time.Duration, error) {
+	p, err := pat.New(t.PatternSpec(), r.top, t.Seed, pat.Options{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("pattern %s: %w", t.PatternString(), err)
+	}
+	warmup := r.o.Warmup
+	if t.Warmup > 0 {
+		warmup = t.Warmup
+	}
+	return p, warmup, nil
 }
 
 // pointOf is a measured point: the engine's result and the sampler's

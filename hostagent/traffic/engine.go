@@ -191,7 +191,10 @@ type Config struct {
 	// Pattern picks destinations; its host indices are the engine's. Its
 	// time argument is the frame's scheduled time since the run started
 	// (warm-up included), so phased patterns are the same in every run.
-	Pattern pat.Pattern
+	// (Not in a Config's JSON, which a run across machines sends: each
+	// machine builds the pattern from its spec, and runs neither probes nor
+	// reaction points.)
+	Pattern pat.Pattern `json:"-"`
 	// Load is the offered load per host, a fraction (0, 1] of RateBps: the
 	// probability that a host sends in each frame slot. A slot in which the
 	// pattern keeps the host silent (npb-like's computation gaps, fixed
@@ -223,9 +226,9 @@ type Config struct {
 	Batch int
 	// Probes, if any, go beside the traffic from the run's start to the
 	// end of its measurement window (probe.go).
-	Probes *Probes
+	Probes *Probes `json:"-"`
 	// RP, if set, runs a QCN reaction point per flow on every host (rp.go).
-	RP *RPConfig
+	RP *RPConfig `json:"-"`
 	// Run and StartNs, for a measurement across machines, are the run's
 	// number (in every frame's header: each machine's sinks take only
 	// their own run's frames) and its start in CLOCK_MONOTONIC ns, the
