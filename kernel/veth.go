@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
@@ -317,6 +318,35 @@ func withLink(ns, ifname, what string, fn func(*netlink.Handle, netlink.Link) er
 		return fmt.Errorf("netns %q link %s: %s: %w", ns, ifname, what, err)
 	}
 	return nil
+}
+
+// WaitOperUp waits until an interface's operational state is up, at most
+// timeout. A veth whose peer has just come up has carrier, but its queue
+// discipline is activated (dev_activate) only when the kernel's link
+// watch work runs, asynchronously, which is also what sets the
+// operational state: until then the device's transmit queue drops
+// everything given to it.
+func WaitOperUp(ns, ifname string, timeout time.Duration) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		link, err := h.LinkByName(ifname)
+		if err != nil {
+			return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
+		}
+		st := link.Attrs().OperState
+		if st == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netns %q link %s: operational state %s %v after it was set up", ns, ifname, st, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // SetMAC sets an interface's MAC address.

@@ -55,7 +55,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, duplicates, links, shaping, queue_counts, link_rate
+	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, duplicates, links, shaping, queue_counts, link_rate, underlay, pause_relay
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -101,6 +101,11 @@ type FidelityInput struct {
 	// Underlay is each machine's underlay over the point, in a lab across
 	// machines.
 	Underlay []UnderlayLoad
+	// PauseRelay: in a lab across machines under conditional routing,
+	// the PAUSE relayed between machines, judged against
+	// OnsetResolutionMS, the condition monitors' poll cycle.
+	PauseRelay        *PauseRelay
+	OnsetResolutionMS float64
 }
 
 // UnderlayLoad is what a machine's underlay interface sent over a point
@@ -216,6 +221,9 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 						w.Machine, w.Dev, w.Bps, 100*v, w.SpeedBps, 100*MaxUnderlayShare))
 			}
 		}
+		if r := p.PauseRelay; r != nil && (r.Changes > 0 || r.Expired > 0) {
+			add(relayCheck(p, r))
+		}
 		if len(p.Leaked) > 0 {
 			// One check per point: the worst queue.
 			w := p.Leaked[0]
@@ -252,6 +260,35 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 		}
 	}
 	return f
+}
+
+// relayCheck judges the PAUSE relayed between machines. On one machine a
+// port's pause reaches the links feeding it in the poll that saw its
+// queue cross; across machines it arrives a network's time later. Within
+// one poll cycle (the onset's own resolution) the upstream switch reacts
+// as it would on one machine; later, conditional routing's reaction
+// measures the machines' network. A pause released because its refreshes
+// stopped coming held feeders on their default paths too long or too
+// short, either way not the fabric's doing.
+func relayCheck(p FidelityInput, r *PauseRelay) (FidelityCheck, string) {
+	d, how := r.Delay()
+	n := r.AckedMS.N
+	if r.Clocked {
+		n = r.OneWayMS.N
+	}
+	limit := p.OnsetResolutionMS
+	c := FidelityCheck{Check: "pause_relay", Phase: p.Phase, Load: p.Load, Value: d, Limit: limit,
+		OK:   d <= limit && n > 0 && r.Expired == 0,
+		What: fmt.Sprintf("90th percentile of the PAUSE relayed between machines, %s, ms, against the condition monitors' poll cycle (%d changes, %d timed, %d expired)", how, r.Changes, n, r.Expired)}
+	switch {
+	case r.Expired > 0:
+		return c, fmt.Sprintf("%d pauses relayed between machines were released because their refreshes stopped coming (a machine's monitor fell behind, or its datagrams were lost): the feeding links on the other machine went back to their default paths while the port was still congested",
+			r.Expired)
+	case n == 0:
+		return c, fmt.Sprintf("none of the %d pause changes relayed between machines was timed (no acknowledgement came back): the machines' network may have lost them", r.Changes)
+	}
+	return c, fmt.Sprintf("the PAUSE relayed between machines took %.2f ms (%s, 90th percentile), more than the condition monitors' %.2f ms poll cycle: upstream switches on other machines reacted later than on one machine, so conditional routing's reaction times measure the machines' network",
+		d, how, limit)
 }
 
 func ratio(l LinkRate) float64 {

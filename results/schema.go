@@ -443,6 +443,51 @@ type Conditions struct {
 	// kernel's as the port transmitted it.
 	OnsetResolutionMS float64 `json:"onset_resolution_ms"`
 	ReactLimitMS      float64 `json:"react_limit_ms,omitempty"`
+	// PauseRelay: in a lab across machines, the PAUSE that crossed from
+	// one machine's switch to the links feeding it from another's.
+	PauseRelay *PauseRelay `json:"pause_relay,omitempty"`
+}
+
+// PauseRelay is what the monitors of a lab across machines told each
+// other: each change of a port's own pause goes, as a UDP datagram over
+// the underlay, to every machine that runs a link feeding it.
+type PauseRelay struct {
+	// Changes sent (one per machine told), Applied: those that changed
+	// a port's state where they arrived (a later one may supersede an
+	// earlier still on its way). Acked: changes whose datagram was
+	// acknowledged; Unacked: datagrams never acknowledged (it or its ack
+	// lost; the next refresh carried the state).
+	Changes   uint64 `json:"changes"`
+	Applied   uint64 `json:"applied"`
+	Acked     uint64 `json:"acked"`
+	Unacked   uint64 `json:"unacked"`
+	Datagrams uint64 `json:"datagrams"`
+	// Expired: pauses a machine released because their refreshes
+	// stopped coming; Strays: datagrams refused.
+	Expired uint64 `json:"expired"`
+	Strays  uint64 `json:"strays"`
+	// SendErrors: datagrams the sender's socket refused; Unknown:
+	// entries naming a port whose feeders the receiver does not run.
+	SendErrors uint64 `json:"send_errors"`
+	Unknown    uint64 `json:"unknown"`
+	// OneWayMS: from the poll that saw the queue cross to the other
+	// machine's monitor applying the change, per applied change; only
+	// when Clocked (the machines' clocks agree). AckedMS: from that poll
+	// to the sender hearing the datagram's ack, by the sender's clock
+	// alone: a bound on the one-way time, taken on any machines.
+	Clocked  bool         `json:"clocked"`
+	OneWayMS Distribution `json:"one_way_ms"`
+	AckedMS  Distribution `json:"acked_ms"`
+}
+
+// Delay is the relay's figure the fidelity verdict judges: the one-way
+// 90th percentile where the clocks agree, else the acked one, which
+// bounds it.
+func (r *PauseRelay) Delay() (ms float64, what string) {
+	if r.Clocked {
+		return r.OneWayMS.P90, "one-way"
+	}
+	return r.AckedMS.P90, "onset-to-ack (the clocks are not known to agree)"
 }
 
 // AddCounts adds o's event counts (not its distributions) to c.

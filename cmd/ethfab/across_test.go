@@ -509,19 +509,8 @@ phases:
 	t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
 	metrics := func(args ...string) *results.Metrics {
 		t.Helper()
-		dir := filepath.Join(t.TempDir(), "run")
-		if out, err := runApp(t, append([]string{"run", file, "--out", dir, "--quiet"}, args...)...); err != nil {
-			t.Fatalf("run %v: %v\n%s", args, err, out)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m results.Metrics
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return &m
+		m, _ := runMetrics(t, file, args...)
+		return m
 	}
 	one := metrics()
 	across := metrics("--machines", "local:2")
@@ -572,6 +561,25 @@ phases:
 	}
 	t.Logf("fidelity across machines: %+v", across.Fidelity)
 	assertLabGone(t, lab)
+}
+
+// runMetrics runs `ethfab run file` with args and returns its
+// metrics.json and run directory.
+func runMetrics(t *testing.T, file string, args ...string) (*results.Metrics, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "run")
+	if out, err := runApp(t, append([]string{"run", file, "--out", dir, "--quiet"}, args...)...); err != nil {
+		t.Fatalf("run %v: %v\n%s", args, err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m results.Metrics
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m, dir
 }
 
 // The same lab with its workers started by Slurm's srun: a private
@@ -736,4 +744,70 @@ phases:
 		t.Errorf("traffic after DMP: sent %d, received %d", p.Sent, p.Received)
 	}
 	assertLabGone(t, lab)
+}
+
+// Conditional routing across two emulated machines: each machine's
+// worker runs its part's condition logic, and a port whose queue crosses
+// XOFF pauses the links feeding it from the other machine through the
+// pause relay over the underlay, on both datapaths. Every relayed change
+// is timed (the emulated machines share a clock) and judged by the
+// verdict; QCN-Switch, whose logic is not split yet, is refused by name.
+func TestConditionalAcrossMachines(t *testing.T) {
+	roottest.Need(t)
+	workersAsEthfab(t)
+	for _, c := range []struct{ datapath, rate string }{{"ebpf", "5mbit"}, {"netdev", "1mbit"}} {
+		t.Run(c.datapath, func(t *testing.T) {
+			lab := "eft-xc-" + c.datapath[:2]
+			file := writeDF242(t, lab, `addressing: {assign: static}
+routing: {mode: conditional}
+links: {host: {rate: `+c.rate+`}, local: {rate: `+c.rate+`}, global: {rate: `+c.rate+`}}
+ovs: {datapath: `+c.datapath+`}
+phases:
+  - name: adv
+    traffic: {pattern: adv+1, loads: [0.5], duration: 2s, seed: 3}
+`)
+			t.Cleanup(func() { cluster.Down(t.Context(), lab, nil) })
+			m, dir := runMetrics(t, file, "--machines", "local:2")
+			if len(m.Phases) != 1 || m.Phases[0].Conditions == nil || m.Phases[0].Conditions.PauseRelay == nil {
+				t.Fatalf("no condition logic or pause relay recorded: %+v", m.Phases)
+			}
+			cond := m.Phases[0].Conditions
+			r := cond.PauseRelay
+			t.Logf("%s: %d pauses (%d upstream), reaction p50 %.2f ms (%d); relay %+v", c.datapath, cond.PauseEvents, cond.UpstreamPauses,
+				cond.ReactionMS.P50, cond.ReactionMS.N, *r)
+			switch {
+			case cond.UpstreamPauses == 0 || cond.ReactionMS.N == 0:
+				t.Errorf("adv+1 at 0.5 paused %d links upstream and timed %d reactions: want both", cond.UpstreamPauses, cond.ReactionMS.N)
+			case r.Changes == 0 || r.Applied == 0:
+				t.Errorf("no pause crossed the machines (%d changes sent, %d applied): the global links between the two halves feed congested ports", r.Changes, r.Applied)
+			case r.Strays != 0 || r.Unknown != 0 || r.SendErrors != 0:
+				t.Errorf("the relay refused %d datagrams, met %d unknown ports and %d send errors", r.Strays, r.Unknown, r.SendErrors)
+			case !r.Clocked || r.OneWayMS.N == 0 || r.AckedMS.N == 0:
+				t.Errorf("the emulated machines share a clock, yet the relay timed %d changes one way and %d by their acks (clocked %v)", r.OneWayMS.N, r.AckedMS.N, r.Clocked)
+			}
+			judged := false
+			for _, k := range m.Fidelity.Checks {
+				judged = judged || k.Check == "pause_relay"
+			}
+			if !judged {
+				t.Errorf("the verdict has no pause_relay check: %+v", m.Fidelity.Checks)
+			}
+			if _, err := os.Stat(filepath.Join(dir, results.ConditionsCSV("adv"))); err != nil {
+				t.Errorf("the flips' CSV: %v", err)
+			}
+			t.Logf("fidelity: %v %v", m.Fidelity.OK, m.Fidelity.Reasons)
+			assertLabGone(t, lab)
+		})
+	}
+	file := writeDF242(t, "eft-xq", `routing: {mode: qcn-switch, qcn: {variant: base}}
+ovs: {datapath: ebpf}
+phases:
+  - name: adv
+    traffic: {pattern: adv+1, loads: [0.5], duration: 1s}
+`)
+	out, err := runApp(t, "run", file, "--quiet", "--machines", "local:2")
+	if err == nil || !strings.Contains(out+err.Error(), "does not run across machines yet") {
+		t.Errorf("qcn-switch across machines: %v\n%s", err, out)
+	}
+	assertLabGone(t, "eft-xq")
 }

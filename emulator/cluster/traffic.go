@@ -11,15 +11,18 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/ethfab/ethfab/addressing"
+	"github.com/ethfab/ethfab/emulator/condition"
 	"github.com/ethfab/ethfab/emulator/fabric"
 	"github.com/ethfab/ethfab/emulator/measure"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/internal/steps"
 	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/results"
+	"github.com/ethfab/ethfab/scenario"
 	"github.com/ethfab/ethfab/topology"
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -76,6 +79,35 @@ func ParseClocks(s string) (Clocks, error) {
 // trafficRequest opens a worker's engine.
 type trafficRequest struct {
 	Hosts []trafficHost `json:"hosts"`
+	// Conditions: every worker runs conditional routing's switch logic
+	// on its part during each point.
+	Conditions *conditionsRequest `json:"conditions,omitempty"`
+}
+
+// Conditions is conditional routing's switch logic across machines:
+// every machine's worker runs a condition monitor of its part during each
+// point, and the monitors pass PAUSE across the cut links to each other
+// over the underlay (condition.RelayOptions).
+type Conditions struct {
+	// Scenario is the lab's, and Originals every host's MAC at creation
+	// (the compile the lab was built from): every worker compiles the
+	// tables its switches run from them.
+	Scenario  *scenario.Scenario
+	Originals []string
+	XOff, XOn scenario.Threshold
+	PortOnly  bool
+}
+
+type conditionsRequest struct {
+	Scenario  string             `json:"scenario"` // YAML
+	Source    string             `json:"source"`
+	Originals []string           `json:"originals"`
+	Of        []int              `json:"of"`    // each switch's machine
+	Addrs     []string           `json:"addrs"` // each machine's underlay address
+	XOff      scenario.Threshold `json:"xoff"`
+	XOn       scenario.Threshold `json:"xon"`
+	PortOnly  bool               `json:"port_only,omitempty"`
+	Token     uint32             `json:"token"`
 }
 
 type trafficHost struct {
@@ -103,6 +135,10 @@ type pointRequest struct {
 	// machine's wall-minus-monotonic offset.
 	Clocks  Clocks  `json:"clocks"`
 	Offsets []int64 `json:"offsets,omitempty"`
+	// Kind "relay": every machine's pause relay port, and whether the
+	// machines' clocks agree (the relay then times each pause one way).
+	RelayPorts []int `json:"relay_ports,omitempty"`
+	Clocked    bool  `json:"clocked,omitempty"`
 }
 
 // clockState is a machine's clock, as a worker reads it.
@@ -126,7 +162,12 @@ type trafficAnswer struct {
 	Part     *traffic.Part   `json:"part,omitempty"`
 	Report   *measure.Report `json:"report,omitempty"`
 	Clock    *clockState     `json:"clock,omitempty"`
-	Error    string          `json:"error,omitempty"`
+	// RelayPort: the worker's pause relay socket (with Ready, under
+	// conditional routing); Conditions: what its part's condition logic
+	// did over the point.
+	RelayPort  int              `json:"relay_port,omitempty"`
+	Conditions *condition.Point `json:"conditions,omitempty"`
+	Error      string           `json:"error,omitempty"`
 }
 
 // startLead is how far ahead of the request a point starts: every
@@ -137,8 +178,9 @@ const startLead = time.Second
 // OpenTraffic starts a traffic worker on every machine of lab, whose
 // hosts are hosts (in the fabric's order, each with its switch and group),
 // and settles how latency is taken (clocks; ClocksAuto decides from the
-// machines: emulated ones share a clock, real ones report theirs).
-func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clocks Clocks, rep steps.Reporter) (t *Traffic, err error) {
+// machines: emulated ones share a clock, real ones report theirs). With
+// cond, every worker also runs its part's condition logic during points.
+func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clocks Clocks, cond *Conditions, rep steps.Reporter) (t *Traffic, err error) {
 	t = &Traffic{lab: l, hosts: hosts}
 	defer func() {
 		if err != nil {
@@ -156,6 +198,11 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 			return t, fmt.Errorf("lab %s: host %s runs on machine %q, which the lab does not list", l.Lab, h.Name, h.Machine)
 		}
 		req.Hosts = append(req.Hosts, trafficHost{Name: h.Name, PseudoMAC: h.PseudoMAC, Switch: hosts[i].Switch, Group: hosts[i].Group, Machine: k})
+	}
+	if cond != nil {
+		if req.Conditions, err = conditionsFor(l, machine, cond); err != nil {
+			return t, err
+		}
 	}
 	if t.ss, err = startAll(ctx, l, rep, "traffic", req); err != nil {
 		return t, err
@@ -191,7 +238,49 @@ func OpenTraffic(ctx context.Context, l *fabric.Lab, hosts []traffic.Host, clock
 	default:
 		t.clocks = ClocksLocal
 	}
+	if cond != nil {
+		// The pause relay: every machine's socket, and whether a pause's
+		// onset on one machine is a time on the others' clocks.
+		relay := pointRequest{Kind: "relay", Clocked: t.clocks == ClocksOne || t.clocks == ClocksWall && agree}
+		for k, a := range answers {
+			if a.RelayPort == 0 {
+				return t, fmt.Errorf("machine %s opened no pause relay", t.names[k])
+			}
+			relay.RelayPorts = append(relay.RelayPorts, a.RelayPort)
+		}
+		for _, s := range t.ss {
+			if err := s.send(relay); err != nil {
+				return t, err
+			}
+		}
+		if _, err := t.each(); err != nil {
+			return t, fmt.Errorf("starting the condition logic: %w", err)
+		}
+	}
 	return t, nil
+}
+
+// conditionsFor is the workers' conditions request for lab l.
+func conditionsFor(l *fabric.Lab, machine map[string]int, cond *Conditions) (*conditionsRequest, error) {
+	y, err := cond.Scenario.MarshalYAML()
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	c := &conditionsRequest{Scenario: string(y), Source: cond.Scenario.Source, Originals: cond.Originals,
+		XOff: cond.XOff, XOn: cond.XOn, PortOnly: cond.PortOnly, Token: binary.BigEndian.Uint32(b[:])}
+	for _, s := range l.Switches {
+		k, ok := machine[s.Machine]
+		if !ok {
+			return nil, fmt.Errorf("lab %s: switch %s runs on machine %q, which the lab does not list", l.Lab, s.Name, s.Machine)
+		}
+		c.Of = append(c.Of, k)
+	}
+	for _, m := range l.Machines {
+		c.Addrs = append(c.Addrs, m.Addr)
+	}
+	return c, nil
 }
 
 // SendMode is how the machines' engines send (the first one's).
@@ -213,8 +302,9 @@ func (t *Traffic) Latency() string {
 
 // Point runs one point on every machine at once and merges it: cfg is
 // the config every engine runs (its Pattern built from spec, as every
-// worker builds it), bin the sampler's.
-func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, bin time.Duration) (*traffic.Result, *measure.Report, error) {
+// worker builds it), bin the sampler's. With conditions, it also returns
+// what every machine's condition logic did, merged.
+func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, bin time.Duration) (*traffic.Result, *measure.Report, *condition.Point, error) {
 	var b [4]byte
 	rand.Read(b[:])
 	run := binary.BigEndian.Uint32(b[:]) | 1
@@ -227,22 +317,22 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 	// one: 10 ppm is 10 µs a second).
 	for _, s := range t.ss {
 		if err := s.send(pointRequest{Kind: "clock"}); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	asked := time.Now()
 	clocks, err := t.each()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	heard := time.Now()
 	for k, c := range clocks {
 		if c.Clock == nil {
-			return nil, nil, fmt.Errorf("machine %s did not say how its clock runs", t.names[k])
+			return nil, nil, nil, fmt.Errorf("machine %s did not say how its clock runs", t.names[k])
 		}
 		wall := time.Unix(0, c.Clock.WallNs)
 		if wall.Before(asked.Add(-maxSkew)) || wall.After(heard.Add(maxSkew)) {
-			return nil, nil, fmt.Errorf("machine %s's clock read %s when the coordinator's read %s to %s: more than %v apart, its points would not start with the others' (synchronize the machines' clocks: NTP, or PTP)",
+			return nil, nil, nil, fmt.Errorf("machine %s's clock read %s when the coordinator's read %s to %s: more than %v apart, its points would not start with the others' (synchronize the machines' clocks: NTP, or PTP)",
 				t.names[k], wall.Format(time.RFC3339Nano), asked.Format(time.RFC3339Nano), heard.Format(time.RFC3339Nano), maxSkew)
 		}
 		req.Offsets = append(req.Offsets, c.Clock.OffsetNs)
@@ -253,26 +343,37 @@ func (t *Traffic) Point(ctx context.Context, spec pat.Spec, cfg traffic.Config, 
 	req.Start = time.Now().Add(startLead).UnixNano()
 	for _, s := range t.ss {
 		if err := s.send(req); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	answers, err := t.each()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	parts := make([]*traffic.Part, len(answers))
 	reps := make([]*measure.Report, len(answers))
+	var conds []*condition.Point
 	for k, a := range answers {
 		if a.Part == nil || a.Report == nil {
-			return nil, nil, fmt.Errorf("machine %s answered no part or no report", t.names[k])
+			return nil, nil, nil, fmt.Errorf("machine %s answered no part or no report", t.names[k])
 		}
 		parts[k], reps[k] = a.Part, a.Report
+		if a.Conditions != nil {
+			conds = append(conds, a.Conditions)
+		}
 	}
 	res, err := traffic.MergeParts(t.hosts, cfg, parts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return res, measure.Merge(t.names, reps), nil
+	var cond *condition.Point
+	if len(conds) > 0 {
+		if len(conds) != len(answers) {
+			return nil, nil, nil, fmt.Errorf("%d of %d machines ran the condition logic", len(conds), len(answers))
+		}
+		cond = condition.MergePoints(conds)
+	}
+	return res, measure.Merge(t.names, reps), cond, nil
 }
 
 // each reads one answer from every worker, all at once; a worker's error
@@ -354,6 +455,13 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 			e.Close()
 		}
 	}
+	var cr *condRun
+	if err == nil && req.Conditions != nil {
+		if cr, err = openConditions(l, req.Conditions); err != nil {
+			smp.Close()
+			e.Close()
+		}
+	}
 	restore()
 	if err != nil {
 		enc.Encode(trafficAnswer{Error: err.Error()})
@@ -361,6 +469,7 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 	}
 	defer func() {
 		restore := fabric.ExpediteRCU()
+		cr.close()
 		smp.Close()
 		err = errors.Join(err, e.Close(), restore())
 	}()
@@ -369,7 +478,7 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 		c.Sync, _ = kernel.ReadClockSync() // unread: not synchronized
 		return c
 	}
-	if err := enc.Encode(trafficAnswer{Ready: true, SendMode: e.SendMode(), Clock: clock()}); err != nil {
+	if err := enc.Encode(trafficAnswer{Ready: true, SendMode: e.SendMode(), Clock: clock(), RelayPort: cr.port()}); err != nil {
 		return err
 	}
 	machineOf := make([]int, len(req.Hosts))
@@ -386,8 +495,15 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 			return fmt.Errorf("the point: %w", err)
 		}
 		a := trafficAnswer{Clock: clock()}
-		if p.Kind != "clock" {
-			a = workerPoint(ctx, e, smp, top, p, machineOf, l.Part)
+		switch p.Kind {
+		case "clock":
+		case "relay":
+			a = trafficAnswer{}
+			if err := cr.start(p); err != nil {
+				a.Error = err.Error()
+			}
+		default:
+			a = workerPoint(ctx, e, smp, top, p, machineOf, l.Part, cr)
 		}
 		if err := enc.Encode(a); err != nil {
 			return err
@@ -396,7 +512,7 @@ func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer
 }
 
 // workerPoint runs one point on this machine's engine, sampled.
-func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, machineOf []int, part *fabric.PartState) trafficAnswer {
+func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, top *topology.Topology, p pointRequest, machineOf []int, part *fabric.PartState, cr *condRun) trafficAnswer {
 	cfg := p.Config
 	pattern, err := pat.New(p.Pattern, top, cfg.Seed, pat.Options{})
 	if err != nil {
@@ -441,11 +557,15 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	machine := part.Machine
 	cfg.Pattern, cfg.StartNs = pattern, traffic.MonoAt(start)
 	cfg.LocalLatency, cfg.ClockShift = p.Clocks == ClocksLocal, shift
+	stopCond := cr.run(ctx)
 	counts, err := e.RunPart(ctx, cfg)
+	cond, cerr := stopCond()
 	rep, serr := smp.Stop(ctx)
 	switch {
 	case err != nil:
 		return trafficAnswer{Error: err.Error()}
+	case cerr != nil:
+		return trafficAnswer{Error: fmt.Sprintf("condition logic: %v", cerr)}
 	case serr != nil:
 		return trafficAnswer{Error: fmt.Sprintf("sampler: %v", serr)}
 	}
@@ -456,7 +576,114 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 		}
 		rep.Underlay = []results.UnderlayLoad{{Machine: machine, Dev: ul.Dev, Bps: u.bps, SpeedBps: float64(ul.SpeedBps)}}
 	}
-	return trafficAnswer{Part: counts, Report: rep}
+	return trafficAnswer{Part: counts, Report: rep, Conditions: cond}
+}
+
+// condRun is a worker's condition logic: its part's monitor, joined to
+// the other machines' by the pause relay's socket on the underlay.
+type condRun struct {
+	lab  *fabric.Lab
+	req  *conditionsRequest
+	conn *net.UDPConn
+	mon  *condition.Monitor
+}
+
+// openConditions compiles the tables the part's switches run and opens
+// the relay's socket on the machine's underlay address (any port: the
+// coordinator hands every machine the others'). The monitor starts once
+// the ports are known (start).
+func openConditions(l *fabric.Lab, c *conditionsRequest) (*condRun, error) {
+	sc, err := scenario.Parse(c.Source, []byte(c.Scenario))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := l.AttachPart(sc, c.Originals); err != nil {
+		return nil, err
+	}
+	k := l.Part.Index
+	if k >= len(c.Addrs) {
+		return nil, fmt.Errorf("%d underlay addresses for machine %d", len(c.Addrs), k)
+	}
+	ip := net.ParseIP(c.Addrs[k])
+	if ip == nil {
+		return nil, fmt.Errorf("machine %s's underlay address %q", l.Part.Machine, c.Addrs[k])
+	}
+	ns := ""
+	if l.Part.Underlay != nil {
+		ns = l.Part.Underlay.NS
+	}
+	cr := &condRun{lab: l, req: c}
+	err = kernel.InNamespace(ns, func() error {
+		var err error
+		cr.conn, err = net.ListenUDP("udp4", &net.UDPAddr{IP: ip})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pause relay socket on %s: %w", ip, err)
+	}
+	return cr, nil
+}
+
+// port is the relay socket's port (0 without conditions).
+func (c *condRun) port() int {
+	if c == nil {
+		return 0
+	}
+	return c.conn.LocalAddr().(*net.UDPAddr).Port
+}
+
+// start opens the part's monitor, relaying to every machine's socket.
+func (c *condRun) start(p pointRequest) error {
+	switch {
+	case c == nil:
+		return fmt.Errorf("the lab runs no condition logic here")
+	case c.mon != nil:
+		return fmt.Errorf("the condition logic is running already")
+	case len(p.RelayPorts) != len(c.req.Addrs):
+		return fmt.Errorf("%d relay ports for %d machines", len(p.RelayPorts), len(c.req.Addrs))
+	}
+	peers := make([]*net.UDPAddr, len(p.RelayPorts))
+	for k, port := range p.RelayPorts {
+		peers[k] = &net.UDPAddr{IP: net.ParseIP(c.req.Addrs[k]), Port: port}
+	}
+	mon, err := condition.New(c.lab, condition.Options{XOff: c.req.XOff, XOn: c.req.XOn, PortOnly: c.req.PortOnly,
+		Relay: &condition.RelayOptions{Conn: c.conn, Peers: peers, Self: c.lab.Part.Index, Of: c.req.Of, Token: c.req.Token, Clocked: p.Clocked}})
+	if err != nil {
+		return fmt.Errorf("condition logic: %w", err)
+	}
+	c.mon = mon
+	return nil
+}
+
+// run starts the monitor for a point; the function it returns stops it
+// and says what it did (nothing without conditions).
+func (c *condRun) run(ctx context.Context) func() (*condition.Point, error) {
+	if c == nil || c.mon == nil {
+		return func() (*condition.Point, error) { return nil, nil }
+	}
+	mark := c.mon.StartPoint()
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var err error
+	wg.Go(func() { err = c.mon.Run(ctx) })
+	return func() (*condition.Point, error) {
+		cancel()
+		wg.Wait()
+		if err != nil {
+			return nil, err
+		}
+		return c.mon.EndPoint(mark), nil
+	}
+}
+
+func (c *condRun) close() {
+	if c == nil {
+		return
+	}
+	if c.mon != nil {
+		c.mon.Close()
+	}
+	c.conn.Close()
 }
 
 // underlayRate is what an underlay interface sent over a window, in

@@ -72,6 +72,10 @@ type Options struct {
 	// QCN, when set, runs QCN-Switch (qcn.go) instead of PAUSE: XOff,
 	// XOn, PortOnly and the reaction measurement do not apply.
 	QCN *QCN
+
+	// Relay, in a lab across machines, carries PAUSE to and from the
+	// other machines' monitors (relay.go).
+	Relay *RelayOptions
 }
 
 // Event is one pause or resume of a port, or a manual condition change.
@@ -133,7 +137,16 @@ type port struct {
 	// that left the queue and never reached the far end, frames on the
 	// way).
 	offPkts, offBytes int64
-	qp                *qcnPort // its congestion point (QCN-Switch)
+	// counted: the datapath counts the port's queue (every inter-switch
+	// port's on the eBPF datapath, but a cut link's, whose far end is on
+	// another machine); otherwise its qdisc is dumped every poll.
+	counted bool
+	qp      *qcnPort // its congestion point (QCN-Switch)
+	// In a lab across machines (relay.go): the machines that run an
+	// upstream end this port's congestion pauses, and when the port's own
+	// pause last changed.
+	remote  []int
+	changed time.Time
 }
 
 func (p *port) String() string { return fmt.Sprintf("%s:%d", p.sw.name, p.num) }
@@ -161,6 +174,7 @@ type conditionWriter interface {
 
 type sw struct {
 	name  string
+	id    int // in the topology
 	of    conditionWriter
 	mask  uint64
 	ports map[int]*port
@@ -189,6 +203,9 @@ type iface struct{ ns, name string }
 type nsPoll struct {
 	r     *kernel.StatsReader
 	ports map[int]*port // by ifindex
+	// dump: a watched port here is not counted by the datapath, so the
+	// namespace's qdiscs are dumped every poll.
+	dump bool
 }
 
 // Monitor runs the condition logic of every switch of a lab.
@@ -244,6 +261,8 @@ type Monitor struct {
 	hostByMAC map[[6]byte]int
 	hostNames []string
 	moves     log[Move]
+	// relay: PAUSE to and from other machines (relay.go), nil on one.
+	relay *relay
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -308,7 +327,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", s.Name, err)
 		}
-		st := &sw{name: s.Name, of: of, ports: map[int]*port{}, ifaces: ifaces}
+		st := &sw{name: s.Name, id: ts.ID, of: of, ports: map[int]*port{}, ifaces: ifaces}
 		m.switches[s.Name] = st
 		bits := map[int]int{}
 		for i, p := range controller.CondPorts(ts) {
@@ -358,6 +377,15 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 			}
 		}
 	}
+	if o.Relay != nil {
+		if o.QCN != nil {
+			return nil, fmt.Errorf("qcn-switch and seed 003's congestion points do not run across machines yet")
+		}
+		if len(o.Relay.Of) != len(top.Switches) || o.Relay.Self < 0 || o.Relay.Self >= len(o.Relay.Peers) || o.Relay.Conn == nil {
+			return nil, fmt.Errorf("pause relay: %d switches' machines for %d switches, machine %d of %d", len(o.Relay.Of), len(top.Switches), o.Relay.Self, len(o.Relay.Peers))
+		}
+		m.relay = newRelay(*o.Relay)
+	}
 	if err := m.wire(comp, !o.PortOnly); err != nil {
 		return nil, err
 	}
@@ -365,7 +393,7 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		return nil, err
 	}
 	if o.QCN != nil {
-		if m.bpf != nil && m.queues == nil {
+		if m.bpf != nil && (m.queues == nil || slices.ContainsFunc(m.ns, func(np *nsPoll) bool { return np.dump })) {
 			return nil, fmt.Errorf("qcn-switch needs the eBPF datapath's queue counters, kept on inter-switch links with a rate and no netem")
 		}
 		if err := m.setupQCN(lab, comp); err != nil {
@@ -407,9 +435,13 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 		port int
 	}
 	peer := map[end]fabric.LinkEnd{}
+	cut := map[end]bool{}
 	for _, l := range lab.Links {
 		peer[end{l.A.Node, l.A.Port}] = l.B
 		peer[end{l.B.Node, l.B.Port}] = l.A
+		if l.Tunnel != nil {
+			cut[end{l.A.Node, l.A.Port}] = true
+		}
 	}
 	taps := map[tapKey]*tap{}
 	flags := &tapFlags{h: m.bpf, on: map[uint32][]*tap{}}
@@ -418,6 +450,13 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 			// An arrival tap watches its own port; a departure tap the far
 			// end of its link.
 			ns, iface := t.ns, t.ifname
+			if !t.in && cut[end{s.name, t.num}] {
+				// A cut link's far end is on another machine, whose
+				// program this one cannot flag: a socket tap on the
+				// tunnel sees the frame as tbf releases it.
+				t.keep = true
+				continue
+			}
 			if !t.in {
 				far, ok := peer[end{s.name, t.num}]
 				if !ok || m.switches[far.Node] == nil {
@@ -445,6 +484,25 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 		return err
 	}
 	m.tapReader, m.tapRetire = rd, bpfTapPeriod
+	kept := 0
+	for _, s := range m.switches {
+		for _, t := range s.taps {
+			if t.keep {
+				kept++
+			}
+		}
+	}
+	if kept > 0 {
+		// The kept sockets' rings hand over a block each period.
+		m.tapRetire = max(m.tapRetire, tapRetire(kept))
+		for _, s := range m.switches {
+			for _, t := range s.taps {
+				if t.keep {
+					t.retire = tapRetire(kept)
+				}
+			}
+		}
+	}
 	m.wallOffset = time.Now().UnixNano() - monoNow()
 	m.readers.Add(1)
 	go m.readTaps(rd, taps)
@@ -578,15 +636,45 @@ func (m *Monitor) wire(comp *fabric.Compiled, feeders bool) error {
 	}
 	for k, fs := range feed {
 		d := m.switches[top.Switches[k.Switch].Name]
-		if d == nil || d.ports[k.Port] == nil {
-			continue // a switch the lab does not run
+		var dp *port
+		if d != nil {
+			dp = d.ports[k.Port]
 		}
 		for _, f := range fs {
 			u := m.switches[top.Switches[f.Switch].Name]
-			if u == nil || u.ports[f.Port] == nil {
-				continue
+			var up *port
+			if u != nil {
+				up = u.ports[f.Port]
 			}
-			d.ports[k.Port].feeds = append(d.ports[k.Port].feeds, u.ports[f.Port])
+			switch {
+			case dp != nil && up != nil:
+				dp.feeds = append(dp.feeds, up)
+			case m.relay == nil:
+				// a switch the lab does not run
+			case dp != nil && d != nil && u == nil:
+				// The feeder is another machine's: the relay pauses it.
+				if k := m.relay.o.Of[f.Switch]; !slices.Contains(dp.remote, k) {
+					dp.remote = append(dp.remote, k)
+				}
+			case dp == nil && d == nil && up != nil:
+				// Another machine's port pauses this one through the relay.
+				key := relayKey{uint32(k.Switch), uint16(k.Port)}
+				rd := m.relay.down[key]
+				if rd == nil {
+					rd = &remoteDown{name: fmt.Sprintf("%s:%d", top.Switches[k.Switch].Name, k.Port)}
+					m.relay.down[key] = rd
+				}
+				rd.feeds = append(rd.feeds, up)
+			}
+		}
+	}
+	if m.relay != nil {
+		for _, s := range m.switches {
+			for _, num := range slices.Sorted(maps.Keys(s.ports)) {
+				if p := s.ports[num]; len(p.remote) > 0 {
+					m.relay.ports = append(m.relay.ports, p)
+				}
+			}
 		}
 	}
 	return nil
@@ -630,8 +718,14 @@ func (m *Monitor) Run(ctx context.Context) error {
 	m.smu.Lock()
 	m.pctx = pctx
 	m.smu.Unlock()
+	m.openKept()
+	var relay sync.WaitGroup
+	if m.relay != nil {
+		relay.Go(func() { m.relayRead(pctx) })
+	}
 	defer func() {
 		cancel()
+		relay.Wait()
 		m.probes.Wait()
 		m.smu.Lock()
 		m.pctx = context.Background()
@@ -656,6 +750,16 @@ func (m *Monitor) Run(ctx context.Context) error {
 			m.setTaps(false)
 		}
 	}()
+	if !m.o.NoReaction {
+		// Open from the start, as if warm: a monitor starts with its
+		// traffic, whose first queues cross XOFF within milliseconds, and
+		// a flip that finds its switch's taps closed opens them itself,
+		// each socket waiting for an RCU grace period (9-25 ms here) with
+		// every switch's polling held up (35-230 ms at the start of a
+		// point across machines on Open vSwitch, pauses relayed late).
+		tapsOpen, lastWarm = true, time.Now()
+		setTaps(true)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -704,26 +808,35 @@ func (m *Monitor) Run(ctx context.Context) error {
 // XOFF/XON; each switch whose bitmask changed sends one FlowMod, without
 // waiting for the switch to confirm.
 func (m *Monitor) Poll() error {
+	// The dumps first, outside smu: a pause relayed from another machine
+	// (relay.go) waits for smu, not for this machine's netlink dumps.
+	// Only Poll uses the stats readers and lastResync.
+	if m.relay != nil {
+		m.relayDrain()
+	}
+	resync := m.queues == nil || time.Since(m.lastResync) >= queueResync
+	dumps := make([]map[int]kernel.QdiscStats, len(m.ns))
+	at := make([]time.Time, len(m.ns))
+	for i, np := range m.ns {
+		t0 := time.Now()
+		if resync || np.dump {
+			var err error
+			if dumps[i], err = np.r.All(); err != nil {
+				return err
+			}
+		}
+		at[i] = time.Now()
+		m.mu.Lock()
+		m.c.Polls++
+		m.c.PollTime += at[i].Sub(t0)
+		m.mu.Unlock()
+	}
 	m.smu.Lock()
 	defer m.smu.Unlock()
 	changed := map[*sw]*flip{}
 	m.warm = false
-	dump := m.queues == nil || time.Since(m.lastResync) >= queueResync
-	for _, np := range m.ns {
-		t0 := time.Now()
-		var all map[int]kernel.QdiscStats
-		if dump {
-			var err error
-			if all, err = np.r.All(); err != nil {
-				return err
-			}
-		}
-		d := time.Since(t0)
-		now := time.Now()
-		m.mu.Lock()
-		m.c.Polls++
-		m.c.PollTime += d
-		m.mu.Unlock()
+	for i, np := range m.ns {
+		all, now := dumps[i], at[i]
 		for _, p := range np.ports {
 			q, ok := m.queue(p, all)
 			if !ok {
@@ -751,6 +864,9 @@ func (m *Monitor) Poll() error {
 				continue
 			}
 			m.settle(p, changed, Event{Time: now, Backlog: q.Backlog, QLen: q.QLen})
+			if m.relay != nil && len(p.remote) > 0 {
+				m.relayNote(p, now)
+			}
 			for _, u := range p.feeds {
 				if p.own {
 					u.held++
@@ -761,8 +877,11 @@ func (m *Monitor) Poll() error {
 			}
 		}
 	}
-	if dump {
+	if resync {
 		m.lastResync = time.Now()
+	}
+	if m.relay != nil {
+		m.relayFlush(time.Now(), changed)
 	}
 	if m.o.QCN != nil {
 		now := time.Now()
@@ -785,7 +904,8 @@ func (m *Monitor) Poll() error {
 const queueResync = 10 * time.Millisecond
 
 // openQueues reads the ports' queues from the eBPF datapath's counters
-// when it keeps them for every port the monitor watches.
+// where it keeps them. A namespace with a watched port it does not count
+// (a cut link's tunnel) is dumped every poll, as on Open vSwitch.
 func (m *Monitor) openQueues() error {
 	if m.bpf == nil || !m.bpf.HasQueues() {
 		return nil
@@ -794,13 +914,20 @@ func (m *Monitor) openQueues() error {
 	if err != nil {
 		return err
 	}
+	counted := false
 	for _, np := range m.ns {
-		for idx := range np.ports {
-			if qr.Read(uint32(idx)).Limit == 0 {
-				qr.Close() // a port the program does not count: dump them all
-				return nil
-			}
+		for idx, p := range np.ports {
+			p.counted = qr.Read(uint32(idx)).Limit != 0
+			counted = counted || p.counted
+			np.dump = np.dump || !p.counted
 		}
+	}
+	if !counted {
+		qr.Close()
+		for _, np := range m.ns {
+			np.dump = false // no counters: every poll dumps anyway
+		}
+		return nil
 	}
 	m.queues = qr
 	return nil
@@ -812,7 +939,7 @@ func (m *Monitor) openQueues() error {
 // when not nil, is a fresh dump to resync from); without, from the dump
 // (tbf counts what it dequeued). ok is false when the dump lacks the port.
 func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats) (q kernel.QdiscStats, ok bool) {
-	if m.queues == nil {
+	if m.queues == nil || !p.counted {
 		q, ok = all[p.ifindex]
 		return q, ok
 	}
@@ -983,7 +1110,7 @@ func (m *Monitor) Close() {
 	for _, s := range m.switches {
 		s.pmu.Lock()
 		s.closed = true
-		socks = append(socks, m.releaseTaps(s)...)
+		socks = append(socks, m.releaseTaps(s, true)...)
 		s.pmu.Unlock()
 	}
 	for _, k := range socks {
@@ -1002,4 +1129,7 @@ func (m *Monitor) Close() {
 		np.r.Close()
 	}
 	m.readers.Wait()
+	if m.relay != nil {
+		m.relay.close()
+	}
 }

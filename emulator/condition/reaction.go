@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -185,19 +186,90 @@ func (m *Monitor) openTaps(s *sw) {
 		return
 	}
 	for _, t := range s.taps {
-		if t.isOpen() {
-			continue
-		}
-		if err := t.open(); err != nil {
-			m.countTapErr()
-			continue
-		}
-		if t.dp == nil {
-			m.readers.Add(1)
-			go m.listen(t, t.r)
+		if !t.isOpen() {
+			m.openTap(t)
 		}
 	}
 	s.tapsOpen = true
+}
+
+// openTap opens one tap and starts its reader. Called with its switch's
+// pmu held.
+func (m *Monitor) openTap(t *tap) {
+	if err := t.open(); err != nil {
+		m.countTapErr()
+		return
+	}
+	if t.dp == nil {
+		m.readers.Add(1)
+		go m.listen(t, t.r)
+	}
+}
+
+// prepareTaps opens the sockets of a switch's closed socket taps outside
+// its pmu and installs them under it. Setting up each one's ring waits for
+// an RCU grace period (9-25 ms here): opened under pmu, a switch's
+// sockets held up its flips, and with them every switch's polling (the
+// monitor's smu), for as long as all of them took.
+func (m *Monitor) prepareTaps(s *sw) {
+	s.pmu.Lock()
+	var need []*tap
+	for _, t := range s.taps {
+		if t.dp == nil && t.s == nil && !s.closed {
+			need = append(need, t)
+		}
+	}
+	s.pmu.Unlock()
+	type opened struct {
+		t *tap
+		s *packet.Socket
+		r *packet.Ring
+	}
+	var got []opened
+	for _, t := range need {
+		k, r, err := t.socket()
+		if err != nil {
+			m.countTapErr()
+			continue
+		}
+		got = append(got, opened{t, k, r})
+	}
+	var spare []*packet.Socket
+	s.pmu.Lock()
+	for _, g := range got {
+		if g.t.s != nil || s.closed {
+			spare = append(spare, g.s) // a flip opened it meanwhile
+			continue
+		}
+		g.t.s, g.t.r = g.s, g.r
+		m.readers.Add(1)
+		go m.listen(g.t, g.r)
+	}
+	s.pmu.Unlock()
+	for _, k := range spare {
+		k.Close()
+	}
+}
+
+// openKept opens the taps kept open (tap.keep) that are not, every
+// switch's at once, before the monitor's first poll.
+func (m *Monitor) openKept() {
+	var wg sync.WaitGroup
+	for _, s := range m.switches {
+		if !slices.ContainsFunc(s.taps, func(t *tap) bool { return t.keep }) {
+			continue
+		}
+		wg.Go(func() {
+			s.pmu.Lock()
+			defer s.pmu.Unlock()
+			for _, t := range s.taps {
+				if t.keep && !t.isOpen() && !s.closed {
+					m.openTap(t)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // closeTaps closes a switch's taps unless a flip is being measured there;
@@ -207,19 +279,22 @@ func (m *Monitor) closeTaps(s *sw) {
 	if len(s.probes) > 0 || !s.tapsOpen {
 		return
 	}
-	socks := m.releaseTaps(s)
+	socks := m.releaseTaps(s, false)
 	s.tapsOpen = false
 	for _, k := range socks {
 		go k.Close()
 	}
 }
 
-// releaseTaps switches a switch's taps off: the datapath's flags at once,
-// the sockets handed back for the caller to close outside pmu. Called
-// with pmu held.
-func (m *Monitor) releaseTaps(s *sw) []*packet.Socket {
+// releaseTaps switches a switch's taps off (with all, the kept ones too):
+// the datapath's flags at once, the sockets handed back for the caller to
+// close outside pmu. Called with pmu held.
+func (m *Monitor) releaseTaps(s *sw, all bool) []*packet.Socket {
 	var socks []*packet.Socket
 	for _, t := range s.taps {
+		if t.keep && !all {
+			continue
+		}
 		if t.s != nil {
 			socks = append(socks, t.s)
 			t.s, t.r = nil, nil
@@ -239,6 +314,9 @@ func (m *Monitor) setTaps(on bool) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if on {
+				m.prepareTaps(s)
+			}
 			s.pmu.Lock()
 			defer s.pmu.Unlock()
 			if on {

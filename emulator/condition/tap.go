@@ -33,6 +33,15 @@ type tap struct {
 	// qcn: a QCN-Switch congestion point's departure tap (qcn.go), not a
 	// reaction probe's.
 	qcn bool
+	// keep: opened when the monitor first runs and kept open until it
+	// closes, not with the queues' warmth: a cut link's departure tap on
+	// the eBPF datapath, a socket among flags (Monitor.datapathTaps).
+	// Setting up a socket's ring waits for an RCU grace period
+	// (packet_set_ring's synchronize_net, 9-25 ms here); opened by the
+	// first flip of its switch, under the monitor's lock, it stalled
+	// every switch's polling and the pause relay for 35-150 ms at the
+	// start of a point.
+	keep bool
 	// src, when its mask is not zero, is the source-MAC prefix of the
 	// only frames the tap needs (a direct topology's switch: its own
 	// hosts), so transit traffic is never copied to user space.
@@ -127,6 +136,17 @@ func (t *tap) open() error {
 		t.on = true
 		return nil
 	}
+	s, r, err := t.socket()
+	if err != nil {
+		return err
+	}
+	t.s, t.r = s, r
+	return nil
+}
+
+// socket opens a socket tap's socket and ring; it changes nothing of t,
+// so it can run outside the switch's pmu (Monitor.prepareTaps).
+func (t *tap) socket() (*packet.Socket, *packet.Ring, error) {
 	m := packet.Tap{Dir: packet.Sent, EtherType: ethertype.Traffic, Magic: traffic.Magic,
 		SrcPrefix: t.srcVal, SrcMask: t.srcMask, Snap: tapSnap}
 	if t.in {
@@ -134,21 +154,20 @@ func (t *tap) open() error {
 	}
 	f, err := m.Filter()
 	if err != nil {
-		return fmt.Errorf("tap on %s in netns %s: %w", t.ifname, t.ns, err)
+		return nil, nil, fmt.Errorf("tap on %s in netns %s: %w", t.ifname, t.ns, err)
 	}
 	s, err := packet.Open(t.ns, t.ifname, packet.Config{Filter: f, Timestamps: true})
 	if err != nil {
-		return fmt.Errorf("tap: %w", err)
+		return nil, nil, fmt.Errorf("tap: %w", err)
 	}
 	rc := tapRing
 	rc.Retire = t.retire
 	r, err := s.Ring(rc)
 	if err != nil {
 		s.Close()
-		return fmt.Errorf("tap: %w", err)
+		return nil, nil, fmt.Errorf("tap: %w", err)
 	}
-	t.s, t.r = s, r
-	return nil
+	return s, r, nil
 }
 
 // clear switches a datapath tap off. Called with the switch's pmu held.

@@ -431,6 +431,47 @@ func (l *Lab) Attach(sc *scenario.Scenario) (*Compiled, error) {
 	return c, nil
 }
 
+// AttachPart is Attach for one machine's part of a lab across machines:
+// sc is the lab's scenario and originals every host's MAC at creation
+// (the coordinator's compile), from which every part built the same
+// tables. The part's own hosts and switches are checked against them.
+func (l *Lab) AttachPart(sc *scenario.Scenario, originals []string) (*Compiled, error) {
+	if l.Part == nil {
+		return nil, fmt.Errorf("lab %s is no part of a lab across machines", l.Lab)
+	}
+	p := Part{Originals: originals}
+	macs, err := p.originals()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.matches(sc); err != nil {
+		return nil, err
+	}
+	c, err := compile(sc, macs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", sc.Source, err)
+	}
+	hostAt, swAt := map[string]int{}, map[string]int{}
+	for i, h := range c.Top.Hosts {
+		hostAt[h.Name] = i
+	}
+	for i, s := range c.Top.Switches {
+		swAt[s.Name] = i
+	}
+	for _, h := range l.Hosts {
+		if i, ok := hostAt[h.Name]; !ok || h.MAC != c.HostMAC[i].String() {
+			return nil, fmt.Errorf("lab %s: host %s with MAC %s is not one %s compiles", l.Lab, h.Name, h.MAC, sc.Source)
+		}
+	}
+	for _, s := range l.Switches {
+		if i, ok := swAt[s.Name]; !ok || s.Flows != len(c.Tables[i].Rules) {
+			return nil, fmt.Errorf("lab %s: switch %s was given %d rules, not what %s compiles", l.Lab, s.Name, s.Flows, sc.Source)
+		}
+	}
+	l.compiled = c
+	return c, nil
+}
+
 // matches compares the scenario's compiled fields with the lab's, by the
 // scenario's field names.
 func (l *Lab) matches(sc *scenario.Scenario) error {

@@ -696,8 +696,11 @@ func (u *upper) planLinks() error {
 		}
 		sh := shapes[l.Class]
 		// A plain tbf queue only: with netem in front, frames delayed or
-		// lost there would count as queued.
-		counted := u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem()
+		// lost there would count as queued. Not a cut link's: the program
+		// counts a queue's departures at the link's far end, on the other
+		// machine there, so the condition monitor reads a tunnel's queue
+		// from its qdisc.
+		counted := u.ebpf() && u.sc.Routing.Watched() && l.Host < 0 && sh.RateBps > 0 && !sh.NeedsNetem() && tunnel == nil
 		built := sh
 		_, built.Limit = sh.TBF()
 		if sh.RateBps == 0 {
@@ -706,12 +709,6 @@ func (u *upper) planLinks() error {
 		u.lab.Links = append(u.lab.Links, Link{A: end, B: other, Class: l.Class.String(), Shaping: describe(sh), Shape: &built, Tunnel: tunnel})
 		u.shapeJobs = append(u.shapeJobs, shapeJob{end.NetNS, end.Iface, sh})
 		if tunnel != nil {
-			if counted {
-				// The program counts a queue's departures where they
-				// arrive, at the far end: on another machine here.
-				return fmt.Errorf("%s: routing.mode %s on the eBPF datapath counts each inter-switch queue at the link's far end, which for the cut link %s-%s is on machine %s: not supported across machines yet (use ovs.datapath netdev)",
-					u.sc.Source, u.sc.Routing.Mode, a.Name, other.Node, other.Machine)
-			}
 			if ul := u.lab.Part.Underlay; ul != nil {
 				ul.CutRateBps += sh.RateBps
 			}

@@ -152,6 +152,9 @@ func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
 	in.Missing = r.Missing
 	in.Leaked = r.Leaked
 	in.Underlay = r.Underlay
+	if c := p.Conditions; c != nil && c.PauseRelay != nil {
+		in.PauseRelay, in.OnsetResolutionMS = c.PauseRelay, c.OnsetResolutionMS
+	}
 	for _, l := range r.Links {
 		// A link counts as saturated for the rate check by the time its
 		// queue never emptied, and is judged by what it sent then.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/emulator/cluster"
 	"github.com/ethfab/ethfab/hostagent/traffic"
 	"github.com/ethfab/ethfab/scenario"
@@ -13,14 +14,14 @@ import (
 )
 
 // checkAcross refuses, before anything is built, what a run across
-// machines does not do yet: MPI phases, probes, link events, switch logic
-// that watches queues (conditional routing, QCN, snoop), VLAN learning
-// and flows patterns.
+// machines does not do yet: MPI phases, probes, link events, the switch
+// logic of QCN and snoop-based adaptive routing, VLAN learning and flows
+// patterns.
 func checkAcross(sc *scenario.Scenario) error {
 	not := func(what string) error {
-		return fmt.Errorf("%s: %s does not run across machines yet (DMP, announcement, traffic and wait phases with minimal, Valiant or VLAN routing do)", sc.Source, what)
+		return fmt.Errorf("%s: %s does not run across machines yet (DMP, announcement, traffic and wait phases with minimal, Valiant, conditional or VLAN routing do)", sc.Source, what)
 	}
-	if sc.Routing.Watched() || sc.Routing.Notifies() {
+	if sc.Routing.Watched() && sc.Routing.Mode != controller.Conditional || sc.Routing.Notifies() {
 		return not("routing.mode " + string(sc.Routing.Mode))
 	}
 	if v := sc.Routing.VLAN; v != nil && v.MACs == "learn" {
@@ -56,8 +57,19 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 		if clocks == "" {
 			clocks = cluster.ClocksAuto
 		}
-		if r.across, err = cluster.OpenTraffic(ctx, r.lab, hs, clocks, r.o.Report); err != nil {
+		var cond *cluster.Conditions
+		if r.sc.Routing.Mode == controller.Conditional {
+			o := r.pauseOptions()
+			cond = &cluster.Conditions{Scenario: r.sc, XOff: o.XOff, XOn: o.XOn, PortOnly: o.PortOnly}
+			for _, m := range r.lab.Compiled().HostMAC {
+				cond.Originals = append(cond.Originals, m.String())
+			}
+		}
+		if r.across, err = cluster.OpenTraffic(ctx, r.lab, hs, clocks, cond, r.o.Report); err != nil {
 			return err
+		}
+		if cond != nil {
+			r.cond = &conditions{m: r.m}
 		}
 		r.m.Run.Machine["traffic_send"] = r.across.SendMode()
 		r.m.Run.Machine["machines"] = fmt.Sprint(len(r.lab.Machines))
@@ -79,11 +91,18 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 			// 1 or 2 each, none (p99 51 µs; one engine alone: 41 µs).
 			cfg.Senders = max(1, 2*runtime.GOMAXPROCS(0)/len(r.lab.Machines))
 		}
-		res, rep, err := r.across.Point(ctx, t.PatternSpec(), cfg, time.Duration(0))
+		res, rep, cp, err := r.across.Point(ctx, t.PatternSpec(), cfg, time.Duration(0))
 		if err != nil {
 			return fmt.Errorf("traffic at load %g: %w", load, err)
 		}
-		if err := r.keep(ph, load, r.pointOf(ph, load, res, rep), rep); err != nil {
+		pt := r.pointOf(ph, load, res, rep)
+		if cp != nil && r.cond != nil {
+			pt.Conditions = r.cond.add(cp)
+			if err := r.cond.writeFlips(r.dir, ph.Name, load); err != nil {
+				return fmt.Errorf("conditions CSV: %w", err)
+			}
+		}
+		if err := r.keep(ph, load, pt, rep); err != nil {
 			return err
 		}
 	}

@@ -30,9 +30,7 @@ type conditions struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	err    error
-	before condition.Counters
-	seen   int
-	rseen  uint64 // reactions recorded before the point
+	start  condition.PointStart
 
 	// The run's totals: metrics.json's top-level conditions, kept as
 	// samples so its percentiles are over every flip of the run.
@@ -43,6 +41,7 @@ type conditions struct {
 	flip     []float64
 	applied  []float64
 	last     []condition.Reaction // the point's, for its CSV
+	relays   []*condition.Point   // across machines: every point's relay
 
 	// QCN-Switch: the counters and log marks before the point, and the
 	// point's logs for its CSVs.
@@ -126,34 +125,7 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 		r.cond = &conditions{mon: mon, m: r.m, qeq: q.Qeq}
 	}
 	if r.cond == nil {
-		xoff, xon := r.sc.Routing.XOff, r.sc.Routing.XOn
-		if xoff.IsZero() || xon.IsZero() {
-			// Unless told, pause at half the queue an inter-switch link
-			// end can hold and resume at an eighth: a fixed frame count
-			// would never be reached on slow links, whose tbf queues are
-			// short.
-			ls := r.sc.Links[scenario.GlobalLinks]
-			if ls.Rate == 0 {
-				ls = r.sc.Links[scenario.LocalLinks]
-			}
-			_, limit := kernel.TBFParams(ls.Rate)
-			if ls.Limit > 0 {
-				limit = uint32(ls.Limit) // the queue the scenario gave the links
-			}
-			if xoff.IsZero() {
-				xoff = scenario.Threshold{Value: int64(limit / 2), Unit: scenario.Bytes}
-			}
-			if xon.IsZero() {
-				xon = scenario.Threshold{Value: int64(limit / 8), Unit: scenario.Bytes}
-			}
-		}
-		portOnly := r.sc.Routing.Pause == scenario.PausePort
-		reach := "and pause the links that feed them"
-		if portOnly {
-			reach = "(their own port only)"
-		}
-		r.say("conditional routing: ports pause above %s and resume below %s of egress backlog %s", xoff, xon, reach)
-		mon, err := condition.New(r.lab, condition.Options{XOff: xoff, XOn: xon, PortOnly: portOnly})
+		mon, err := condition.New(r.lab, r.pauseOptions())
 		if err != nil {
 			return nil, fmt.Errorf("condition logic: %w", err)
 		}
@@ -166,9 +138,7 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 	}
 	_, _, _, c.qmark = c.mon.QCNLog(condition.QCNMark{P: 1 << 62, CNM: 1 << 62, Intercept: 1 << 62})
 	_, c.mmark = c.mon.Moves(1 << 62)
-	c.before = c.mon.Counters()
-	c.seen = len(c.mon.Events())
-	_, c.rseen = c.mon.Reactions(^uint64(0))
+	c.start = c.mon.StartPoint()
 	cctx, cancel := context.WithCancel(ctx)
 	c.cancel = cancel
 	c.wg.Add(1)
@@ -181,6 +151,42 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 	return c, nil
 }
 
+// pauseOptions are conditional routing's thresholds and reach, as the
+// run says them.
+func (r *runner) pauseOptions() condition.Options {
+	xoff, xon := r.sc.Routing.XOff, r.sc.Routing.XOn
+	if xoff.IsZero() || xon.IsZero() {
+		// Unless told, pause at half the queue an inter-switch link
+		// end can hold and resume at an eighth: a fixed frame count
+		// would never be reached on slow links, whose tbf queues are
+		// short.
+		ls := r.sc.Links[scenario.GlobalLinks]
+		if ls.Rate == 0 {
+			ls = r.sc.Links[scenario.LocalLinks]
+		}
+		_, limit := kernel.TBFParams(ls.Rate)
+		if ls.Limit > 0 {
+			limit = uint32(ls.Limit) // the queue the scenario gave the links
+		}
+		if xoff.IsZero() {
+			xoff = scenario.Threshold{Value: int64(limit / 2), Unit: scenario.Bytes}
+		}
+		if xon.IsZero() {
+			xon = scenario.Threshold{Value: int64(limit / 8), Unit: scenario.Bytes}
+		}
+	}
+	portOnly := r.sc.Routing.Pause == scenario.PausePort
+	reach := "and pause the links that feed them"
+	if portOnly {
+		reach = "(their own port only)"
+	}
+	if len(r.lab.Machines) > 0 && !portOnly {
+		reach += ", across machines by a relay over the underlay"
+	}
+	r.say("conditional routing: ports pause above %s and resume below %s of egress backlog %s", xoff, xon, reach)
+	return condition.Options{XOff: xoff, XOn: xon, PortOnly: portOnly}
+}
+
 // stop ends the point's condition logic and returns what it did.
 func (c *conditions) stop() (*results.Conditions, error) {
 	c.cancel()
@@ -188,55 +194,18 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	after := c.mon.Counters()
-	evs := c.mon.Events()
-	out := &results.Conditions{
-		PauseEvents:    after.PauseEvents - c.before.PauseEvents,
-		UpstreamPauses: after.Upstream - c.before.Upstream,
-		ResumeEvents:   after.ResumeEvents - c.before.ResumeEvents,
-		FlowMods:       after.FlowMods - c.before.FlowMods,
-	}
-	if c.seen <= len(evs) {
-		for _, e := range evs[c.seen:] {
-			if e.Flip && !e.Manual {
-				out.Flips++
-			}
-		}
-	}
-	rs, _ := c.mon.Reactions(c.rseen)
-	c.last = rs
-	var react, recov, flip, applied []float64
-	for _, r := range rs {
-		if !r.Applied.IsZero() {
-			applied = append(applied, float64(r.Applied.Sub(r.Onset))/float64(time.Millisecond))
-		}
-		if r.Outcome != condition.Reacted {
-			continue
-		}
-		ms := float64(r.Delay()) / float64(time.Millisecond)
-		if r.Resume {
-			recov = append(recov, ms)
-		} else {
-			react = append(react, ms)
-			flip = append(flip, float64(r.Sent.Sub(r.Onset))/float64(time.Millisecond))
-		}
-	}
-	out.FlipMS = results.NewDistribution(flip)
-	out.AppliedMS = results.NewDistribution(applied)
-	out.ReactionMS = results.NewDistribution(react)
-	out.RecoveryMS = results.NewDistribution(recov)
-	out.Undiverted = after.Undiverted - c.before.Undiverted
-	out.Unrecovered = after.Unrecovered - c.before.Unrecovered
-	out.Unmeasured = after.Unmeasured - c.before.Unmeasured
-	// The counters since the monitor started, not this point's: the
-	// resolution is a property of the machine's poll loop.
-	out.OnsetResolutionMS = float64(c.mon.ProbeResolution()) / float64(time.Millisecond)
-	out.ReactLimitMS = float64(c.mon.ReactLimit()) / float64(time.Millisecond)
+	return c.add(c.mon.EndPoint(c.start)), nil
+}
 
-	c.reaction = append(c.reaction, react...)
-	c.recovery = append(c.recovery, recov...)
-	c.flip = append(c.flip, flip...)
-	c.applied = append(c.applied, applied...)
+// add takes a point's condition logic (one monitor's, or every machine's
+// merged) into the run's totals and returns the point's record.
+func (c *conditions) add(p *condition.Point) *results.Conditions {
+	out := p.Results()
+	c.last = p.Reactions
+	c.reaction = append(c.reaction, p.Reaction...)
+	c.recovery = append(c.recovery, p.Recovery...)
+	c.flip = append(c.flip, p.Flip...)
+	c.applied = append(c.applied, p.Applied...)
 	t := &c.run
 	t.AddCounts(out)
 	t.ReactionMS = results.NewDistribution(c.reaction)
@@ -244,11 +213,15 @@ func (c *conditions) stop() (*results.Conditions, error) {
 	t.FlipMS = results.NewDistribution(c.flip)
 	t.AppliedMS = results.NewDistribution(c.applied)
 	t.OnsetResolutionMS, t.ReactLimitMS = out.OnsetResolutionMS, out.ReactLimitMS
+	if p.Relay != nil {
+		c.relays = append(c.relays, &condition.Point{Relay: p.Relay})
+		t.PauseRelay = condition.MergePoints(c.relays).Results().PauseRelay
+	}
 	if c.m != nil && !c.isQCN() {
 		run := *t
 		c.m.Conditions = &run
 	}
-	return out, nil
+	return out
 }
 
 // qcnOptions are the monitor's QCN-Switch settings from routing.qcn.
@@ -385,7 +358,7 @@ func qcnSeries(start time.Time, bins []float64, p0 []condition.PortP, ps []condi
 	return ser, traces
 }
 
-func (c *conditions) isQCN() bool { return c.mon.QCNEnabled() }
+func (c *conditions) isQCN() bool { return c.mon != nil && c.mon.QCNEnabled() }
 
 // writeQCN appends the point's probability changes to qcn-<phase>.csv and
 // its CNMs to cnm-<phase>.csv.

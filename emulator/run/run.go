@@ -430,7 +430,9 @@ func (r *runner) close() {
 		r.sampler = nil
 	}
 	if r.cond != nil {
-		r.cond.mon.Close()
+		if r.cond.mon != nil {
+			r.cond.mon.Close() // across machines, the workers hold the monitors
+		}
 		r.cond = nil
 	}
 	restore()
