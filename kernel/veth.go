@@ -339,8 +339,8 @@ func WaitOperUp(ns, ifname string, timeout time.Duration) error {
 			return fmt.Errorf("netns %q link %s: %w", ns, ifname, err)
 		}
 		st := link.Attrs().OperState
-		if st == netlink.OperUp {
-			return nil
+		if st == netlink.OperUp || st == netlink.OperUnknown {
+			return nil // unknown: a device that keeps no state (a VXLAN tunnel)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("netns %q link %s: operational state %s %v after it was set up", ns, ifname, st, timeout)

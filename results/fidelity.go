@@ -278,12 +278,16 @@ func relayCheck(p FidelityInput, r *PauseRelay) (FidelityCheck, string) {
 	}
 	limit := p.OnsetResolutionMS
 	c := FidelityCheck{Check: "pause_relay", Phase: p.Phase, Load: p.Load, Value: d, Limit: limit,
-		OK:   d <= limit && n > 0 && r.Expired == 0,
+		OK:   d <= limit && n > 0 && r.Expired == 0 && r.Unknown == 0,
 		What: fmt.Sprintf("90th percentile of the PAUSE relayed between machines, %s, ms, against the condition monitors' poll cycle (%d changes, %d timed, %d expired)", how, r.Changes, n, r.Expired)}
 	switch {
+	case r.Unknown > 0:
+		return c, fmt.Sprintf("%d pause states relayed between machines named ports whose feeders the receiving machine does not run: the machines compiled different tables", r.Unknown)
 	case r.Expired > 0:
 		return c, fmt.Sprintf("%d pauses relayed between machines were released because their refreshes stopped coming (a machine's monitor fell behind, or its datagrams were lost): the feeding links on the other machine went back to their default paths while the port was still congested",
 			r.Expired)
+	case n == 0 && r.Clocked:
+		return c, fmt.Sprintf("none of the %d pause changes relayed between machines arrived to be timed: the machines' network may have lost them", r.Changes)
 	case n == 0:
 		return c, fmt.Sprintf("none of the %d pause changes relayed between machines was timed (no acknowledgement came back): the machines' network may have lost them", r.Changes)
 	}

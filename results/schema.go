@@ -470,11 +470,19 @@ type PauseRelay struct {
 	// entries naming a port whose feeders the receiver does not run.
 	SendErrors uint64 `json:"send_errors"`
 	Unknown    uint64 `json:"unknown"`
+	// Stale: states read after a later one (two readers share the
+	// socket), ignored; Late: datagrams of an earlier point, ignored;
+	// Stopped: pauses released because the machine holding them ended
+	// its point.
+	Stale   uint64 `json:"stale"`
+	Late    uint64 `json:"late"`
+	Stopped uint64 `json:"stopped"`
 	// OneWayMS: from the poll that saw the queue cross to the other
-	// machine's monitor applying the change, per applied change; only
-	// when Clocked (the machines' clocks agree). AckedMS: from that poll
-	// to the sender hearing the datagram's ack, by the sender's clock
-	// alone: a bound on the one-way time, taken on any machines.
+	// machine's monitor applying the change (holding its lock), per
+	// applied change; only when Clocked (the machines' clocks agree).
+	// AckedMS: from that poll to the sender hearing the ack, which the
+	// receiver sends once it has applied the datagram, by the sender's
+	// clock alone: a bound on the one-way time, taken on any machines.
 	Clocked  bool         `json:"clocked"`
 	OneWayMS Distribution `json:"one_way_ms"`
 	AckedMS  Distribution `json:"acked_ms"`

@@ -805,7 +805,7 @@ phases:
   - name: adv
     traffic: {pattern: adv+1, loads: [0.5], duration: 1s}
 `)
-	out, err := runApp(t, "run", file, "--quiet", "--machines", "local:2")
+	out, err := runApp(t, "run", file, "--quiet", "--machines", "local:2", "--out", filepath.Join(t.TempDir(), "run"))
 	if err == nil || !strings.Contains(out+err.Error(), "does not run across machines yet") {
 		t.Errorf("qcn-switch across machines: %v\n%s", err, out)
 	}

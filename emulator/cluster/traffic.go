@@ -557,7 +557,7 @@ func workerPoint(ctx context.Context, e *traffic.Engine, smp *measure.Sampler, t
 	machine := part.Machine
 	cfg.Pattern, cfg.StartNs = pattern, traffic.MonoAt(start)
 	cfg.LocalLatency, cfg.ClockShift = p.Clocks == ClocksLocal, shift
-	stopCond := cr.run(ctx)
+	stopCond := cr.run(ctx, cfg.Run)
 	counts, err := e.RunPart(ctx, cfg)
 	cond, cerr := stopCond()
 	rep, serr := smp.Stop(ctx)
@@ -655,12 +655,14 @@ func (c *condRun) start(p pointRequest) error {
 	return nil
 }
 
-// run starts the monitor for a point; the function it returns stops it
+// run starts the monitor for a point (run: the point's, which every
+// machine's relay takes as its epoch); the function it returns stops it
 // and says what it did (nothing without conditions).
-func (c *condRun) run(ctx context.Context) func() (*condition.Point, error) {
+func (c *condRun) run(ctx context.Context, run uint32) func() (*condition.Point, error) {
 	if c == nil || c.mon == nil {
 		return func() (*condition.Point, error) { return nil, nil }
 	}
+	c.mon.RelayEpoch(run)
 	mark := c.mon.StartPoint()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -206,6 +206,10 @@ type nsPoll struct {
 	// dump: a watched port here is not counted by the datapath, so the
 	// namespace's qdiscs are dumped every poll.
 	dump bool
+	// snap: the counted ports' counters, read with the namespace's dump
+	// (Poll), so a queue and its resync come from one instant even when
+	// the poll then waits for smu.
+	snap map[int]datapath.Queue
 }
 
 // Monitor runs the condition logic of every switch of a lab.
@@ -383,6 +387,11 @@ func New(lab *fabric.Lab, o Options) (*Monitor, error) {
 		}
 		if len(o.Relay.Of) != len(top.Switches) || o.Relay.Self < 0 || o.Relay.Self >= len(o.Relay.Peers) || o.Relay.Conn == nil {
 			return nil, fmt.Errorf("pause relay: %d switches' machines for %d switches, machine %d of %d", len(o.Relay.Of), len(top.Switches), o.Relay.Self, len(o.Relay.Peers))
+		}
+		for sw, k := range o.Relay.Of {
+			if k < 0 || k >= len(o.Relay.Peers) {
+				return nil, fmt.Errorf("pause relay: switch %d on machine %d of %d", sw, k, len(o.Relay.Peers))
+			}
 		}
 		m.relay = newRelay(*o.Relay)
 	}
@@ -661,7 +670,7 @@ func (m *Monitor) wire(comp *fabric.Compiled, feeders bool) error {
 				key := relayKey{uint32(k.Switch), uint16(k.Port)}
 				rd := m.relay.down[key]
 				if rd == nil {
-					rd = &remoteDown{name: fmt.Sprintf("%s:%d", top.Switches[k.Switch].Name, k.Port)}
+					rd = &remoteDown{name: fmt.Sprintf("%s:%d", top.Switches[k.Switch].Name, k.Port), machine: m.relay.o.Of[k.Switch]}
 					m.relay.down[key] = rd
 				}
 				rd.feeds = append(rd.feeds, up)
@@ -721,6 +730,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	m.openKept()
 	var relay sync.WaitGroup
 	if m.relay != nil {
+		m.relayResend()
 		relay.Go(func() { m.relayRead(pctx) })
 	}
 	defer func() {
@@ -745,6 +755,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		}()
 	}
 	defer func() {
+		// The relay first: a pause it applied after the taps closed
+		// would open them again.
+		cancel()
+		relay.Wait()
+		if m.relay != nil {
+			m.relayStop()
+		}
 		taps.Wait()
 		if tapsOpen {
 			m.setTaps(false)
@@ -825,6 +842,13 @@ func (m *Monitor) Poll() error {
 				return err
 			}
 		}
+		if m.queues != nil {
+			for idx, p := range np.ports {
+				if p.counted {
+					np.snap[idx] = m.queues.Read(uint32(idx))
+				}
+			}
+		}
 		at[i] = time.Now()
 		m.mu.Lock()
 		m.c.Polls++
@@ -838,7 +862,7 @@ func (m *Monitor) Poll() error {
 	for i, np := range m.ns {
 		all, now := dumps[i], at[i]
 		for _, p := range np.ports {
-			q, ok := m.queue(p, all)
+			q, ok := m.queue(p, all, np.snap)
 			if !ok {
 				continue
 			}
@@ -916,6 +940,7 @@ func (m *Monitor) openQueues() error {
 	}
 	counted := false
 	for _, np := range m.ns {
+		np.snap = map[int]datapath.Queue{}
 		for idx, p := range np.ports {
 			p.counted = qr.Read(uint32(idx)).Limit != 0
 			counted = counted || p.counted
@@ -934,16 +959,20 @@ func (m *Monitor) openQueues() error {
 }
 
 // queue is a port's queue now: its backlog, and in Packets its departures
-// so far. With the datapath's queue counters they come from the program,
-// less what the last resync found them above the qdisc's backlog (all,
-// when not nil, is a fresh dump to resync from); without, from the dump
-// (tbf counts what it dequeued). ok is false when the dump lacks the port.
-func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats) (q kernel.QdiscStats, ok bool) {
+// so far. With the datapath's queue counters they come from the program
+// (snap's reading, taken with the dump, else read now), less what the
+// last resync found them above the qdisc's backlog (all, when not nil, is
+// a fresh dump to resync from); without, from the dump (tbf counts what
+// it dequeued). ok is false when the dump lacks the port.
+func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats, snap map[int]datapath.Queue) (q kernel.QdiscStats, ok bool) {
 	if m.queues == nil || !p.counted {
 		q, ok = all[p.ifindex]
 		return q, ok
 	}
-	c := m.queues.Read(uint32(p.ifindex))
+	c, ok := snap[p.ifindex]
+	if !ok {
+		c = m.queues.Read(uint32(p.ifindex))
+	}
 	if t, ok := all[p.ifindex]; ok {
 		p.offPkts, p.offBytes = c.Len()-int64(t.QLen), c.Backlog()-int64(t.Backlog)
 	}

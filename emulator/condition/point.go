@@ -91,11 +91,8 @@ func (m *Monitor) EndPoint(s PointStart) *Point {
 	}
 	if m.relay != nil {
 		c, samples, _ := m.RelayLog(s.relay)
-		b := s.rc
-		p.Relay = &RelayPoint{Samples: samples, Clocked: m.relay.o.Clocked, Counters: RelayCounters{
-			Datagrams: c.Datagrams - b.Datagrams, Changes: c.Changes - b.Changes, Applied: c.Applied - b.Applied,
-			Acked: c.Acked - b.Acked, Unacked: c.Unacked - b.Unacked, Expired: c.Expired - b.Expired,
-			Strays: c.Strays - b.Strays, Unknown: c.Unknown - b.Unknown, SendErrs: c.SendErrs - b.SendErrs, Stale: c.Stale - b.Stale}}
+		c.add(s.rc, -1)
+		p.Relay = &RelayPoint{Samples: samples, Clocked: m.relay.o.Clocked, Counters: c}
 	}
 	return p
 }
@@ -121,17 +118,7 @@ func MergePoints(ps []*Point) *Point {
 			o := out.Relay
 			o.Clocked = o.Clocked && r.Clocked
 			o.Samples = append(o.Samples, r.Samples...)
-			c := &o.Counters
-			c.Datagrams += r.Counters.Datagrams
-			c.Changes += r.Counters.Changes
-			c.Applied += r.Counters.Applied
-			c.Acked += r.Counters.Acked
-			c.Unacked += r.Counters.Unacked
-			c.Expired += r.Counters.Expired
-			c.Strays += r.Counters.Strays
-			c.Unknown += r.Counters.Unknown
-			c.SendErrs += r.Counters.SendErrs
-			c.Stale += r.Counters.Stale
+			o.Counters.add(r.Counters, 1)
 		}
 	}
 	return out
@@ -156,6 +143,7 @@ func (p *Point) Results() *results.Conditions {
 		c := r.Counters
 		out.PauseRelay = &results.PauseRelay{Changes: c.Changes, Applied: c.Applied, Acked: c.Acked, Unacked: c.Unacked,
 			Datagrams: c.Datagrams, Expired: c.Expired, Strays: c.Strays, SendErrors: c.SendErrs, Unknown: c.Unknown, Clocked: r.Clocked,
+			Stale: c.Stale, Late: c.Late, Stopped: c.Stopped,
 			OneWayMS: results.NewDistribution(oneWay), AckedMS: results.NewDistribution(acked)}
 	}
 	return &out

@@ -183,7 +183,7 @@ func (m *Monitor) setupQCN(lab *fabric.Lab, comp *fabric.Compiled) error {
 			return err
 		}
 		for _, p := range np.ports {
-			start[p], _ = m.queue(p, all)
+			start[p], _ = m.queue(p, all, nil)
 		}
 	}
 	for i := range comp.Top.Switches {

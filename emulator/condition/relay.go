@@ -86,6 +86,29 @@ type RelayCounters struct {
 	SendErrs uint64 `json:"send_errors"`
 	// Stale: states older than the one applied (read out of order).
 	Stale uint64 `json:"stale"`
+	// Late: datagrams of another point (sent before this monitor's
+	// point began, read after); Stopped: pauses released because the
+	// machine that held them stopped its monitor (its point ended).
+	Late    uint64 `json:"late"`
+	Stopped uint64 `json:"stopped"`
+}
+
+// fields are the counters, in order, to add and subtract them together.
+func (c *RelayCounters) fields() []*uint64 {
+	return []*uint64{&c.Datagrams, &c.Changes, &c.Applied, &c.Acked, &c.Unacked, &c.Expired, &c.Strays, &c.Unknown,
+		&c.SendErrs, &c.Stale, &c.Late, &c.Stopped}
+}
+
+// add adds o's counters to c's (sign -1: subtracts them).
+func (c *RelayCounters) add(o RelayCounters, sign int) {
+	of := o.fields()
+	for i, f := range c.fields() {
+		if sign < 0 {
+			*f -= *of[i]
+		} else {
+			*f += *of[i]
+		}
+	}
 }
 
 // RelaySample is one timed change: Ack the sender's onset-to-ack time,
@@ -95,16 +118,20 @@ type RelaySample struct {
 	MS  float64 `json:"ms"`
 }
 
-// Wire format (big-endian): a 30-byte header and 16-byte entries.
+// Wire format (big-endian): a 34-byte header and 16-byte entries.
 //
-//	magic "EFPR", version 1, kind (0 state, 1 ack), machine uint16,
-//	token uint32, seq uint64, sent int64 (the sender's wall ns; an ack
-//	echoes its datagram's), entries uint16;
+//	magic "EFPR", version 1, kind (0 state, 1 ack, 2 stop), machine
+//	uint16, token uint32 (the lab's run), epoch uint32 (the point's),
+//	seq uint64, sent int64 (the sender's wall ns; an ack echoes its
+//	datagram's), entries uint16;
 //	entry: switch uint32, port uint16, paused uint8, 0, onset int64.
+//
+// A stop says the sender's monitor stopped (its point ended): its pauses
+// are released, not expired.
 const (
 	relayMagic   = "EFPR"
 	relayVersion = 1
-	relayHeader  = 30
+	relayHeader  = 34
 	relayEntry   = 16
 	// relayMTU keeps a datagram in one underlay frame (1,500 bytes less
 	// IPv4 and UDP headers, rounded down).
@@ -112,6 +139,7 @@ const (
 	relayMaxEntries = (relayMTU - relayHeader) / relayEntry
 	kindState       = 0
 	kindAck         = 1
+	kindStop        = 2
 )
 
 // relayMsg is one datagram.
@@ -119,6 +147,7 @@ type relayMsg struct {
 	kind    uint8
 	machine uint16
 	token   uint32
+	epoch   uint32
 	seq     uint64
 	sent    int64
 	entries []relayState
@@ -137,6 +166,7 @@ func (m *relayMsg) encode(b []byte) []byte {
 	b = append(b, relayVersion, m.kind)
 	b = binary.BigEndian.AppendUint16(b, m.machine)
 	b = binary.BigEndian.AppendUint32(b, m.token)
+	b = binary.BigEndian.AppendUint32(b, m.epoch)
 	b = binary.BigEndian.AppendUint64(b, m.seq)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.sent))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(m.entries)))
@@ -157,16 +187,17 @@ var errRelay = errors.New("not a pause relay datagram")
 
 // decodeRelay parses a datagram into m (its entries reuse m's slice).
 func decodeRelay(b []byte, m *relayMsg) error {
-	if len(b) < relayHeader || string(b[:4]) != relayMagic || b[4] != relayVersion || b[5] > kindAck {
+	if len(b) < relayHeader || string(b[:4]) != relayMagic || b[4] != relayVersion || b[5] > kindStop {
 		return errRelay
 	}
 	m.kind = b[5]
 	m.machine = binary.BigEndian.Uint16(b[6:])
 	m.token = binary.BigEndian.Uint32(b[8:])
-	m.seq = binary.BigEndian.Uint64(b[12:])
-	m.sent = int64(binary.BigEndian.Uint64(b[20:]))
-	n := int(binary.BigEndian.Uint16(b[28:]))
-	if len(b) != relayHeader+n*relayEntry || n > relayMaxEntries || m.kind == kindAck && n > 0 {
+	m.epoch = binary.BigEndian.Uint32(b[12:])
+	m.seq = binary.BigEndian.Uint64(b[16:])
+	m.sent = int64(binary.BigEndian.Uint64(b[24:]))
+	n := int(binary.BigEndian.Uint16(b[32:]))
+	if len(b) != relayHeader+n*relayEntry || n > relayMaxEntries || m.kind != kindState && n > 0 {
 		return fmt.Errorf("%w: %d bytes for %d entries", errRelay, len(b), n)
 	}
 	m.entries = m.entries[:0]
@@ -188,10 +219,11 @@ type relayKey struct {
 
 // remoteDown is another machine's port whose feeders include ports here.
 type remoteDown struct {
-	name   string // switch:port, for the events' From
-	feeds  []*port
-	paused bool
-	heard  time.Time
+	name    string // switch:port, for the events' From
+	machine int    // its switch's
+	feeds   []*port
+	paused  bool
+	heard   time.Time
 	// onset: the sender's time of the state applied. Two goroutines read
 	// the socket (relayRead, and Poll's relayDrain), so a state can be
 	// handled after a later one: one older than the state held is stale.
@@ -221,6 +253,7 @@ type relay struct {
 	pending map[int][]relayState // by machine: changes since the last flush
 	pendP   map[int][]*port
 	seq     uint64
+	epoch   uint32 // the point's (RelayEpoch)
 	buf     []byte
 	refresh time.Time
 	sent    map[uint64]sentDatagram // datagrams with changes awaiting an ack
@@ -271,8 +304,8 @@ func (m *Monitor) relayFlush(now time.Time, changed map[*sw]*flip) {
 	if now.Sub(r.refresh) >= RelayRefresh {
 		r.refresh = now
 		for _, p := range r.ports {
-			if !p.own && now.Sub(p.changed) >= RelayExpiry {
-				continue
+			if p.changed.IsZero() || !p.own && now.Sub(p.changed) >= RelayExpiry {
+				continue // never relayed (a manual pause stays on its port), or long settled
 			}
 			for _, k := range p.remote {
 				if pendingHas(r.pendP[k], p) {
@@ -283,16 +316,8 @@ func (m *Monitor) relayFlush(now time.Time, changed map[*sw]*flip) {
 			}
 		}
 		for _, d := range r.down {
-			if !d.paused || now.Sub(d.heard) < RelayExpiry {
-				continue
-			}
-			d.paused = false
-			m.mu.Lock()
-			r.c.Expired++
-			m.mu.Unlock()
-			for _, u := range d.feeds {
-				u.held--
-				m.settle(u, changed, Event{Time: now, From: d.name + " (expired)"})
+			if d.paused && now.Sub(d.heard) >= RelayExpiry {
+				m.relayRelease(d, changed, now, "expired", &r.c.Expired)
 			}
 		}
 		for seq, s := range r.sent {
@@ -329,7 +354,7 @@ func pendingHas(ps []*port, p *port) bool {
 func (m *Monitor) relaySend(k int, es []relayState, ps []*port, now time.Time) {
 	r := m.relay
 	r.seq++
-	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, seq: r.seq, sent: now.UnixNano(), entries: es}
+	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch, seq: r.seq, sent: now.UnixNano(), entries: es}
 	r.buf = msg.encode(r.buf)
 	sd := sentDatagram{at: now, machine: k, ports: append([]*port(nil), ps...)}
 	for _, e := range es {
@@ -360,15 +385,18 @@ func (m *Monitor) relayRead(ctx context.Context) {
 	defer stop()
 	for ctx.Err() == nil {
 		n, from, err := r.o.Conn.ReadFromUDP(buf)
-		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-				m.mu.Lock()
-				r.c.Strays++ // an ICMP error (a peer's socket closed) or a closed socket
-				m.mu.Unlock()
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-			}
+		switch {
+		case err == nil:
+		case ctx.Err() != nil || errors.Is(err, net.ErrClosed):
+			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// An earlier Run's deadline, set as it ended after this
+			// one cleared it.
+			r.o.Conn.SetReadDeadline(time.Time{})
+			continue
+		default:
+			// An ICMP error (a peer's socket closed): not a datagram.
+			time.Sleep(time.Millisecond)
 			continue
 		}
 		ack = m.relayHandle(buf[:n], from.IP, &msg, ack)
@@ -390,7 +418,7 @@ func (m *Monitor) relayDrain() {
 		r.drain, r.dupFD = make([]byte, 64<<10), -1
 		if rc, err := r.o.Conn.SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) {
-				if d, err := unix.Dup(int(fd)); err == nil {
+				if d, err := unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0); err == nil {
 					r.dupFD = d
 				}
 			})
@@ -399,7 +427,9 @@ func (m *Monitor) relayDrain() {
 	if r.dupFD < 0 {
 		return
 	}
-	for {
+	// At most what a poll of every machine's changes brings; the rest
+	// waits for relayRead or the next poll.
+	for range 256 {
 		n, from, err := unix.Recvfrom(r.dupFD, r.drain, unix.MSG_DONTWAIT)
 		if err != nil {
 			return // nothing waiting (EAGAIN), or an error relayRead counts
@@ -417,7 +447,6 @@ func (m *Monitor) relayDrain() {
 // ack's buffer for the next.
 func (m *Monitor) relayHandle(b []byte, from net.IP, msg *relayMsg, ack []byte) []byte {
 	r := m.relay
-	now := time.Now()
 	if decodeRelay(b, msg) != nil || msg.token != r.o.Token || int(msg.machine) >= len(r.o.Peers) ||
 		int(msg.machine) == r.o.Self || !from.Equal(r.o.Peers[msg.machine].IP) {
 		m.mu.Lock()
@@ -426,22 +455,38 @@ func (m *Monitor) relayHandle(b []byte, from net.IP, msg *relayMsg, ack []byte) 
 		return ack
 	}
 	k := int(msg.machine)
-	if msg.kind == kindAck {
-		m.relayAcked(k, msg.seq, now)
+	m.smu.Lock()
+	epoch := r.epoch
+	m.smu.Unlock()
+	if msg.epoch != epoch {
+		m.mu.Lock()
+		r.c.Late++
+		m.mu.Unlock()
 		return ack
 	}
-	a := relayMsg{kind: kindAck, machine: uint16(r.o.Self), token: r.o.Token, seq: msg.seq, sent: msg.sent}
+	switch msg.kind {
+	case kindAck:
+		m.relayAcked(k, msg.seq)
+		return ack
+	case kindStop:
+		m.relayStopped(k)
+		return ack
+	}
+	m.relayApply(msg.entries)
+	// Acknowledged once applied: the sender's onset-to-ack bounds the
+	// time until the pause took effect here.
+	a := relayMsg{kind: kindAck, machine: uint16(r.o.Self), token: r.o.Token, epoch: msg.epoch, seq: msg.seq, sent: msg.sent}
 	ack = a.encode(ack)
 	r.o.Conn.WriteToUDP(ack, r.o.Peers[k])
-	m.relayApply(msg.entries, now)
 	return ack
 }
 
 // relayAcked times the changes a datagram to machine k carried.
-func (m *Monitor) relayAcked(k int, seq uint64, now time.Time) {
+func (m *Monitor) relayAcked(k int, seq uint64) {
 	r := m.relay
 	m.smu.Lock()
 	defer m.smu.Unlock()
+	now := time.Now()
 	sd, ok := r.sent[seq]
 	if !ok || sd.machine != k {
 		return
@@ -461,11 +506,14 @@ func (m *Monitor) relayAcked(k int, seq uint64, now time.Time) {
 	}
 }
 
-// relayApply applies another machine's port states.
-func (m *Monitor) relayApply(es []relayState, now time.Time) {
+// relayApply applies another machine's port states. Its time is taken
+// once it holds smu: a pause waits for the monitor's lock as much as for
+// the network, and both delay it.
+func (m *Monitor) relayApply(es []relayState) {
 	r := m.relay
 	m.smu.Lock()
 	defer m.smu.Unlock()
+	now := time.Now()
 	changed := map[*sw]*flip{}
 	for _, e := range es {
 		d := r.down[relayKey{e.sw, e.port}]
@@ -505,6 +553,102 @@ func (m *Monitor) relayApply(es []relayState, now time.Time) {
 	}
 	for s, f := range changed {
 		m.flip(s, f)
+	}
+}
+
+// relayStopped releases the pauses machine k's ports held here: its
+// monitor stopped (its point ended), so they will not be refreshed.
+func (m *Monitor) relayStopped(k int) {
+	r := m.relay
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	now := time.Now()
+	changed := map[*sw]*flip{}
+	for _, d := range r.down {
+		if d.machine == k && d.paused {
+			m.relayRelease(d, changed, now, "its monitor stopped", &r.c.Stopped)
+		}
+	}
+	for s, f := range changed {
+		m.flip(s, f)
+	}
+}
+
+// relayRelease releases a remote port's pause here, without word from
+// its machine (why says what happened instead), counting it in count
+// (nil: nowhere). Called with smu held.
+func (m *Monitor) relayRelease(d *remoteDown, changed map[*sw]*flip, now time.Time, why string, count *uint64) {
+	d.paused = false
+	if count != nil {
+		m.mu.Lock()
+		*count++
+		m.mu.Unlock()
+	}
+	for _, u := range d.feeds {
+		u.held--
+		m.settle(u, changed, Event{Time: now, From: d.name + " (" + why + ")"})
+	}
+}
+
+// relayStop tells every other machine this monitor stopped. Run calls it
+// as it ends.
+func (m *Monitor) relayStop() {
+	r := m.relay
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	for k, peer := range r.o.Peers {
+		if k == r.o.Self {
+			continue
+		}
+		r.seq++
+		msg := relayMsg{kind: kindStop, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch, seq: r.seq, sent: time.Now().UnixNano()}
+		r.buf = msg.encode(r.buf)
+		r.o.Conn.WriteToUDP(r.buf, peer)
+	}
+}
+
+// RelayEpoch starts a point's relay: datagrams of any other epoch (an
+// earlier point's, read late) are ignored, the pauses other machines held
+// here are released without a flip measured (their monitors stopped with
+// the last point), and what was awaiting an ack is forgotten. Every
+// machine's monitor takes the same epoch before its Run; the ports still
+// paused here go again as changes when Run starts.
+func (m *Monitor) RelayEpoch(epoch uint32) {
+	r := m.relay
+	if r == nil {
+		return
+	}
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	r.epoch = epoch
+	clear(r.sent)
+	clear(r.unacked)
+	clear(r.pending)
+	clear(r.pendP)
+	changed := map[*sw]*flip{}
+	now := time.Now()
+	for _, d := range r.down {
+		if d.paused {
+			m.relayRelease(d, changed, now, "an earlier point's", nil)
+		}
+		d.onset = 0
+	}
+	for s := range changed {
+		m.flowMod(s, false)
+	}
+}
+
+// relayResend books every port paused by its own queue as a change at
+// the start of a Run: the other machines released its pause when the last
+// point ended (RelayEpoch).
+func (m *Monitor) relayResend() {
+	m.smu.Lock()
+	defer m.smu.Unlock()
+	now := time.Now()
+	for _, p := range m.relay.ports {
+		if p.own && !p.changed.IsZero() {
+			m.relayNote(p, now)
+		}
 	}
 }
 

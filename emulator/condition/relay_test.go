@@ -36,7 +36,7 @@ func TestRelayWireRoundTrip(t *testing.T) {
 	}
 	ack := relayMsg{kind: kindAck, seq: 1}
 	withEntry := ack.encode(nil)
-	withEntry[29] = 1
+	withEntry[33] = 1
 	withEntry = append(withEntry, make([]byte, relayEntry)...)
 	if decodeRelay(withEntry, &out) == nil {
 		t.Error("decoded an ack with entries")
@@ -181,6 +181,30 @@ func TestRelayPausesAcrossMachines(t *testing.T) {
 		t.Fatal("a stale pause paused s1")
 	}
 
+	// A datagram of an earlier point is ignored.
+	late := relayMsg{kind: kindState, machine: 0, token: 77, epoch: 5, seq: 1001, entries: []relayState{{sw: 0, port: 1, paused: true, onset: time.Now().UnixNano()}}}
+	a.relay.o.Conn.WriteToUDP(late.encode(nil), a.relay.o.Peers[1])
+	waitRelay(t, "the late datagram", func() bool { return counters(b).Late == 1 })
+	if wb.get() != 0 {
+		t.Fatal("an earlier point's pause paused s1")
+	}
+
+	// A machine whose monitor stops releases what it held, not expired.
+	pause(true)
+	waitRelay(t, "the pause before the stop", func() bool { return wb.get() == 1 })
+	a.relayStop()
+	waitRelay(t, "the stop", func() bool { return wb.get() == 0 && counters(b).Stopped == 1 })
+	// A new point: s0:1 still paused goes again as a change.
+	a.RelayEpoch(9)
+	b.RelayEpoch(9)
+	a.relayResend()
+	a.smu.Lock()
+	a.relayFlush(time.Now(), map[*sw]*flip{})
+	a.smu.Unlock()
+	waitRelay(t, "the pause in the new point", func() bool { return wb.get() == 1 })
+	pause(false)
+	waitRelay(t, "the release in the new point", func() bool { return wb.get() == 0 })
+
 	// A pause whose refreshes stop coming is released after RelayExpiry.
 	pause(true)
 	waitRelay(t, "the second pause", func() bool { return wb.get() == 1 })
@@ -204,7 +228,7 @@ func TestRelayPausesAcrossMachines(t *testing.T) {
 		defer c.Close()
 		c.Write(b)
 	}
-	other := relayMsg{kind: kindState, machine: 0, token: 78, seq: 1, entries: []relayState{{sw: 0, port: 1, paused: true}}}
+	other := relayMsg{kind: kindState, machine: 0, token: 78, epoch: 9, seq: 1, entries: []relayState{{sw: 0, port: 1, paused: true}}}
 	stray(other.encode(nil))
 	stray([]byte("EFPR not a datagram"))
 	waitRelay(t, "the strays", func() bool { return counters(b).Strays == 2 })
