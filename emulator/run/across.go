@@ -68,7 +68,9 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 		if r.across, err = cluster.OpenTraffic(ctx, r.lab, hs, clocks, cond, r.o.Report); err != nil {
 			return err
 		}
-		if cond != nil {
+		if cond != nil && r.cond == nil {
+			// Kept across reopenings (an agents phase closes the
+			// engines): the run's totals cover every phase.
 			r.cond = &conditions{m: r.m}
 		}
 		r.m.Run.Machine["traffic_send"] = r.across.SendMode()
