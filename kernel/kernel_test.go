@@ -420,6 +420,28 @@ func TestShapeTBFThroughputAndStats(t *testing.T) {
 	if s := all[1]; s.Kind != "noqueue" {
 		t.Errorf("All()[lo] = %+v, want noqueue", s)
 	}
+	// The device's own counters, from the statistics dump, agree with
+	// the link dump's and count what tbf sent.
+	links, err := r.Links()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := handleAt(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.LinkByName("eth0")
+	h.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, ns := links[idx], l.Attrs().Statistics
+	if ls.TxPackets < st.Packets || ls.TxBytes < st.Bytes || ns == nil || ls.TxPackets > ns.TxPackets || ls.RxPackets > ns.RxPackets || ls.TxPackets+10 < ns.TxPackets {
+		t.Errorf("Links()[eth0] = %+v; tbf sent %d packets, %d bytes; the link dump says %+v", ls, st.Packets, st.Bytes, ns)
+	}
+	if _, ok := links[1]; !ok {
+		t.Errorf("Links() has no lo: %v", links)
+	}
 
 	// Unshaped, the same link runs far faster than the shaped rate.
 	if err := Shape(a, "eth0", Shaping{}); err != nil {

@@ -173,6 +173,9 @@ type StatsReader struct {
 	req           *nl.NetlinkRequest
 	out, children map[int]QdiscStats
 	netem         map[int]bool
+	// Links's request and map.
+	linksReq *nl.NetlinkRequest
+	links    map[int]LinkStats
 }
 
 // NewStatsReader opens the sockets inside namespace ns ("" = the process's).
@@ -249,6 +252,64 @@ func (r *StatsReader) StatsIndex(ifindex int) (QdiscStats, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.c.shapingStats(ifindex)
+}
+
+// LinkStats are a device's own counters (struct rtnl_link_stats64's
+// first eight).
+type LinkStats struct {
+	RxPackets, TxPackets, RxBytes, TxBytes, RxErrors, TxErrors, RxDropped, TxDropped uint64
+}
+
+// ifStatsMsg is struct if_stats_msg: family, two pads, ifindex (0: every
+// device) and the filter mask of the statistics wanted.
+type ifStatsMsg [12]byte
+
+func (m *ifStatsMsg) Len() int          { return len(m) }
+func (m *ifStatsMsg) Serialize() []byte { return m[:] }
+
+// Links returns every device's counters in the namespace, keyed by
+// ifindex, from one RTM_GETSTATS dump that asks for those counters alone.
+// The map is the reader's, reused by the next call. The sampler reads them
+// at every timeline bin on the eBPF datapath: a link dump
+// (netlink.LinkList) of DF(4,8,4)'s 16 fabric namespaces built every
+// device's whole message in the kernel and parsed it into objects here,
+// 0.65 s of CPU and 185 MB of garbage in a 6.5 s point.
+func (r *StatsReader) Links() (map[int]LinkStats, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.links == nil {
+		r.links = map[int]LinkStats{}
+		r.linksReq = nl.NewNetlinkRequest(unix.RTM_GETSTATS, unix.NLM_F_DUMP)
+		var m ifStatsMsg
+		binary.NativeEndian.PutUint32(m[8:], 1<<(unix.IFLA_STATS_LINK_64-1))
+		r.linksReq.AddData(&m)
+	}
+	clear(r.links)
+	ne := binary.NativeEndian
+	err := r.c.each(r.linksReq, unix.RTM_NEWSTATS, func(b []byte) error {
+		if len(b) < len(ifStatsMsg{}) {
+			return fmt.Errorf("short stats message")
+		}
+		ifindex := int(int32(ne.Uint32(b[4:8])))
+		for attrs := b[len(ifStatsMsg{}):]; len(attrs) > 0; {
+			typ, val, rest, err := nextAttr(attrs)
+			if err != nil {
+				return fmt.Errorf("parse link stats: %w", err)
+			}
+			attrs = rest
+			if typ != unix.IFLA_STATS_LINK_64 || len(val) < 64 {
+				continue
+			}
+			r.links[ifindex] = LinkStats{RxPackets: ne.Uint64(val[0:]), TxPackets: ne.Uint64(val[8:]), RxBytes: ne.Uint64(val[16:]),
+				TxBytes: ne.Uint64(val[24:]), RxErrors: ne.Uint64(val[32:]), TxErrors: ne.Uint64(val[40:]),
+				RxDropped: ne.Uint64(val[48:]), TxDropped: ne.Uint64(val[56:])}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("netns %q: dump link statistics: %w", r.ns, err)
+	}
+	return r.links, nil
 }
 
 // All returns the shaping-queue counters of every link in the namespace,

@@ -40,7 +40,7 @@ func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 		sc.hostBcast = c[datapath.SlotHostBroadcast].Packets
 	}
 	for _, e := range s.ends {
-		st, ok := lnk[e.ns][e.iface]
+		st, ok := lnk[e.ns][e.ifindex]
 		if !ok {
 			continue // deleted under the run: report says so
 		}

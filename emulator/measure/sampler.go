@@ -12,6 +12,7 @@ package measure
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
@@ -157,7 +158,7 @@ type Sampler struct {
 	threads0 cpuSnapshot
 	sw0      []switchCounters
 	q0       []kernel.QdiscStats
-	lnk0     map[string]map[string]netlink.LinkStatistics
+	lnk0     map[string]map[int]kernel.LinkStats
 	lost0    uint64
 	times    []float64
 	stride   int
@@ -272,7 +273,7 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 	}
 	// One link dump per namespace resolves every interface.
 	for _, ns := range s.nss {
-		idx, _, err := linkDump(ns)
+		idx, err := linkDump(ns)
 		if err != nil {
 			s.Close()
 			return nil, err
@@ -308,28 +309,22 @@ func shapingRate(desc string) float64 {
 	return 0
 }
 
-// linkDump lists a namespace's interfaces: name -> ifindex and name ->
-// device counters (for veth drops).
-func linkDump(ns string) (map[string]int, map[string]netlink.LinkStatistics, error) {
+// linkDump lists a namespace's interfaces: name -> ifindex.
+func linkDump(ns string) (map[string]int, error) {
 	h, err := handleIn(ns)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer h.Close()
 	links, err := h.LinkList()
 	if err != nil {
-		return nil, nil, fmt.Errorf("measure: list links in netns %s: %w", ns, err)
+		return nil, fmt.Errorf("measure: list links in netns %s: %w", ns, err)
 	}
 	idx := make(map[string]int, len(links))
-	st := make(map[string]netlink.LinkStatistics, len(links))
 	for _, l := range links {
-		a := l.Attrs()
-		idx[a.Name] = a.Index
-		if a.Statistics != nil {
-			st[a.Name] = netlink.LinkStatistics(*a.Statistics)
-		}
+		idx[l.Attrs().Name] = l.Attrs().Index
 	}
-	return idx, st, nil
+	return idx, nil
 }
 
 func handleIn(ns string) (*netlink.Handle, error) {
@@ -473,14 +468,16 @@ func (s *Sampler) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *Sampler) linkStats() (map[string]map[string]netlink.LinkStatistics, error) {
-	out := map[string]map[string]netlink.LinkStatistics{}
+// linkStats reads every watched namespace's device counters, by
+// ifindex (one statistics dump each; kernel.StatsReader.Links).
+func (s *Sampler) linkStats() (map[string]map[int]kernel.LinkStats, error) {
+	out := map[string]map[int]kernel.LinkStats{}
 	for _, ns := range s.nss {
-		_, st, err := linkDump(ns)
+		st, err := s.readers[ns].Links()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("measure: %w", err)
 		}
-		out[ns] = st
+		out[ns] = maps.Clone(st) // the reader's map is reused
 	}
 	return out, nil
 }
@@ -833,7 +830,7 @@ func sub(a, b uint64) uint64 {
 }
 
 func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
-	lnk1 map[string]map[string]netlink.LinkStatistics, sw1 []switchCounters, lost1 uint64) *Report {
+	lnk1 map[string]map[int]kernel.LinkStats, sw1 []switchCounters, lost1 uint64) *Report {
 	secs := dur.Seconds()
 	r := &Report{
 		Duration: dur, CPUBusy: cpu, RulePackets: map[string]uint64{}, RuleBytes: map[string]uint64{},
@@ -850,7 +847,7 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		d := sub(q1[i].Drops, s.q0[i].Drops)
 		r.Drops.Queue += d
 		qdrops[[2]int{e.sw, e.port}] = d
-		a, b := s.lnk0[e.ns][e.iface], lnk1[e.ns][e.iface]
+		a, b := s.lnk0[e.ns][e.ifindex], lnk1[e.ns][e.ifindex]
 		tx, rx := sub(b.TxDropped, a.TxDropped), uint64(0)
 		if e.hostFacing {
 			rx = sub(b.RxDropped, a.RxDropped)
@@ -871,7 +868,7 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		}
 		ls.MaxBacklog = s.ser[i].max
 		ls.Qdisc = q1[i].Kind
-		if _, present := lnk1[e.ns][e.iface]; !present {
+		if _, present := lnk1[e.ns][e.ifindex]; !present {
 			// Deleted under the run (ip link del): the fabric is no
 			// longer the one built, which is the news, not its shaping.
 			r.Missing = append(r.Missing, e.link)
