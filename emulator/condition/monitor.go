@@ -267,6 +267,8 @@ type Monitor struct {
 	moves     log[Move]
 	// relay: PAUSE to and from other machines (relay.go), nil on one.
 	relay *relay
+
+	closeOnce sync.Once
 }
 
 // New connects to every switch of a running conditional lab (one OpenFlow
@@ -1126,8 +1128,13 @@ func (m *Monitor) Counters() Counters {
 	return c
 }
 
-// Close disconnects from the switches and closes the netlink sockets.
+// Close disconnects from the switches and closes the netlink sockets and
+// the taps. A second Close does nothing.
 func (m *Monitor) Close() {
+	m.closeOnce.Do(m.close)
+}
+
+func (m *Monitor) close() {
 	for _, s := range m.switches {
 		s.of.close()
 	}

@@ -19,10 +19,10 @@ import (
 //
 // A tap costs every frame its port sends an skb clone and a filter run,
 // even when the filter rejects the frame, and the fabric under test needs
-// that CPU. So the socket exists only while queues are near XOFF (see
-// Monitor.Run): opening one is a few syscalls, while closing it waits for
-// an RCU grace period and is done in the background. (Rebinding to another
-// protocol would wait just the same, and protocol 0 keeps the old one.)
+// that CPU. Still, a socket tap opens when its monitor first runs and
+// stays open until the monitor closes (Monitor.releaseTaps says why); the
+// eBPF datapath's taps are flags, set only while queues are near XOFF
+// (Monitor.Run).
 type tap struct {
 	ns, ifname string
 	sw         *sw
