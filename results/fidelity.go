@@ -81,8 +81,10 @@ type FidelityInput struct {
 	Busiest ThreadCPU
 	Sent    uint64 // frames the traffic engine sent
 	// Offered and Unsent: frames the hosts' arrival processes made, and
-	// those the traffic engine fell too far behind to send at all.
-	Offered, Unsent uint64
+	// those the traffic engine fell too far behind to send at all;
+	// RefusedLate: those it sent late into a host queue that refused
+	// them (the backlog of a stalled engine).
+	Offered, Unsent, RefusedLate uint64
 	// Duplicates: frames a sink received twice. Traffic frames are
 	// unicast and no rule of a fabric copies them, so every duplicate is
 	// the machine's (or the traffic engine's) doing.
@@ -167,11 +169,15 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 					b.Thread, b.Process, 100*b.Cores, 100*MaxThreadBusy))
 		}
 		if p.Offered > 0 {
-			frac := float64(p.Unsent) / float64(p.Offered)
+			frac := float64(p.Unsent+p.RefusedLate) / float64(p.Offered)
+			reason := fmt.Sprintf("the traffic engine sent only %d of %d offered frames (%.2g%% never sent): the hosts could not offer the load asked for, the machine could not keep up",
+				p.Offered-p.Unsent, p.Offered, 100*float64(p.Unsent)/float64(p.Offered))
+			if p.RefusedLate > 0 {
+				reason = fmt.Sprintf("the traffic engine never sent %d of %d offered frames and sent %d more so late that their host's queue refused them (%.2g%% in all): the machine, not the host link, held them back",
+					p.Unsent, p.Offered, p.RefusedLate, 100*frac)
+			}
 			add(FidelityCheck{Check: "unsent", Phase: p.Phase, Load: p.Load, Value: frac, Limit: MaxOutsideDrops,
-				OK: frac <= MaxOutsideDrops, What: "frames the traffic engine never sent / frames offered"},
-				fmt.Sprintf("the traffic engine sent only %d of %d offered frames (%.2g%% never sent): the hosts could not offer the load asked for, the machine could not keep up",
-					p.Offered-p.Unsent, p.Offered, 100*frac))
+				OK: frac <= MaxOutsideDrops, What: "frames the traffic engine never sent, or sent late into a full host queue / frames offered"}, reason)
 		}
 		out := p.Drops.Outside()
 		frac := 0.0

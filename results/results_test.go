@@ -163,6 +163,10 @@ func TestFidelity(t *testing.T) {
 		// DF(4,8,4) at 1 Mbit/s, load 0.1: 18,219 of 42,000 offered frames
 		// sent, none lost — the engine, not the fabric, fell behind.
 		"unsent":       {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
+		// DF(2,3,2) conditional on Open vSwitch at 1 Mbit/s, load 0.5: the
+		// engine stalled at the point's start, then sent its backlog at
+		// once, and the hosts' queues refused most of it.
+		"refused late": {CPUBusy: 0.2, Sent: 235, Offered: 5229, RefusedLate: 4980},
 		"deleted link": {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
 		// A batch that numbered two frames of a host alike made its sink
 		// count 22% duplicates, and nothing else failed.

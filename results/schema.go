@@ -99,6 +99,11 @@ type Point struct {
 	Offered uint64 `json:"offered"`
 	Unsent  uint64 `json:"unsent"`
 	Refused uint64 `json:"refused"`
+	// RefusedLate: of Refused, frames the engine sent more than a slot
+	// late. A host queue that overflows with a backlog the engine sent
+	// at once overflows for the machine, not the model: the verdict
+	// counts them with Unsent.
+	RefusedLate uint64 `json:"refused_late"`
 	// SendLateness is how far behind its schedule the engine sent the
 	// frames it did send.
 	SendLateness Lateness `json:"send_lateness"`

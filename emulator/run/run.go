@@ -681,7 +681,7 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		Seed:             res.Seed,
 		LatencyHistogram: latencyHistogram(res.Latency),
 		FrameBytes:       res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
-		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs,
+		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs, RefusedLate: f.SendNoBufsLate,
 		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs},
 		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered, Unclocked: f.Unclocked,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:

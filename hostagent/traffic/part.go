@@ -27,6 +27,7 @@ type PartSource struct {
 	Offered         uint64  `json:"offered"`
 	Sent            uint64  `json:"sent"`
 	NoBufs          uint64  `json:"enobufs"`
+	NoBufsLate      uint64  `json:"enobufs_late,omitempty"`
 	Again           uint64  `json:"eagain"`
 	Other           uint64  `json:"other"`
 	Unsent          uint64  `json:"unsent"`
@@ -74,7 +75,7 @@ func (e *Engine) RunPart(ctx context.Context, cfg Config) (*Part, error) {
 			continue
 		}
 		s, k := m.srcs[i].stats, m.sinks[i]
-		p.Sources = append(p.Sources, PartSource{Host: i, Offered: s.offered, Sent: s.sent, NoBufs: s.errNoBufs, Again: s.errAgain,
+		p.Sources = append(p.Sources, PartSource{Host: i, Offered: s.offered, Sent: s.sent, NoBufs: s.errNoBufs, NoBufsLate: s.errNoBufsLate, Again: s.errAgain,
 			Other: s.errOther, Unsent: s.unsent, UnsentEstimated: s.unsentEstimated, Late: s.late, LateSum: s.lateSum, LateMax: s.lateMax})
 		ks := PartSink{Host: i, Received: k.st.received, Duplicates: k.st.duplicates, Reordered: k.st.reordered, FarBehind: k.st.farBehind,
 			Stray: k.st.stray, StaleRun: k.st.staleRun, Foreign: k.st.foreign, Malformed: k.st.malformed, Unclocked: k.st.unclocked,
@@ -107,7 +108,7 @@ func MergeParts(hosts []Host, cfg Config, parts []*Part) (*Result, error) {
 				return nil, fmt.Errorf("traffic: host %d sent on no machine or on two", s.Host)
 			}
 			seenSrc[s.Host] = true
-			in.src[s.Host] = srcStats{offered: s.Offered, sent: s.Sent, errNoBufs: s.NoBufs, errAgain: s.Again, errOther: s.Other, unsent: s.Unsent,
+			in.src[s.Host] = srcStats{offered: s.Offered, sent: s.Sent, errNoBufs: s.NoBufs, errNoBufsLate: s.NoBufsLate, errAgain: s.Again, errOther: s.Other, unsent: s.Unsent,
 				unsentEstimated: s.UnsentEstimated, late: s.Late, lateSum: s.LateSum, lateMax: s.LateMax}
 		}
 		for _, k := range p.Sinks {

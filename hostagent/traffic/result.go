@@ -101,14 +101,17 @@ type Fidelity struct {
 	// expectation rather than drawn arrivals, the senders being far behind.
 	UnsentEstimated bool   `json:"unsent_estimated,omitempty"`
 	SendNoBufs      uint64 `json:"send_enobufs"` // host link queue full (counted lost at the source)
-	SendAgain       uint64 `json:"send_eagain"`  // socket send buffer full
-	SendOther       uint64 `json:"send_other_errors"`
-	RxDrops         uint64 `json:"rx_socket_drops"` // PACKET_STATISTICS tp_drops
-	Stray           uint64 `json:"stray_frames"`    // delivered to the wrong host
-	Malformed       uint64 `json:"malformed_frames"`
-	Foreign         uint64 `json:"foreign_frames"` // same EtherType, not traffic (pings)
-	StaleRun        uint64 `json:"stale_run_frames"`
-	FarReordered    uint64 `json:"far_reordered"` // beyond the duplicate window
+	// SendNoBufsLate: of those, frames the engine sent more than a slot
+	// late (the machine's doing: see srcStats.errNoBufsLate).
+	SendNoBufsLate uint64 `json:"send_enobufs_late"`
+	SendAgain      uint64 `json:"send_eagain"` // socket send buffer full
+	SendOther      uint64 `json:"send_other_errors"`
+	RxDrops        uint64 `json:"rx_socket_drops"` // PACKET_STATISTICS tp_drops
+	Stray          uint64 `json:"stray_frames"`    // delivered to the wrong host
+	Malformed      uint64 `json:"malformed_frames"`
+	Foreign        uint64 `json:"foreign_frames"` // same EtherType, not traffic (pings)
+	StaleRun       uint64 `json:"stale_run_frames"`
+	FarReordered   uint64 `json:"far_reordered"` // beyond the duplicate window
 	// Unclocked frames came from another machine whose clock does not
 	// agree with the receiver's: received, their latency not taken.
 	Unclocked uint64 `json:"unclocked_frames,omitempty"`
@@ -262,6 +265,7 @@ func buildResult(hosts []Host, cfg *Config, in *counts) *Result {
 		f.Unsent += s.unsent
 		f.UnsentEstimated = f.UnsentEstimated || s.unsentEstimated
 		f.SendNoBufs += s.errNoBufs
+		f.SendNoBufsLate += s.errNoBufsLate
 		f.SendAgain += s.errAgain
 		f.SendOther += s.errOther
 		f.RxDrops += drops[i]

@@ -45,9 +45,13 @@ type source struct {
 }
 
 type srcStats struct {
-	offered         uint64 // arrivals in the window with a destination
-	sent            uint64 // of which the kernel took
-	errNoBufs       uint64 // ENOBUFS: the host link's queue was full
+	offered   uint64 // arrivals in the window with a destination
+	sent      uint64 // of which the kernel took
+	errNoBufs uint64 // ENOBUFS: the host link's queue was full
+	// errNoBufsLate: of those, frames sent more than a slot late. The
+	// engine fell behind and then sent its backlog at once: a queue that
+	// overflows then overflows for the machine's delay, not the model's.
+	errNoBufsLate   uint64
 	errAgain        uint64 // EAGAIN: the socket's send buffer was full
 	errOther        uint64
 	unsent          uint64 // arrivals the sender never reached (behind schedule at the end)
@@ -144,6 +148,7 @@ type batch struct {
 	fds    []int
 	bufs   [][]byte
 	meas   []bool
+	late   []bool    // sent more than a slot after it could go
 	sent   []*source // the sources of bufs
 	dsts   []int32   // and their destinations
 	res    []int32
@@ -271,20 +276,22 @@ const unsentDrawBudget = 1 << 20
 // frame built, and all go to the kernel in one io_uring submission (or a
 // write(2) each).
 func (w *senders) send(b *batch, now int64, h *pat.Header) {
-	b.fds, b.bufs, b.meas, b.sent, b.dsts = b.fds[:0], b.bufs[:0], b.meas[:0], b.sent[:0], b.dsts[:0]
+	b.fds, b.bufs, b.meas, b.late, b.sent, b.dsts = b.fds[:0], b.bufs[:0], b.meas[:0], b.late[:0], b.sent[:0], b.dsts[:0]
 	for i, s := range b.srcs {
 		at, d := b.at[i], b.dst[i]
 		if d == pat.Silent {
 			continue
 		}
 		measured := at >= w.sched.measFrom
+		late := false
 		if measured {
 			// Late from when it could go: a frame its reaction point
 			// held waited for the model, not for the machine.
 			s.stats.offered++
-			if late := now - b.due[i]; late > w.sched.slot {
+			if by := now - b.due[i]; by > w.sched.slot {
+				late = true
 				s.stats.late++
-				s.stats.lateMax = max(s.stats.lateMax, late)
+				s.stats.lateMax = max(s.stats.lateMax, by)
 			}
 			s.stats.lateSum += float64(now - b.due[i])
 		}
@@ -306,6 +313,7 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		b.fds = append(b.fds, w.e.socks[s.host].tx.FD())
 		b.bufs = append(b.bufs, frame)
 		b.meas = append(b.meas, measured)
+		b.late = append(b.late, late)
 		b.sent = append(b.sent, s)
 		b.dsts = append(b.dsts, int32(d))
 	}
@@ -353,6 +361,9 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		case !b.meas[i]:
 		case unix.Errno(-r) == unix.ENOBUFS:
 			s.stats.errNoBufs++
+			if b.late[i] {
+				s.stats.errNoBufsLate++
+			}
 		case unix.Errno(-r) == unix.EAGAIN:
 			s.stats.errAgain++
 		default:
