@@ -162,7 +162,7 @@ func TestFidelity(t *testing.T) {
 		"thread": {CPUBusy: 0.55, Sent: 100, Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.97}},
 		// DF(4,8,4) at 1 Mbit/s, load 0.1: 18,219 of 42,000 offered frames
 		// sent, none lost — the engine, not the fabric, fell behind.
-		"unsent":       {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
+		"unsent": {CPUBusy: 0.5, Sent: 18219, Offered: 42000, Unsent: 42000 - 18219},
 		// DF(2,3,2) conditional on Open vSwitch at 1 Mbit/s, load 0.5: the
 		// engine stalled at the point's start, then sent its backlog at
 		// once, and the hosts' queues refused most of it.
