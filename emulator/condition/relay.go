@@ -28,12 +28,15 @@ import (
 // port paused, or changed within RelayExpiry, goes again, so a lost
 // datagram costs a refresh period. A receiver that hears nothing of a
 // paused port for RelayExpiry releases its feeders, as a PAUSE's quanta
-// run out. Every datagram is acknowledged, which times the relay by the
-// sender's clock alone (ack − onset, a round trip and the receiver's
-// turn-around); where the machines' clocks agree (one machine's emulated
-// ones, or PTP) the receiver also times each change one way, from the
-// sender's onset, and takes that onset as its flip's, so the reaction
-// time of an upstream switch on another machine includes the relay.
+// run out. Every datagram is acknowledged once applied, which times the
+// relay by the sender's clock alone (ack − onset: a round trip and the
+// receiver's wait for its lock); where the machines' clocks agree (one
+// machine's emulated ones, or PTP) the receiver also times each change
+// one way, from the sender's onset to its apply, and takes that onset as
+// its flip's, so the reaction time of an upstream switch on another
+// machine includes the relay. Datagrams carry their point (RelayEpoch),
+// and a monitor whose point ends says so (a stop), so one point's pauses
+// never reach the next.
 
 // RelayOptions join a monitor to the other machines' monitors of a lab
 // across machines.
