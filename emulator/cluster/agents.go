@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -115,13 +114,8 @@ func Agents(ctx context.Context, l *fabric.Lab, o hostagent.Options, limit time.
 // Agents: its hosts' agents opened, started at the coordinator's instant,
 // their results answered.
 func WorkerAgents(ctx context.Context, part string, in io.Reader, out io.Writer) error {
-	l, err := fabric.Load(part)
+	l, r, req, err := openPart[agentsRequest](part, in)
 	if err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(in, 1<<16)
-	var req agentsRequest
-	if err := readRequest(r, &req); err != nil {
 		return err
 	}
 	var eps []hostagent.Endpoint

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -101,13 +100,8 @@ func Ping(ctx context.Context, l *fabric.Lab, sample int, seed int64, rep steps.
 // the request line, then "go" and "report" lines from the coordinator,
 // each answered on out; the end of its input ends it.
 func WorkerPing(ctx context.Context, part string, in io.Reader, out io.Writer) error {
-	l, err := fabric.Load(part)
+	l, r, req, err := openPart[pingRequest](part, in)
 	if err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(in, 1<<16)
-	var req pingRequest
-	if err := readRequest(r, &req); err != nil {
 		return err
 	}
 	for i := range req.Hosts {

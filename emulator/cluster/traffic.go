@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -405,20 +404,12 @@ func (t *Traffic) Close() error {
 // with sockets) and a sampler of the part; each point line runs a point
 // and answers its part and report; the end of the input closes both.
 func WorkerTraffic(ctx context.Context, part string, in io.Reader, out io.Writer) (err error) {
-	l, err := fabric.Load(part)
+	l, r, req, err := openPart[trafficRequest](part, in)
 	if err != nil {
 		return err
-	}
-	if l.Part == nil {
-		return fmt.Errorf("lab %s is no part of a lab across machines", part)
 	}
 	top, err := topology.Build(l.Topology)
 	if err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(in, 1<<16)
-	var req trafficRequest
-	if err := readRequest(r, &req); err != nil {
 		return err
 	}
 	if len(req.Hosts) != len(top.Hosts) {

@@ -84,6 +84,25 @@ func WorkerUp(ctx context.Context, machine string, in io.Reader, out io.Writer, 
 	return json.NewEncoder(out).Encode(lab)
 }
 
+// openPart loads a worker's part, which must be one machine's part of a
+// lab across machines, and reads the coordinator's request line into a T;
+// the reader goes on with the lines that follow.
+func openPart[T any](part string, in io.Reader) (*fabric.Lab, *bufio.Reader, T, error) {
+	var req T
+	l, err := fabric.Load(part)
+	if err != nil {
+		return nil, nil, req, err
+	}
+	if l.Part == nil {
+		return nil, nil, req, fmt.Errorf("lab %s is no part of a lab across machines", part)
+	}
+	r := bufio.NewReaderSize(in, 1<<16)
+	if err := readRequest(r, &req); err != nil {
+		return nil, nil, req, err
+	}
+	return l, r, req, nil
+}
+
 // readRequest reads a worker's first line, the coordinator's request,
 // into v.
 func readRequest(r *bufio.Reader, v any) error {

@@ -221,7 +221,11 @@ type Monitor struct {
 	switches map[string]*sw
 	ns       []*nsPoll
 	smu      sync.Mutex // port states and masks: Poll against SetPaused
-	warm     bool       // the last poll saw a queue at XOFF/4 or a port paused by its own queue
+	// Poll's dumps (the readers' maps) and their times, reused: only
+	// Poll touches them.
+	dumps []map[int]kernel.QdiscStats
+	at    []time.Time
+	warm  bool // the last poll saw a queue at XOFF/4 or a port paused by its own queue
 
 	mu     sync.Mutex
 	events []Event
@@ -736,8 +740,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 		relay.Go(func() { m.relayRead(pctx) })
 	}
 	defer func() {
-		cancel()
-		relay.Wait()
+		// After the deferred call below, which cancels and waits for
+		// the relay's reader.
 		m.probes.Wait()
 		m.smu.Lock()
 		m.pctx = context.Background()
@@ -834,8 +838,11 @@ func (m *Monitor) Poll() error {
 		m.relayDrain()
 	}
 	resync := m.queues == nil || time.Since(m.lastResync) >= queueResync
-	dumps := make([]map[int]kernel.QdiscStats, len(m.ns))
-	at := make([]time.Time, len(m.ns))
+	if len(m.dumps) != len(m.ns) {
+		m.dumps, m.at = make([]map[int]kernel.QdiscStats, len(m.ns)), make([]time.Time, len(m.ns))
+	}
+	dumps, at := m.dumps, m.at
+	clear(dumps)
 	for i, np := range m.ns {
 		t0 := time.Now()
 		if resync || np.dump {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -256,7 +257,7 @@ type relay struct {
 	pending map[int][]relayState // by machine: changes since the last flush
 	pendP   map[int][]*port
 	seq     uint64
-	epoch   uint32 // the point's (RelayEpoch)
+	epoch   atomic.Uint32 // the point's (RelayEpoch); read by the readers without smu
 	buf     []byte
 	refresh time.Time
 	sent    map[uint64]sentDatagram // datagrams with changes awaiting an ack
@@ -357,7 +358,7 @@ func pendingHas(ps []*port, p *port) bool {
 func (m *Monitor) relaySend(k int, es []relayState, ps []*port, now time.Time) {
 	r := m.relay
 	r.seq++
-	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch, seq: r.seq, sent: now.UnixNano(), entries: es}
+	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch.Load(), seq: r.seq, sent: now.UnixNano(), entries: es}
 	r.buf = msg.encode(r.buf)
 	sd := sentDatagram{at: now, machine: k, ports: append([]*port(nil), ps...)}
 	for _, e := range es {
@@ -458,10 +459,7 @@ func (m *Monitor) relayHandle(b []byte, from net.IP, msg *relayMsg, ack []byte) 
 		return ack
 	}
 	k := int(msg.machine)
-	m.smu.Lock()
-	epoch := r.epoch
-	m.smu.Unlock()
-	if msg.epoch != epoch {
+	if msg.epoch != r.epoch.Load() {
 		m.mu.Lock()
 		r.c.Late++
 		m.mu.Unlock()
@@ -604,7 +602,7 @@ func (m *Monitor) relayStop() {
 			continue
 		}
 		r.seq++
-		msg := relayMsg{kind: kindStop, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch, seq: r.seq, sent: time.Now().UnixNano()}
+		msg := relayMsg{kind: kindStop, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch.Load(), seq: r.seq, sent: time.Now().UnixNano()}
 		r.buf = msg.encode(r.buf)
 		r.o.Conn.WriteToUDP(r.buf, peer)
 	}
@@ -623,7 +621,7 @@ func (m *Monitor) RelayEpoch(epoch uint32) {
 	}
 	m.smu.Lock()
 	defer m.smu.Unlock()
-	r.epoch = epoch
+	r.epoch.Store(epoch)
 	clear(r.sent)
 	clear(r.unacked)
 	clear(r.pending)

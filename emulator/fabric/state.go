@@ -417,18 +417,7 @@ func (l *Lab) Attach(sc *scenario.Scenario) (*Compiled, error) {
 		}
 		originals[i] = m
 	}
-	if err := l.matches(sc); err != nil {
-		return nil, err
-	}
-	c, err := compile(sc, originals)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", sc.Source, err)
-	}
-	if err := l.runs(c); err != nil {
-		return nil, err
-	}
-	l.compiled = c
-	return c, nil
+	return l.attach(sc, originals)
 }
 
 // AttachPart is Attach for one machine's part of a lab across machines:
@@ -444,29 +433,21 @@ func (l *Lab) AttachPart(sc *scenario.Scenario, originals []string) (*Compiled, 
 	if err != nil {
 		return nil, err
 	}
+	return l.attach(sc, macs)
+}
+
+// attach compiles sc with the hosts' original MACs, checks it against the
+// lab (matches, runs) and attaches it.
+func (l *Lab) attach(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, error) {
 	if err := l.matches(sc); err != nil {
 		return nil, err
 	}
-	c, err := compile(sc, macs)
+	c, err := compile(sc, originals)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", sc.Source, err)
 	}
-	hostAt, swAt := map[string]int{}, map[string]int{}
-	for i, h := range c.Top.Hosts {
-		hostAt[h.Name] = i
-	}
-	for i, s := range c.Top.Switches {
-		swAt[s.Name] = i
-	}
-	for _, h := range l.Hosts {
-		if i, ok := hostAt[h.Name]; !ok || h.MAC != c.HostMAC[i].String() {
-			return nil, fmt.Errorf("lab %s: host %s with MAC %s is not one %s compiles", l.Lab, h.Name, h.MAC, sc.Source)
-		}
-	}
-	for _, s := range l.Switches {
-		if i, ok := swAt[s.Name]; !ok || s.Flows != len(c.Tables[i].Rules) {
-			return nil, fmt.Errorf("lab %s: switch %s was given %d rules, not what %s compiles", l.Lab, s.Name, s.Flows, sc.Source)
-		}
+	if err := l.runs(c); err != nil {
+		return nil, err
 	}
 	l.compiled = c
 	return c, nil
@@ -519,21 +500,39 @@ func (l *Lab) matches(sc *scenario.Scenario) error {
 	return nil
 }
 
-// runs checks that c is what the lab's switches and hosts were given: one
-// host per compiled host with its MAC, one switch per table with as many
-// rules as Up installed.
+// runs checks that c is what the lab's switches and hosts were given:
+// each host is a compiled host with its MAC, each switch has as many
+// rules as Up installed. A whole lab has one host per compiled host and
+// one switch per table; a machine's part of a lab across machines has
+// its own.
 func (l *Lab) runs(c *Compiled) error {
-	if len(l.Hosts) != len(c.Top.Hosts) || len(l.Switches) != len(c.Top.Switches) {
+	if l.Part == nil && (len(l.Hosts) != len(c.Top.Hosts) || len(l.Switches) != len(c.Top.Switches)) {
 		return fmt.Errorf("lab %s has %d hosts and %d switches, the scenario compiles %d and %d", l.Lab, len(l.Hosts), len(l.Switches), len(c.Top.Hosts), len(c.Top.Switches))
 	}
-	for i, h := range l.Hosts {
-		if h.Name != c.Top.Hosts[i].Name || h.MAC != c.HostMAC[i].String() {
-			return fmt.Errorf("lab %s: host %d is %s with MAC %s, the scenario compiles %s with %s", l.Lab, i, h.Name, h.MAC, c.Top.Hosts[i].Name, c.HostMAC[i])
+	hostAt, swAt := map[string]int{}, map[string]int{}
+	for i, h := range c.Top.Hosts {
+		hostAt[h.Name] = i
+	}
+	for i, s := range c.Top.Switches {
+		swAt[s.Name] = i
+	}
+	for _, h := range l.Hosts {
+		i, ok := hostAt[h.Name]
+		if !ok {
+			return fmt.Errorf("lab %s: host %s is not one the scenario compiles", l.Lab, h.Name)
+		}
+		if h.MAC != c.HostMAC[i].String() {
+			return fmt.Errorf("lab %s: host %d is %s with MAC %s, the scenario compiles %s", l.Lab, i, h.Name, h.MAC, c.HostMAC[i])
 		}
 	}
-	for i, s := range l.Switches {
-		if s.Name != c.Top.Switches[i].Name || s.Flows != len(c.Tables[i].Rules) {
-			return fmt.Errorf("lab %s: switch %s was given %d rules, the scenario compiles %d for %s", l.Lab, s.Name, s.Flows, len(c.Tables[i].Rules), c.Top.Switches[i].Name)
+	for _, s := range l.Switches {
+		i, ok := swAt[s.Name]
+		if !ok || s.Flows != len(c.Tables[i].Rules) {
+			rules := -1
+			if ok {
+				rules = len(c.Tables[i].Rules)
+			}
+			return fmt.Errorf("lab %s: switch %s was given %d rules, the scenario compiles %d for it", l.Lab, s.Name, s.Flows, rules)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/kernel"
 	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/topology"
 )
@@ -13,8 +14,9 @@ import (
 // switches reads every switch's counters: from the bridges on Open
 // vSwitch; on the eBPF datapath, the rule kinds from its counters map and
 // the ports from their own devices (a switch port is its veth end: what
-// the device received, the switch received).
-func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
+// the device received, the switch received): lnk's counters, read now
+// when nil.
+func (s *Sampler) switches(ctx context.Context, lnk map[string]map[int]kernel.LinkStats) ([]switchCounters, error) {
 	if s.bpf == nil {
 		return s.readSwitches(ctx)
 	}
@@ -26,9 +28,10 @@ func (s *Sampler) switches(ctx context.Context) ([]switchCounters, error) {
 	if err != nil {
 		return nil, err
 	}
-	lnk, err := s.linkStats()
-	if err != nil {
-		return nil, err
+	if lnk == nil {
+		if lnk, err = s.linkStats(false); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]switchCounters, len(cs))
 	for i, c := range cs {

@@ -436,14 +436,14 @@ func (s *Sampler) Start(ctx context.Context) error {
 	}
 	s.marks, s.tagged = nil, 0
 	var err error
-	if s.sw0, err = s.switches(ctx); err != nil {
+	if s.lnk0, err = s.linkStats(true); err != nil {
+		return err
+	}
+	if s.sw0, err = s.switches(ctx, s.lnk0); err != nil {
 		return fmt.Errorf("measure: %w", err)
 	}
 	if s.lost0, err = s.lost(ctx); err != nil {
 		return fmt.Errorf("measure: %w", err)
-	}
-	if s.lnk0, err = s.linkStats(); err != nil {
-		return err
 	}
 	s.ser = make([]series, len(s.ends))
 	s.times, s.stride, s.tick, s.cost, s.samples, s.slow, s.sampErr = nil, 1, 0, 0, 0, 0, nil
@@ -469,15 +469,19 @@ func (s *Sampler) Start(ctx context.Context) error {
 }
 
 // linkStats reads every watched namespace's device counters, by
-// ifindex (one statistics dump each; kernel.StatsReader.Links).
-func (s *Sampler) linkStats() (map[string]map[int]kernel.LinkStats, error) {
-	out := map[string]map[int]kernel.LinkStats{}
+// ifindex (one statistics dump each; kernel.StatsReader.Links). The maps
+// are the readers', valid until the next read, unless keep copies them.
+func (s *Sampler) linkStats(keep bool) (map[string]map[int]kernel.LinkStats, error) {
+	out := make(map[string]map[int]kernel.LinkStats, len(s.nss))
 	for _, ns := range s.nss {
 		st, err := s.readers[ns].Links()
 		if err != nil {
 			return nil, fmt.Errorf("measure: %w", err)
 		}
-		out[ns] = maps.Clone(st) // the reader's map is reused
+		if keep {
+			st = maps.Clone(st)
+		}
+		out[ns] = st
 	}
 	return out, nil
 }
@@ -692,7 +696,7 @@ func (s *Sampler) closeBin(ts float64, q []kernel.QdiscStats, sw []switchCounter
 		}
 	}
 	if b.sw != nil && sw == nil {
-		sw, _ = s.switches(context.Background()) // nil on error
+		sw, _ = s.switches(context.Background(), nil) // nil on error
 	}
 	if b.sw != nil && sw != nil {
 		inj, _, share := s.frames(b.sw, sw)
@@ -754,11 +758,11 @@ func (s *Sampler) Stop(ctx context.Context) (*Report, error) {
 	if err := s.pollInto(q1, nil); err != nil {
 		return nil, err
 	}
-	lnk1, err := s.linkStats()
+	lnk1, err := s.linkStats(false)
 	if err != nil {
 		return nil, err
 	}
-	sw1, err := s.switches(ctx)
+	sw1, err := s.switches(ctx, lnk1)
 	if err != nil {
 		return nil, fmt.Errorf("measure: %w", err)
 	}
