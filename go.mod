@@ -6,7 +6,6 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/goccy/go-yaml v1.18.0
 	github.com/ovn-kubernetes/libovsdb v0.8.1
-	github.com/safchain/ethtool v0.6.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/schollz/progressbar/v3 v3.18.0
 	github.com/urfave/cli/v2 v2.27.7

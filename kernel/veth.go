@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/safchain/ethtool"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
@@ -366,9 +365,13 @@ const txChecksumFeature = "tx-checksum-ip-generic"
 // the OVS userspace datapath, which forwards them unchecksummed and the
 // receiver drops them.
 func DisableTxChecksum(ns string, ifnames ...string) error {
-	return withEthtool(ns, func(e *ethtool.Ethtool) error {
+	return withEthtool(ns, func(s ethtoolSock) error {
 		for _, ifn := range ifnames {
-			if err := e.Change(ifn, map[string]bool{txChecksumFeature: false}); err != nil {
+			f, err := s.features(ifn)
+			if err == nil {
+				err = s.setFeatures(ifn, f, map[string]bool{txChecksumFeature: false})
+			}
+			if err != nil {
 				return fmt.Errorf("netns %q link %s: %s off: %w", ns, ifn, txChecksumFeature, err)
 			}
 		}
@@ -380,18 +383,21 @@ func DisableTxChecksum(ns string, ifnames ...string) error {
 // offloads off, so every frame reaches its qdisc as it goes on the wire
 // (ChargeQueuedLength's size table charges a frame its bare length).
 func DisableSegmentation(ns, ifname string) error {
-	return withEthtool(ns, func(e *ethtool.Ethtool) error {
-		feats, err := e.Features(ifname)
+	return withEthtool(ns, func(s ethtoolSock) error {
+		f, err := s.features(ifname)
 		if err != nil {
 			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
 		}
 		off := map[string]bool{}
-		for f, on := range feats { // the kernel's TCP segmentation offloads vary: tx-tcp6-, -ecn-, -mangleid-, -accecn-
-			if on && (f == "tx-generic-segmentation" || strings.HasPrefix(f, "tx-tcp") && strings.HasSuffix(f, "-segmentation")) {
-				off[f] = false
+		for i, name := range f.names { // the kernel's TCP segmentation offloads vary: tx-tcp6-, -ecn-, -mangleid-, -accecn-
+			if f.active[i] && (name == "tx-generic-segmentation" || strings.HasPrefix(name, "tx-tcp") && strings.HasSuffix(name, "-segmentation")) {
+				off[name] = false
 			}
 		}
-		if err := e.Change(ifname, off); err != nil {
+		if len(off) == 0 {
+			return nil
+		}
+		if err := s.setFeatures(ifname, f, off); err != nil {
 			return fmt.Errorf("netns %q link %s: segmentation offloads off: %w", ns, ifname, err)
 		}
 		return nil
@@ -401,12 +407,12 @@ func DisableSegmentation(ns, ifname string) error {
 // TxChecksumOn reports whether tx checksum offload is on for an interface.
 func TxChecksumOn(ns, ifname string) (bool, error) {
 	var on bool
-	err := withEthtool(ns, func(e *ethtool.Ethtool) error {
-		f, err := e.Features(ifname)
+	err := withEthtool(ns, func(s ethtoolSock) error {
+		f, err := s.features(ifname)
 		if err != nil {
 			return fmt.Errorf("netns %q link %s: ethtool features: %w", ns, ifname, err)
 		}
-		v, ok := f[txChecksumFeature]
+		v, ok := f.has(txChecksumFeature)
 		if !ok {
 			return fmt.Errorf("netns %q link %s: no feature %s", ns, ifname, txChecksumFeature)
 		}
@@ -414,18 +420,6 @@ func TxChecksumOn(ns, ifname string) (bool, error) {
 		return nil
 	})
 	return on, err
-}
-
-// withEthtool runs fn with an ethtool socket in namespace ns.
-func withEthtool(ns string, fn func(e *ethtool.Ethtool) error) error {
-	return InNamespace(ns, func() error {
-		e, err := ethtool.NewEthtool()
-		if err != nil {
-			return fmt.Errorf("ethtool socket: %w", err)
-		}
-		defer e.Close()
-		return fn(e)
-	})
 }
 
 // SetLinkUp brings an interface up or down (a veth's peer then sees its
