@@ -44,6 +44,17 @@ const (
 	// and the far end's program is never counted out (it is judged as a
 	// drop outside the modelled queues).
 	MaxQueueLeak = 0.02
+	// MaxMeanLateness is how late, in slots (frame times at the host
+	// link's rate), the traffic engine may send its frames on average.
+	// The arrival process is slotted: a frame sent within its slot
+	// entered the fabric when the model says it did. Past a slot on
+	// average, the engine's pace, not the arrival process, set when
+	// frames went in: a schedule that slipped by 300 ms and caught up
+	// before the window ended sent everything (no unsent frame), but as
+	// a trickle and then a burst. Faithful runs here send 0.05 slot late
+	// (quickstart, 2 Mbit/s) to 0.5 (DF(2,3,2) at 20 Mbit/s, whose slot
+	// is 0.4 ms).
+	MaxMeanLateness = 1.0
 )
 
 // Fidelity is the verdict on whether the machine kept up.
@@ -55,7 +66,7 @@ type Fidelity struct {
 
 // FidelityCheck is one measurement compared with its threshold.
 type FidelityCheck struct {
-	Check string  `json:"check"` // cpu, thread_cpu, unsent, drops, duplicates, links, shaping, queue_counts, link_rate, underlay, pause_relay
+	Check string  `json:"check"` // cpu, thread_cpu, unsent, lateness, drops, duplicates, links, shaping, queue_counts, link_rate, underlay, pause_relay
 	Phase string  `json:"phase"`
 	Load  float64 `json:"load"`
 	Value float64 `json:"value"`
@@ -85,6 +96,8 @@ type FidelityInput struct {
 	// RefusedLate: those it sent late into a host queue that refused
 	// them (the backlog of a stalled engine).
 	Offered, Unsent, RefusedLate uint64
+	// Lateness: how late the engine sent what it sent.
+	Lateness Lateness
 	// Duplicates: frames a sink received twice. Traffic frames are
 	// unicast and no rule of a fabric copies them, so every duplicate is
 	// the machine's (or the traffic engine's) doing.
@@ -178,6 +191,13 @@ func EvaluateFidelity(in []FidelityInput) Fidelity {
 			}
 			add(FidelityCheck{Check: "unsent", Phase: p.Phase, Load: p.Load, Value: frac, Limit: MaxOutsideDrops,
 				OK: frac <= MaxOutsideDrops, What: "frames the traffic engine never sent, or sent late into a full host queue / frames offered"}, reason)
+		}
+		if l := p.Lateness; l.SlotUS > 0 && p.Sent > 0 {
+			v := l.MeanUS / l.SlotUS
+			add(FidelityCheck{Check: "lateness", Phase: p.Phase, Load: p.Load, Value: v, Limit: MaxMeanLateness,
+				OK: v <= MaxMeanLateness, What: "the traffic engine's mean lateness / a slot (a frame time at the host link's rate)"},
+				fmt.Sprintf("the traffic engine sent its frames %.3g ms late on average, %.2g slots of %.3g ms (limit %g; %d frames more than a slot late, the latest %.3g ms): the machine, not the arrival process, set when frames entered the fabric",
+					l.MeanUS/1e3, v, l.SlotUS/1e3, MaxMeanLateness, l.Late, l.MaxUS/1e3))
 		}
 		out := p.Drops.Outside()
 		frac := 0.0

@@ -145,10 +145,13 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestFidelity(t *testing.T) {
+	// Lateness: DF(2,3,2) at 20 Mbit/s, faithful, 0.19 ms late on average
+	// with 0.4 ms slots.
 	ok := EvaluateFidelity([]FidelityInput{{Phase: "p", Load: 0.5, CPUBusy: 0.5, Sent: 100000, Drops: Drops{Queue: 5000, Datapath: 10},
-		Busiest: ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.6},
-		Links:   []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}},
-		Leaked:  []QueueLeak{{Port: "A:2", Bytes: 1000, Limit: 256000}}}}) // a frame the kernel dropped past tbf
+		Lateness: Lateness{Late: 20490, MeanUS: 190, MaxUS: 16700, SlotUS: 400},
+		Busiest:  ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.6},
+		Links:    []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}},
+		Leaked:   []QueueLeak{{Port: "A:2", Bytes: 1000, Limit: 256000}}}}) // a frame the kernel dropped past tbf
 	if !ok.OK || len(ok.Reasons) != 0 {
 		t.Errorf("healthy run judged untrustworthy: %+v", ok)
 	}
@@ -167,6 +170,10 @@ func TestFidelity(t *testing.T) {
 		// engine stalled at the point's start, then sent its backlog at
 		// once, and the hosts' queues refused most of it.
 		"refused late": {CPUBusy: 0.2, Sent: 235, Offered: 5229, RefusedLate: 4980},
+		// DF(4,8,4) at 1 Mbit/s, uniform 0.4: the engine fell 250 ms
+		// behind in the point's first second and caught up before its end,
+		// so nearly nothing was unsent (100 of 316,674 frames).
+		"lateness":     {CPUBusy: 0.79, Sent: 316574, Offered: 316674, Unsent: 100, Lateness: Lateness{Late: 89142, MeanUS: 27950, MaxUS: 179249, SlotUS: 8000}},
 		"deleted link": {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
 		// A batch that numbered two frames of a host alike made its sink
 		// count 22% duplicates, and nothing else failed.

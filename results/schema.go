@@ -207,6 +207,9 @@ type Lateness struct {
 	Late   uint64  `json:"late_frames"`
 	MeanUS float64 `json:"mean_us"`
 	MaxUS  float64 `json:"max_us"`
+	// SlotUS is the slot itself, in µs (0 in runs before it was
+	// recorded).
+	SlotUS float64 `json:"slot_us,omitempty"`
 }
 
 // Latency is in microseconds. All zero when nothing was received.

@@ -143,7 +143,7 @@ func (r *Report) Fill(p *results.Point) {
 // traffic engine's side (sent, offered, unsent, socket drops) from the
 // point it filled, the fabric's from this report.
 func (r *Report) FidelityInput(p results.Point) results.FidelityInput {
-	in := results.FidelityInput{Phase: p.Name, Load: p.Load, CPUBusy: r.CPUBusy, Sent: p.Sent, Offered: p.Offered, Unsent: p.Unsent, RefusedLate: p.RefusedLate, Duplicates: p.Duplicates, Drops: r.Drops}
+	in := results.FidelityInput{Phase: p.Name, Load: p.Load, CPUBusy: r.CPUBusy, Sent: p.Sent, Offered: p.Offered, Unsent: p.Unsent, RefusedLate: p.RefusedLate, Lateness: p.SendLateness, Duplicates: p.Duplicates, Drops: r.Drops}
 	if r.CPU != nil {
 		in.Busiest = r.CPU.Busiest
 	}

@@ -96,7 +96,10 @@ type Fidelity struct {
 	LateFrames     uint64  `json:"late_frames"` // sent more than one slot after their time
 	MeanLatenessUs float64 `json:"mean_lateness_us"`
 	MaxLatenessUs  float64 `json:"max_lateness_us"`
-	Unsent         uint64  `json:"unsent_frames"` // arrivals never sent: senders behind at the end
+	// SlotUs is a slot: a frame time at the host link's rate, the
+	// arrival process's grain.
+	SlotUs float64 `json:"slot_us"`
+	Unsent uint64  `json:"unsent_frames"` // arrivals never sent: senders behind at the end
 	// UnsentEstimated: Unsent (and so the offered counts) include an
 	// expectation rather than drawn arrivals, the senders being far behind.
 	UnsentEstimated bool   `json:"unsent_estimated,omitempty"`
@@ -301,5 +304,6 @@ func buildResult(hosts []Host, cfg *Config, in *counts) *Result {
 		r.Fidelity.MeanLatenessUs = lateSum / float64(emitted) / 1e3
 	}
 	r.Fidelity.MaxLatenessUs = float64(lateMax) / 1e3
+	r.Fidelity.SlotUs = float64(cfg.slotNs()) / 1e3
 	return r
 }
