@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -87,10 +88,8 @@ type features struct {
 // has reports whether the device has a feature of that name, and whether
 // it is on.
 func (f *features) has(name string) (on, ok bool) {
-	for i, n := range f.names {
-		if n == name {
-			return f.active[i], true
-		}
+	if i := slices.Index(f.names, name); i >= 0 {
+		return f.active[i], true
 	}
 	return false, false
 }
@@ -170,7 +169,7 @@ func (s ethtoolSock) setFeatures(ifname string, f *features, want map[string]boo
 	ne.PutUint32(buf[0:], ethtoolSFeatures)
 	ne.PutUint32(buf[4:], uint32(blocks))
 	for name, on := range want {
-		i := indexOf(f.names, name)
+		i := slices.Index(f.names, name)
 		if i < 0 {
 			return fmt.Errorf("the kernel has no feature %q", name)
 		}
@@ -197,15 +196,6 @@ func (s ethtoolSock) setFeatures(ifname string, f *features, want map[string]boo
 		return fmt.Errorf("features %s kept their state", strings.Join(stuck, ", "))
 	}
 	return nil
-}
-
-func indexOf(names []string, name string) int {
-	for i, n := range names {
-		if n == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // ethtoolCmd is struct ethtool_cmd (ETHTOOL_GSET): the link's speed in
