@@ -193,6 +193,7 @@ func (s ethtoolSock) setFeatures(ifname string, f *features, want map[string]boo
 		}
 	}
 	if len(stuck) > 0 {
+		slices.Sort(stuck)
 		return fmt.Errorf("features %s kept their state", strings.Join(stuck, ", "))
 	}
 	return nil

@@ -70,19 +70,14 @@ func TestEthtoolFeatures(t *testing.T) {
 		t.Fatalf("ethtool -k listed %d features", len(want))
 	}
 	for depth := 0; depth < 600; depth++ {
+		// withEthtool's function runs on a new goroutine (InNamespace's),
+		// on a small stack: the depth is taken there.
 		var f *features
-		var err error
-		done := make(chan struct{})
-		go func() { // a new goroutine starts on a small stack, as InNamespace's do
-			defer close(done)
-			atDepth(depth, func() {
-				err = withEthtool(a, func(s ethtoolSock) error {
-					f, err = s.features("eth0")
-					return err
-				})
-			})
-		}()
-		<-done
+		err := withEthtool(a, func(s ethtoolSock) error {
+			var err error
+			atDepth(depth, func() { f, err = s.features("eth0") })
+			return err
+		})
 		if err != nil {
 			t.Fatalf("depth %d: %v", depth, err)
 		}

@@ -201,8 +201,10 @@ type Timeline struct {
 }
 
 // Lateness counts the frames the traffic engine sent more than one slot
-// (a frame time at the host link's rate) after their arrival time, and
-// the mean over all sent frames and the largest lateness, in µs.
+// (a frame time at the host link's rate) after they could go (their
+// arrival time, or their reaction point's release), and the mean over
+// every frame it sent (those a host queue refused included) and the
+// largest lateness, in µs.
 type Lateness struct {
 	Late   uint64  `json:"late_frames"`
 	MeanUS float64 `json:"mean_us"`

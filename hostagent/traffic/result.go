@@ -263,7 +263,7 @@ func buildResult(hosts []Host, cfg *Config, in *counts) *Result {
 		f := &r.Fidelity
 		late += s.late
 		lateSum += s.lateSum
-		emitted += s.offered - s.unsent
+		emitted += s.offered - s.unsent - s.rpDropped // the frames that reached a send
 		lateMax = max(lateMax, s.lateMax)
 		f.Unsent += s.unsent
 		f.UnsentEstimated = f.UnsentEstimated || s.unsentEstimated

@@ -209,8 +209,11 @@ func (w *senders) takeLimited(b *batch, s *source, now, end int64) {
 		}
 		d := w.cfg.Pattern.Dest(s.host, time.Duration(at), s.rng)
 		s.next += s.gap()
-		if d == pat.Silent || s.admit(w.rp, int32(d), at, now, at >= w.sched.measFrom) {
+		if d == pat.Silent {
 			b.add(s, at, at, d)
+			k++
+		} else if due, ok := s.admit(w.rp, int32(d), at, now, at >= w.sched.measFrom); ok {
+			b.add(s, at, due, d)
 			k++
 		}
 	}
@@ -253,29 +256,31 @@ func (s *source) takeHeld(r *rpState, now int64) (d int32, at, due int64, ok boo
 }
 
 // admit decides an arrival for destination d at time at: true sends it
-// now (charging its limiter, if any); false holds or drops it. Called
-// with s.mu held.
-func (s *source) admit(r *rpState, d int32, at, now int64, measured bool) bool {
+// now (charging its limiter, if any), and due is when it could go, its
+// time or its limiter's release (lateness counts from there); false holds
+// or drops it. Called with s.mu held.
+func (s *source) admit(r *rpState, d int32, at, now int64, measured bool) (due int64, ok bool) {
 	l := s.limited[d]
 	if l == nil {
-		return true
+		return at, true
 	}
 	if len(l.held) == 0 && l.free <= now {
-		r.charge(s, d, l, max(l.free, at))
-		return true
+		due = max(l.free, at)
+		r.charge(s, d, l, due)
+		return due, true
 	}
 	if len(l.held) >= r.queue {
 		if measured {
 			s.stats.offered++
 			s.stats.rpDropped++
 		}
-		return false
+		return 0, false
 	}
 	if measured {
 		s.stats.rpHeld++
 	}
 	l.held = append(l.held, at)
-	return false
+	return 0, false
 }
 
 // charge lets one frame of flow d through its limiter, due at due (when
