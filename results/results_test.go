@@ -151,7 +151,10 @@ func TestFidelity(t *testing.T) {
 		Lateness: Lateness{Late: 20490, MeanUS: 190, MaxUS: 16700, SlotUS: 400},
 		Busiest:  ThreadCPU{Process: "vswitchd 0", Thread: "ovs-vswitchd", Cores: 0.6},
 		Links:    []LinkRate{{Port: "a", Busy: 0.9, AchievedBps: 95e6, RateBps: 100e6}, {Port: "b", Busy: 0.1, AchievedBps: 1e6, RateBps: 100e6}},
-		Leaked:   []QueueLeak{{Port: "A:2", Bytes: 1000, Limit: 256000}}}}) // a frame the kernel dropped past tbf
+		Leaked:   []QueueLeak{{Port: "A:2", Bytes: 1000, Limit: 256000}}}, // a frame the kernel dropped past tbf
+		// vlan-tagging's idle phase: 100 Mbit/s at load 0.1, the sender's
+		// timer 83 µs late, just over a slot and under the floor.
+		{Phase: "idle", Load: 0.1, CPUBusy: 0.05, Sent: 5000, Lateness: Lateness{Late: 1200, MeanUS: 83, MaxUS: 900, SlotUS: 80}}})
 	if !ok.OK || len(ok.Reasons) != 0 {
 		t.Errorf("healthy run judged untrustworthy: %+v", ok)
 	}
@@ -173,8 +176,10 @@ func TestFidelity(t *testing.T) {
 		// DF(4,8,4) at 1 Mbit/s, uniform 0.4: the engine fell 250 ms
 		// behind in the point's first second and caught up before its end,
 		// so nearly nothing was unsent (100 of 316,674 frames).
-		"lateness":     {CPUBusy: 0.79, Sent: 316574, Offered: 316674, Unsent: 100, Lateness: Lateness{Late: 89142, MeanUS: 27950, MaxUS: 179249, SlotUS: 8000}},
-		"deleted link": {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
+		"lateness": {CPUBusy: 0.79, Sent: 316574, Offered: 316674, Unsent: 100, Lateness: Lateness{Late: 89142, MeanUS: 27950, MaxUS: 179249, SlotUS: 8000}},
+		// 100 Mbit/s: 0.3 ms late on average is past the timer's floor.
+		"lateness, fast link": {CPUBusy: 0.5, Sent: 1000, Offered: 1000, Lateness: Lateness{Late: 900, MeanUS: 300, MaxUS: 2000, SlotUS: 80}},
+		"deleted link":        {CPUBusy: 0.1, Sent: 100, Missing: []string{"g0s0:3 -> g0s1:3"}},
 		// A batch that numbered two frames of a host alike made its sink
 		// count 22% duplicates, and nothing else failed.
 		"duplicates": {CPUBusy: 0.5, Sent: 303156, Duplicates: 67457},
