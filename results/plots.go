@@ -447,6 +447,19 @@ func timeCharts(phase string, pts []Point) []namedChart {
 	}); ok {
 		out = append(out, namedChart{"cnms-" + name, c})
 	}
+	if c, ok := timeByLoadChart(phase+": traffic engine's mean lateness (frames due in each bin)", "ms", pts, func(p *Point) ([]float64, []float64) {
+		l := p.SendLateness
+		if l.BinS <= 0 {
+			return nil, nil
+		}
+		t, y := make([]float64, len(l.BinsUS)), make([]float64, len(l.BinsUS))
+		for i, us := range l.BinsUS {
+			t[i], y[i] = p.WarmupS+(float64(i)+0.5)*l.BinS, us/1e3
+		}
+		return t, y
+	}); ok {
+		out = append(out, namedChart{"lateness-" + name, c})
+	}
 	if c, ok := pChart(phase, pts); ok {
 		out = append(out, namedChart{"p-" + name, c})
 	}

@@ -35,6 +35,7 @@ func samplePoints(phase, routing string) []Point {
 			p.DeliveredBySourceSwitch[name] = acc / float64(sw+1)
 		}
 		p.Backlog = []BacklogSeries{{Port: "g0s0:5", T: []float64{0, 0.01, 0.02}, Bytes: []uint64{0, 3000, 1000}, Frames: []uint64{0, 3, 1}}}
+		p.SendLateness = Lateness{MeanUS: 300, SlotUS: 400, BinS: 0.1, BinsUS: []float64{200, 900, 100}}
 		p.Timeline = &Timeline{BinS: 0.5, T: []float64{0.5, 1, 1.5}, AcceptedLoad: []float64{acc, acc, acc * 0.9},
 			MeanBacklogBytes: []float64{100, 2000, 4000}, NonminimalShare: []float64{0.1, 0.3, 0.6}, InjectedFrames: []uint64{10, 20, 20}}
 		p.QCN = &QCN{Samples: 10, Generated: 3, PMin: ptr(40.0), Series: &QCNSeries{T: p.Timeline.T, CNMsPerS: []float64{0, 4, 8}, Ports: 20,
@@ -208,7 +209,7 @@ func TestCSVRoundTrip(t *testing.T) {
 	}
 	for i := range pts {
 		pts[i].RulePackets, pts[i].PerSwitchInjected, pts[i].DeliveredBySourceSwitch, pts[i].Backlog = nil, nil, nil, nil
-		pts[i].Timeline, pts[i].QCN = nil, nil
+		pts[i].Timeline, pts[i].QCN, pts[i].SendLateness = nil, nil, Lateness{}
 	}
 	if !reflect.DeepEqual(got, pts) {
 		t.Errorf("CSV round trip:\n got %+v\nwant %+v", got, pts)
@@ -251,7 +252,7 @@ func TestWriteLoadRender(t *testing.T) {
 	for _, f := range []string{"metrics.json", "summary.md", "scenario.yaml", "rules.json", "phase-un.csv",
 		"plots/accepted-vs-offered.png", "plots/accepted-vs-offered.svg", "plots/latency-vs-offered.png",
 		"plots/nonminimal-vs-offered.svg", "plots/injected-un.png", "plots/delivered-un.png", "plots/backlog-un.png",
-		"plots/control-loop-un.png", "plots/mean-backlog-un.svg", "plots/cnms-un.png", "plots/p-un.png"} {
+		"plots/control-loop-un.png", "plots/mean-backlog-un.svg", "plots/cnms-un.png", "plots/p-un.png", "plots/lateness-un.png"} {
 		if !contains(files, f) {
 			t.Errorf("run directory lacks %s (has %v)", f, files)
 		}

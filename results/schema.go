@@ -212,6 +212,11 @@ type Lateness struct {
 	// SlotUS is the slot itself, in µs (0 in runs before it was
 	// recorded).
 	SlotUS float64 `json:"slot_us,omitempty"`
+	// BinS and BinsUS: the mean lateness of the frames due in each bin of
+	// the measurement window, BinS seconds wide (0 where none was sent):
+	// when the engine slipped, and whether it caught up.
+	BinS   float64   `json:"bin_s,omitempty"`
+	BinsUS []float64 `json:"bins_us,omitempty"`
 }
 
 // Latency is in microseconds. All zero when nothing was received.

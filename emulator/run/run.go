@@ -682,7 +682,7 @@ func pointOf(ph scenario.Phase, routing string, load float64, res *traffic.Resul
 		LatencyHistogram: latencyHistogram(res.Latency),
 		FrameBytes:       res.FrameSize, DurationS: res.Duration.Seconds(), WarmupS: res.Warmup.Seconds(),
 		Sent: a.Sent, Offered: a.Offered, Unsent: f.Unsent, Refused: f.SendNoBufs, RefusedLate: f.SendNoBufsLate,
-		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs, SlotUS: f.SlotUs},
+		SendLateness: results.Lateness{Late: f.LateFrames, MeanUS: f.MeanLatenessUs, MaxUS: f.MaxLatenessUs, SlotUS: f.SlotUs, BinS: f.LateBinS, BinsUS: f.LateBinsUs},
 		Received:     a.Received, Duplicates: a.Duplicates, Reordered: a.Reordered, Unclocked: f.Unclocked,
 		// ENOBUFS is the host's own link queue (modelled) refusing a frame:
 		// offered, not sent, not lost. Everything else is the machine's.

@@ -304,7 +304,7 @@ func (e *Engine) Run(ctx context.Context, cfg Config) (*Result, error) {
 	if m == nil {
 		return nil, err
 	}
-	res := e.result(&cfg, m.srcs, m.sinks, m.drops)
+	res := e.result(&cfg, m.srcs, m.sinks, m.drops, m.late)
 	res.Flows = e.flowStats(&cfg, m.pairs, m.srcs, m.sinks)
 	res.RP = m.rps
 	if m.pr != nil {
@@ -321,6 +321,7 @@ type measurement struct {
 	pairs [][2]int
 	rps   *RPStats
 	pr    *prober
+	late  LateBins
 }
 
 // measure runs one measurement (Run). A nil measurement comes with the
@@ -441,7 +442,7 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 			drops[i] = s.drops()
 		}
 	}
-	return &measurement{srcs: srcs, sinks: sinks, drops: drops, pairs: pairs, rps: rps, pr: pr}, ctx.Err()
+	return &measurement{srcs: srcs, sinks: sinks, drops: drops, pairs: pairs, rps: rps, pr: pr, late: w.late}, ctx.Err()
 }
 
 // remote says which hosts are another machine's.

@@ -199,6 +199,9 @@ func TestEngineBehindSchedule(t *testing.T) {
 	if r.Fidelity.Unsent == 0 || r.Fidelity.LateFrames == 0 {
 		t.Errorf("unsent %d, late %d: the senders kept a 100 ns schedule, so nothing was behind", r.Fidelity.Unsent, r.Fidelity.LateFrames)
 	}
+	if b := r.Fidelity.LateBinsUs; len(b) != 3 || b[0] <= 0 {
+		t.Errorf("lateness bins %v: want three, the first late", b)
+	}
 	if r.Aggregate.Received == 0 {
 		t.Error("nothing received")
 	}

@@ -19,6 +19,8 @@ type Part struct {
 	Sinks   []PartSink   `json:"sinks"`
 	// Latency merges every sink's histogram here.
 	Latency *pat.Histogram `json:"latency"`
+	// Late is this machine's senders' lateness over the window.
+	Late LateBins `json:"late_bins"`
 }
 
 // PartSource is one host's sending side.
@@ -69,7 +71,7 @@ func (e *Engine) RunPart(ctx context.Context, cfg Config) (*Part, error) {
 	if m == nil {
 		return nil, err
 	}
-	p := &Part{Latency: &pat.Histogram{}}
+	p := &Part{Latency: &pat.Histogram{}, Late: m.late}
 	for i, h := range e.hosts {
 		if h.Remote {
 			continue
@@ -128,6 +130,9 @@ func MergeParts(hosts []Host, cfg Config, parts []*Part) (*Result, error) {
 		}
 		if p.Latency != nil {
 			in.hist.Merge(p.Latency)
+		}
+		if err := in.late.add(p.Late, len(lateBinsOf(&cfg).SumNs)); err != nil {
+			return nil, fmt.Errorf("traffic: %w", err)
 		}
 	}
 	for i := range hosts {

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -76,6 +77,19 @@ func TestSplitMeasurementIsTheWholeOne(t *testing.T) {
 	}
 	if r.Latency.N != a.Received || a.Latency.P50 <= 0 {
 		t.Errorf("latency of %d frames (p50 %.1f µs), want every one of %d: the machines share this clock", r.Latency.N, a.Latency.P50, a.Received)
+	}
+	// The lateness series: 100 ms bins over the 1 s window, every one
+	// with frames (about 100 each), split as whole.
+	for _, res := range []*Result{one, r} {
+		f := res.Fidelity
+		if f.LateBinS != 0.1 || len(f.LateBinsUs) != 10 || slices.Contains(f.LateBinsUs, 0) {
+			t.Errorf("lateness bins: %g s, %v; want ten of 0.1 s, each with frames", f.LateBinS, f.LateBinsUs)
+		}
+	}
+	bad := *parts[0]
+	bad.Late.N = bad.Late.N[:3]
+	if _, err := MergeParts(l.hosts, cfg, []*Part{&bad, parts[1]}); err == nil {
+		t.Error("a part with 3 lateness bins of 10 merged")
 	}
 
 	// Clocks that do not agree: frames from the other machine count,

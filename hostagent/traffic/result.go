@@ -99,7 +99,12 @@ type Fidelity struct {
 	// SlotUs is a slot: a frame time at the host link's rate, the
 	// arrival process's grain.
 	SlotUs float64 `json:"slot_us"`
-	Unsent uint64  `json:"unsent_frames"` // arrivals never sent: senders behind at the end
+	// LateBinS and LateBinsUs: the mean lateness of the frames due in
+	// each bin of the measurement window, LateBinS seconds wide (0: none
+	// due there), so a slip shows when it happened.
+	LateBinS   float64   `json:"late_bin_s"`
+	LateBinsUs []float64 `json:"late_bins_us"`
+	Unsent     uint64    `json:"unsent_frames"` // arrivals never sent: senders behind at the end
 	// UnsentEstimated: Unsent (and so the offered counts) include an
 	// expectation rather than drawn arrivals, the senders being far behind.
 	UnsentEstimated bool   `json:"unsent_estimated,omitempty"`
@@ -195,10 +200,10 @@ func (e *Engine) flowStats(cfg *Config, pairs [][2]int, srcs []*source, sinks []
 	return out
 }
 
-func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint64) *Result {
+func (e *Engine) result(cfg *Config, srcs []*source, sinks []*sink, drops []uint64, late LateBins) *Result {
 	n := len(e.hosts)
 	in := counts{src: make([]srcStats, n), snk: make([]sinkStats, n), recvFrom: make([]uint64, n), drops: drops,
-		lat: make([]Latency, n), hist: &pat.Histogram{}}
+		lat: make([]Latency, n), hist: &pat.Histogram{}, late: late}
 	for i, k := range sinks {
 		in.src[i], in.snk[i] = srcs[i].stats, k.st
 		in.lat[i] = latencyOf(&k.hist)
@@ -219,6 +224,7 @@ type counts struct {
 	drops    []uint64
 	lat      []Latency      // each host's, as a destination
 	hist     *pat.Histogram // every frame's
+	late     LateBins       // the senders' lateness over the window
 }
 
 // buildResult reports a measurement from its counts.
@@ -305,5 +311,9 @@ func buildResult(hosts []Host, cfg *Config, in *counts) *Result {
 	}
 	r.Fidelity.MaxLatenessUs = float64(lateMax) / 1e3
 	r.Fidelity.SlotUs = float64(cfg.slotNs()) / 1e3
+	if len(in.late.SumNs) > 0 {
+		r.Fidelity.LateBinS = time.Duration(lateBinNs(cfg)).Seconds()
+		r.Fidelity.LateBinsUs = in.late.means()
+	}
 	return r
 }

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -107,10 +108,13 @@ type senders struct {
 	inflight int
 	// rp is the reaction points (nil: none).
 	rp *rpState
+	// late is the senders' lateness by bin of the window, under mu (each
+	// sender adds its own at its end).
+	late LateBins
 }
 
 func newSenders(e *Engine, cfg *Config, sched schedule, run uint32, srcs []*source, rp *rpState) *senders {
-	w := &senders{e: e, cfg: cfg, sched: sched, run: run, rp: rp}
+	w := &senders{e: e, cfg: cfg, sched: sched, run: run, rp: rp, late: lateBinsOf(cfg)}
 	for _, s := range srcs {
 		if s.remote {
 			continue
@@ -148,7 +152,9 @@ type batch struct {
 	fds    []int
 	bufs   [][]byte
 	meas   []bool
-	late   []bool    // sent more than a slot after it could go
+	late   []bool   // sent more than a slot after it could go
+	bins   LateBins // this sender's lateness by bin of the window
+	binNs  int64
 	sent   []*source // the sources of bufs
 	dsts   []int32   // and their destinations
 	res    []int32
@@ -185,6 +191,12 @@ func (b *batch) close() {
 func (w *senders) loop(ctx context.Context) {
 	b := newBatch(w.cfg.Batch, w.cfg.FrameSize)
 	defer b.close()
+	b.bins, b.binNs = lateBinsOf(w.cfg), lateBinNs(w.cfg)
+	defer func() {
+		w.mu.Lock()
+		w.late.add(b.bins, len(b.bins.N))
+		w.mu.Unlock()
+	}()
 	end, slot := w.sched.measTo, w.sched.slot
 	var h pat.Header
 	h.Run = w.run
@@ -294,6 +306,10 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 				s.stats.lateMax = max(s.stats.lateMax, by)
 			}
 			s.stats.lateSum += float64(now - b.due[i])
+			if k := (at - w.sched.measFrom) / b.binNs; k < int64(len(b.bins.N)) {
+				b.bins.SumNs[k] += float64(now - b.due[i])
+				b.bins.N[k]++
+			}
 		}
 		h.Flags = 0
 		if measured {
@@ -425,4 +441,58 @@ func (w *senders) down(i int) {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
+}
+
+// LateBins are the senders' lateness over the measurement window, by the
+// bin of the frames' time (lateBinNs wide): the lateness summed, and the
+// frames sent.
+type LateBins struct {
+	SumNs []float64 `json:"sum_ns"`
+	N     []uint64  `json:"n"`
+}
+
+// maxLateBins bounds a window's bins: 100 ms each up to 20 s, wider past.
+const maxLateBins = 200
+
+// lateBinNs is the width of a window's lateness bins.
+func lateBinNs(cfg *Config) int64 {
+	d := int64(cfg.Duration)
+	return max(int64(100*time.Millisecond), (d+maxLateBins-1)/maxLateBins)
+}
+
+// lateBinsOf makes a window's empty bins.
+func lateBinsOf(cfg *Config) LateBins {
+	w := lateBinNs(cfg)
+	n := (int64(cfg.Duration) + w - 1) / w
+	return LateBins{SumNs: make([]float64, n), N: make([]uint64, n)}
+}
+
+// add adds another sender's (or machine's) bins, n of them; a machine's
+// part without any (an older worker) adds nothing.
+func (l *LateBins) add(o LateBins, n int) error {
+	if len(o.SumNs) == 0 && len(o.N) == 0 {
+		return nil
+	}
+	if len(o.SumNs) != n || len(o.N) != n {
+		return fmt.Errorf("lateness bins: %d sums and %d counts, not %d", len(o.SumNs), len(o.N), n)
+	}
+	if len(l.N) != n {
+		l.SumNs, l.N = make([]float64, n), make([]uint64, n)
+	}
+	for i := range n {
+		l.SumNs[i] += o.SumNs[i]
+		l.N[i] += o.N[i]
+	}
+	return nil
+}
+
+// means is each bin's mean lateness, in µs (0 where no frame was sent).
+func (l LateBins) means() []float64 {
+	out := make([]float64, len(l.N))
+	for i, n := range l.N {
+		if n > 0 {
+			out[i] = l.SumNs[i] / float64(n) / 1e3
+		}
+	}
+	return out
 }
