@@ -39,6 +39,11 @@ const (
 	// memory allocated when the engine opens (16 blocks of 32 KiB:
 	// hostagent/traffic's sinkRing).
 	RingPerHostMiB = 0.5
+	// SinkPerPairB: what the traffic engine's sinks keep per (source,
+	// destination) host pair (hostagent/traffic's flow: 48 bytes, a test
+	// there holds it), all of it written before a measurement starts (51
+	// MiB for DF(4,8,4), 4.4 GiB for 9,900 hosts).
+	SinkPerPairB = 48
 	// PlanPerHostB and PlanPerPortB: `ethfab plan`'s memory per host and
 	// per switch port (topology, addresses, the switches' tables being
 	// compiled): 310 MB for the paper's 300,024-host Dragonfly, 355 MB
@@ -124,7 +129,7 @@ func ForPart(hosts, switches, ports, vethPairs, tunnels int, dp Datapath) Estima
 	if dp == OVSUserspace {
 		e.PacketSockets = ports
 	}
-	e.TrafficMiB = RingPerHostMiB * float64(hosts)
+	e.TrafficMiB = trafficMiB(hosts)
 	e.UpSeconds = upSeconds(hosts, devices, ports, dp)
 	return e
 }
@@ -194,15 +199,22 @@ func CheckPlan(e Estimate, availMiB float64) error {
 		}))
 }
 
+// trafficMiB is a traffic engine's memory for hosts hosts: its receive
+// rings and its sinks' state per host pair.
+func trafficMiB(hosts int) float64 {
+	n := float64(hosts)
+	return RingPerHostMiB*n + SinkPerPairB*n*n/(1<<20)
+}
+
 // CheckTraffic refuses a traffic engine for hosts hosts whose receive
-// rings do not fit in availMiB.
+// rings and sinks do not fit in availMiB.
 func CheckTraffic(hosts int, availMiB float64) error {
-	need := RingPerHostMiB * float64(hosts)
+	need := trafficMiB(hosts)
 	if need <= MemoryHeadroom*availMiB {
 		return nil
 	}
-	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: its receive rings need %.1f GiB (%.1f MiB a host) and %.1f GiB is available (%.0f%% of it may be used)",
-		hosts, need/1024, RingPerHostMiB, availMiB/1024, 100*MemoryHeadroom)
+	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: its receive rings and sinks need %.1f GiB (%.1f MiB a host and %d bytes a host pair) and %.1f GiB is available (%.0f%% of it may be used)",
+		hosts, need/1024, RingPerHostMiB, SinkPerPairB, availMiB/1024, 100*MemoryHeadroom)
 }
 
 // Text is the estimate in one line.

@@ -354,6 +354,8 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
 		if e.hosts[i].Remote {
 			srcs[i].remote = true
+		} else {
+			sinks[i].prefault()
 		}
 		sinks[i].remote = remote
 		sinks[i].shift = cfg.ClockShift

@@ -61,13 +61,12 @@ type sinkStats struct {
 }
 
 func newSink(host, n int, run uint32) *sink {
-	k := &sink{host: host, run: run, flows: make([]flow, n)}
-	k.prefault()
-	return k
+	return &sink{host: host, run: run, flows: make([]flow, n)}
 }
 
 // prefault writes to every page of the sink's per-source state and
-// histogram before the measurement starts. The Go runtime hands out fresh
+// histogram, before the measurement starts (measure, for this machine's
+// hosts). The Go runtime hands out fresh
 // heap pages unwritten, and only measured frames touch them (warm-up
 // frames are counted and dropped), so each page's first frame took a page
 // fault inside the measurement window, in the sink's goroutine: 48 bytes

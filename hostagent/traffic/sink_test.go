@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"testing"
+	"unsafe"
 
 	pat "github.com/ethfab/ethfab/traffic"
 )
@@ -36,5 +37,14 @@ func TestSinkCounts(t *testing.T) {
 	}
 	if k.hist.N != 9 || k.hist.Min != 500 {
 		t.Errorf("latency histogram: %d samples, min %d; want 9 of 500 ns", k.hist.N, k.hist.Min)
+	}
+}
+
+// The emulator's memory check counts 48 bytes of sink state per host pair
+// (emulator/resources' SinkPerPairB): a sink's flow per source, all of it
+// written before a measurement (prefault).
+func TestSinkStatePerPair(t *testing.T) {
+	if got := unsafe.Sizeof(flow{}); got != 48 {
+		t.Errorf("a sink's flow is %d bytes; emulator/resources.SinkPerPairB says 48: change both", got)
 	}
 }
