@@ -452,9 +452,13 @@ func timeCharts(phase string, pts []Point) []namedChart {
 		if l.BinS <= 0 {
 			return nil, nil
 		}
-		t, y := make([]float64, len(l.BinsUS)), make([]float64, len(l.BinsUS))
+		var t, y []float64
 		for i, us := range l.BinsUS {
-			t[i], y[i] = p.WarmupS+(float64(i)+0.5)*l.BinS, us/1e3
+			if us >= 0 { // -1: nothing was due
+				// At the bin's end, as the timeline's bins.
+				t = append(t, p.WarmupS+min(float64(i+1)*l.BinS, p.DurationS))
+				y = append(y, us/1e3)
+			}
 		}
 		return t, y
 	}); ok {

@@ -213,7 +213,8 @@ type Lateness struct {
 	// recorded).
 	SlotUS float64 `json:"slot_us,omitempty"`
 	// BinS and BinsUS: the mean lateness of the frames due in each bin of
-	// the measurement window, BinS seconds wide (0 where none was sent):
+	// the measurement window, BinS seconds wide (-1 where none was due),
+	// a frame never sent counted as late as the window's end (at least):
 	// when the engine slipped, and whether it caught up.
 	BinS   float64   `json:"bin_s,omitempty"`
 	BinsUS []float64 `json:"bins_us,omitempty"`

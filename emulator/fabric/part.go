@@ -255,7 +255,7 @@ func (u *upper) fitsPart() error {
 	if err != nil {
 		return err
 	}
-	e := resources.ForPart(hosts, switches, ports, hosts+inside, cut, resources.Datapath(u.datapath))
+	e := resources.ForPart(hosts, len(top.Hosts), switches, ports, hosts+inside, cut, resources.Datapath(u.datapath))
 	if err := resources.CheckLab(e, avail, 0); err != nil {
 		return fmt.Errorf("part %s on %s: %w", u.o.Part.Lab, u.o.Part.Machine, err)
 	}

@@ -145,7 +145,7 @@ func partitionReport(top *topology.Topology, ms []partition.Machine, g partition
 		r.Switches[top.Switches[i].Name] = ms[m].Name
 	}
 	for _, sh := range p.Machines {
-		e := resources.ForPart(sh.Hosts, sh.Switches, sh.Ports, sh.Hosts+sh.Links, sh.CutLinks, resources.EBPF)
+		e := resources.ForPart(sh.Hosts, len(top.Hosts), sh.Switches, sh.Ports, sh.Hosts+sh.Links, sh.CutLinks, resources.EBPF)
 		e.Spec = sh.Machine.Name
 		r.Estimates = append(r.Estimates, e)
 	}

@@ -109,17 +109,17 @@ func ForLab(s topology.Spec, dp Datapath) Estimate {
 	hosts, switches, ports := s.Size()
 	// Every host link is a veth pair; every inter-switch link takes two
 	// switch ports.
-	e := ForPart(hosts, switches, ports, hosts+(ports-hosts)/2, 0, dp)
+	e := ForPart(hosts, hosts, switches, ports, hosts+(ports-hosts)/2, 0, dp)
 	e.Spec = s.String()
 	return e
 }
 
 // ForPart estimates one machine's part of a fabric split across machines
-// (package partition): its hosts, switches and ports, its veth pairs
+// (package partition): its hosts (of labHosts in the lab), switches and ports, its veth pairs
 // (host links and the links inside the part) and its tunnels (the cut
 // links' ends here). A tunnel is one VXLAN device where a veth pair is
 // two: counted as half a pair in memory and time, not measured yet.
-func ForPart(hosts, switches, ports, vethPairs, tunnels int, dp Datapath) Estimate {
+func ForPart(hosts, labHosts, switches, ports, vethPairs, tunnels int, dp Datapath) Estimate {
 	e := Estimate{Datapath: dp, Hosts: hosts, Switches: switches, Ports: ports, VethPairs: vethPairs, Namespaces: hosts + 1}
 	devices := float64(vethPairs) + float64(tunnels)/2
 	e.MemoryMiB = KernelPerVethMiB*devices + AgentPerHostMiB*float64(hosts)
@@ -129,7 +129,7 @@ func ForPart(hosts, switches, ports, vethPairs, tunnels int, dp Datapath) Estima
 	if dp == OVSUserspace {
 		e.PacketSockets = ports
 	}
-	e.TrafficMiB = trafficMiB(hosts)
+	e.TrafficMiB = trafficMiB(hosts, labHosts)
 	e.UpSeconds = upSeconds(hosts, devices, ports, dp)
 	return e
 }
@@ -199,17 +199,18 @@ func CheckPlan(e Estimate, availMiB float64) error {
 		}))
 }
 
-// trafficMiB is a traffic engine's memory for hosts hosts: its receive
-// rings and its sinks' state per host pair.
-func trafficMiB(hosts int) float64 {
+// trafficMiB is a traffic engine's memory for hosts hosts of a lab of
+// labHosts: their receive rings, and their sinks' state for every source
+// host of the lab.
+func trafficMiB(hosts, labHosts int) float64 {
 	n := float64(hosts)
-	return RingPerHostMiB*n + SinkPerPairB*n*n/(1<<20)
+	return RingPerHostMiB*n + SinkPerPairB*n*float64(labHosts)/(1<<20)
 }
 
 // CheckTraffic refuses a traffic engine for hosts hosts whose receive
 // rings and sinks do not fit in availMiB.
 func CheckTraffic(hosts int, availMiB float64) error {
-	need := trafficMiB(hosts)
+	need := trafficMiB(hosts, hosts)
 	if need <= MemoryHeadroom*availMiB {
 		return nil
 	}

@@ -104,6 +104,7 @@ func MergeParts(hosts []Host, cfg Config, parts []*Part) (*Result, error) {
 	in := counts{src: make([]srcStats, n), snk: make([]sinkStats, n), recvFrom: make([]uint64, n), drops: make([]uint64, n),
 		lat: make([]Latency, n), hist: &pat.Histogram{}}
 	seenSrc, seenSink := make([]bool, n), make([]bool, n)
+	bins, noBins := len(lateBinsOf(&cfg).N), 0
 	for _, p := range parts {
 		for _, s := range p.Sources {
 			if s.Host < 0 || s.Host >= n || seenSrc[s.Host] {
@@ -131,9 +132,14 @@ func MergeParts(hosts []Host, cfg Config, parts []*Part) (*Result, error) {
 		if p.Latency != nil {
 			in.hist.Merge(p.Latency)
 		}
-		if err := in.late.add(p.Late, len(lateBinsOf(&cfg).SumNs)); err != nil {
+		if len(p.Late.N) == 0 {
+			noBins++
+		} else if err := in.late.add(p.Late, bins); err != nil {
 			return nil, fmt.Errorf("traffic: %w", err)
 		}
+	}
+	if noBins > 0 {
+		in.late = LateBins{} // a part from an older worker: no series rather than part of one
 	}
 	for i := range hosts {
 		if !seenSrc[i] || !seenSink[i] {

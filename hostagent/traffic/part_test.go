@@ -82,7 +82,7 @@ func TestSplitMeasurementIsTheWholeOne(t *testing.T) {
 	// with frames (about 100 each), split as whole.
 	for _, res := range []*Result{one, r} {
 		f := res.Fidelity
-		if f.LateBinS != 0.1 || len(f.LateBinsUs) != 10 || slices.Contains(f.LateBinsUs, 0) {
+		if f.LateBinS != 0.1 || len(f.LateBinsUs) != 10 || slices.ContainsFunc(f.LateBinsUs, func(us float64) bool { return us <= 0 }) {
 			t.Errorf("lateness bins: %g s, %v; want ten of 0.1 s, each with frames", f.LateBinS, f.LateBinsUs)
 		}
 	}

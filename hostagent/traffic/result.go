@@ -100,8 +100,9 @@ type Fidelity struct {
 	// arrival process's grain.
 	SlotUs float64 `json:"slot_us"`
 	// LateBinS and LateBinsUs: the mean lateness of the frames due in
-	// each bin of the measurement window, LateBinS seconds wide (0: none
-	// due there), so a slip shows when it happened.
+	// each bin of the measurement window, LateBinS seconds wide (-1: none
+	// due there), a frame never sent counted as late as the window's end,
+	// so a slip shows when it happened and whether the engine caught up.
 	LateBinS   float64   `json:"late_bin_s"`
 	LateBinsUs []float64 `json:"late_bins_us"`
 	Unsent     uint64    `json:"unsent_frames"` // arrivals never sent: senders behind at the end

@@ -270,6 +270,10 @@ func (w *senders) finish() {
 			if t := s.next * slot; t >= w.sched.measFrom && w.cfg.Pattern.Dest(s.host, time.Duration(t), s.rng) != pat.Silent {
 				s.stats.offered++
 				s.stats.unsent++
+				// In the lateness series, as late as the window's end
+				// (at least): a series of the sent frames alone would
+				// fall at its end, as if the engine had caught up.
+				w.late.put(t-w.sched.measFrom, end-t, lateBinNs(w.cfg))
 			}
 		}
 		if t := max(s.next*slot, w.sched.measFrom); t < end {
@@ -306,10 +310,7 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 				s.stats.lateMax = max(s.stats.lateMax, by)
 			}
 			s.stats.lateSum += float64(now - b.due[i])
-			if k := (at - w.sched.measFrom) / b.binNs; k < int64(len(b.bins.N)) {
-				b.bins.SumNs[k] += float64(now - b.due[i])
-				b.bins.N[k]++
-			}
+			b.bins.put(at-w.sched.measFrom, now-b.due[i], b.binNs)
 		}
 		h.Flags = 0
 		if measured {
@@ -445,19 +446,29 @@ func (w *senders) down(i int) {
 
 // LateBins are the senders' lateness over the measurement window, by the
 // bin of the frames' time (lateBinNs wide): the lateness summed, and the
-// frames sent.
+// frames, those never sent included (finish).
 type LateBins struct {
 	SumNs []float64 `json:"sum_ns"`
 	N     []uint64  `json:"n"`
 }
 
-// maxLateBins bounds a window's bins: 100 ms each up to 20 s, wider past.
+// put adds a frame due at offset ns into the window, late ns.
+func (l *LateBins) put(at, late, binNs int64) {
+	if k := at / binNs; at >= 0 && k < int64(len(l.N)) {
+		l.SumNs[k] += float64(late)
+		l.N[k]++
+	}
+}
+
+// maxLateBins bounds a window's bins: 100 ms each up to 20 s, then wider
+// by whole 100 ms.
 const maxLateBins = 200
 
 // lateBinNs is the width of a window's lateness bins.
 func lateBinNs(cfg *Config) int64 {
-	d := int64(cfg.Duration)
-	return max(int64(100*time.Millisecond), (d+maxLateBins-1)/maxLateBins)
+	const step = int64(100 * time.Millisecond)
+	per := (int64(cfg.Duration) + maxLateBins - 1) / maxLateBins
+	return max(1, (per+step-1)/step) * step
 }
 
 // lateBinsOf makes a window's empty bins.
@@ -486,10 +497,11 @@ func (l *LateBins) add(o LateBins, n int) error {
 	return nil
 }
 
-// means is each bin's mean lateness, in µs (0 where no frame was sent).
+// means is each bin's mean lateness, in µs (-1 where no frame was due).
 func (l LateBins) means() []float64 {
 	out := make([]float64, len(l.N))
 	for i, n := range l.N {
+		out[i] = -1
 		if n > 0 {
 			out[i] = l.SumNs[i] / float64(n) / 1e3
 		}

@@ -82,9 +82,13 @@ func (k *sink) prefault() {
 	for i := 0; i < len(k.flows); i += max(1, page/int(unsafe.Sizeof(flow{}))) {
 		k.flows[i].any = false
 	}
+	if n := len(k.flows); n > 0 {
+		k.flows[n-1].any = false // a stride can step over the last page
+	}
 	for i := 0; i < len(k.hist.Counts); i += max(1, page/int(unsafe.Sizeof(k.hist.Counts[0]))) {
 		k.hist.Counts[i] = 0
 	}
+	k.hist.Counts[len(k.hist.Counts)-1] = 0
 }
 
 // serve reads the host's ring until the socket's read deadline passes,

@@ -2,6 +2,7 @@ package traffic
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	pat "github.com/ethfab/ethfab/traffic"
@@ -46,5 +47,29 @@ func TestSinkCounts(t *testing.T) {
 func TestSinkStatePerPair(t *testing.T) {
 	if got := unsafe.Sizeof(flow{}); got != 48 {
 		t.Errorf("a sink's flow is %d bytes; emulator/resources.SinkPerPairB says 48: change both", got)
+	}
+}
+
+// Lateness bins: 100 ms up to a 20 s window, then whole 100 ms steps
+// wide enough for 200 bins; a frame due outside the window is not put.
+func TestLateBins(t *testing.T) {
+	for d, want := range map[time.Duration]time.Duration{time.Second: 100 * time.Millisecond, 20 * time.Second: 100 * time.Millisecond,
+		30 * time.Second: 200 * time.Millisecond, 400 * time.Second: 2 * time.Second} {
+		cfg := &Config{Duration: d}
+		if got := time.Duration(lateBinNs(cfg)); got != want {
+			t.Errorf("%v window: bins of %v, want %v", d, got, want)
+		}
+		if n := len(lateBinsOf(cfg).N); n > maxLateBins {
+			t.Errorf("%v window: %d bins", d, n)
+		}
+	}
+	l := lateBinsOf(&Config{Duration: 250 * time.Millisecond}) // 3 bins, the last 50 ms
+	w := int64(100 * time.Millisecond)
+	l.put(0, 1000, w)
+	l.put(249_000_000, 3000, w)
+	l.put(-1, 5, w)
+	l.put(300_000_000, 5, w)
+	if got := l.means(); len(got) != 3 || got[0] != 1 || got[1] != -1 || got[2] != 3 {
+		t.Errorf("means %v, want [1 -1 3] µs", got)
 	}
 }
