@@ -138,6 +138,11 @@ func (s ethtoolSock) features(ifname string) (*features, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.active(ifname, names)
+}
+
+// active reads which of a device's features (names, the kernel's) are on.
+func (s ethtoolSock) active(ifname string, names []string) (*features, error) {
 	ne := binary.NativeEndian
 	blocks := (len(names) + 31) / 32
 	// struct ethtool_gfeatures: cmd, size, then per block of 32 features
@@ -182,7 +187,7 @@ func (s ethtoolSock) setFeatures(ifname string, f *features, want map[string]boo
 	if err := s.ioctl(ifname, buf); err != nil {
 		return fmt.Errorf("set features: %w", err)
 	}
-	got, err := s.features(ifname)
+	got, err := s.active(ifname, f.names) // the names are the kernel's: read once
 	if err != nil {
 		return err
 	}

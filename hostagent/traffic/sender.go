@@ -263,7 +263,7 @@ func (w *senders) loop(ctx context.Context) {
 // as arrivals).
 func (w *senders) finish() {
 	end, slot := w.sched.measTo, w.sched.slot
-	budget := unsentDrawBudget
+	budget, binNs := unsentDrawBudget, lateBinNs(w.cfg)
 	for _, s := range w.heap {
 		for ; s.next*slot < end && budget > 0; s.next += s.gap() {
 			budget--
@@ -273,7 +273,7 @@ func (w *senders) finish() {
 				// In the lateness series, as late as the window's end
 				// (at least): a series of the sent frames alone would
 				// fall at its end, as if the engine had caught up.
-				w.late.put(t-w.sched.measFrom, end-t, lateBinNs(w.cfg))
+				w.late.put(t-w.sched.measFrom, end-t, binNs)
 			}
 		}
 		if t := max(s.next*slot, w.sched.measFrom); t < end {

@@ -75,8 +75,9 @@ func newSink(host, n int, run uint32) *sink {
 // run. DF(4,8,4) at 1 Mbit/s, uniform 0.4, alternating on 2026-11-29:
 // faithful in 3 of 3 runs with the pages written first (mean lateness
 // 0.45-0.57 slot, busy 0.70-0.74), 0 of 3 without (10-51 slots, busy
-// 0.82-0.87); over that day's runs 7 of 12 with, 1 of 16 without. The
-// failures left are slips at other times (plots/lateness-<phase>).
+// 0.82-0.87); over that afternoon's runs 22 of 36 with, 3 of 36 without.
+// The failures left are slips at other times, in the machine's slow
+// stretches (plots/lateness-<phase>).
 func (k *sink) prefault() {
 	page := os.Getpagesize()
 	for i := 0; i < len(k.flows); i += max(1, page/int(unsafe.Sizeof(flow{}))) {
