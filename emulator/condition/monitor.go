@@ -141,7 +141,11 @@ type port struct {
 	// port's on the eBPF datapath, but a cut link's, whose far end is on
 	// another machine); otherwise its qdisc is dumped every poll.
 	counted bool
-	qp      *qcnPort // its congestion point (QCN-Switch)
+	// snap: a counted port's counters as Poll read them with its
+	// namespace's dump, so a queue and its resync come from one instant
+	// even when the poll then waits for smu.
+	snap datapath.Queue
+	qp   *qcnPort // its congestion point (QCN-Switch)
 	// In a lab across machines (relay.go): the machines that run an
 	// upstream end this port's congestion pauses, and when the port's own
 	// pause last changed.
@@ -206,10 +210,6 @@ type nsPoll struct {
 	// dump: a watched port here is not counted by the datapath, so the
 	// namespace's qdiscs are dumped every poll.
 	dump bool
-	// snap: the counted ports' counters, read with the namespace's dump
-	// (Poll), so a queue and its resync come from one instant even when
-	// the poll then waits for smu.
-	snap map[int]datapath.Queue
 }
 
 // Monitor runs the condition logic of every switch of a lab.
@@ -460,6 +460,7 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 	}
 	taps := map[tapKey]*tap{}
 	flags := &tapFlags{h: m.bpf, on: map[uint32][]*tap{}}
+	kept := 0
 	for _, s := range m.switches {
 		for _, t := range s.taps {
 			// An arrival tap watches its own port; a departure tap the far
@@ -470,6 +471,7 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 				// program this one cannot flag: a socket tap on the
 				// tunnel sees the frame as tbf releases it.
 				t.keep = true
+				kept++
 				continue
 			}
 			if !t.in {
@@ -499,14 +501,6 @@ func (m *Monitor) datapathTaps(lab *fabric.Lab, readers map[string]*nsPoll) erro
 		return err
 	}
 	m.tapReader, m.tapRetire = rd, bpfTapPeriod
-	kept := 0
-	for _, s := range m.switches {
-		for _, t := range s.taps {
-			if t.keep {
-				kept++
-			}
-		}
-	}
 	if kept > 0 {
 		// The kept sockets' rings hand over a block each period.
 		m.tapRetire = max(m.tapRetire, tapRetire(kept))
@@ -854,7 +848,7 @@ func (m *Monitor) Poll() error {
 		if m.queues != nil {
 			for idx, p := range np.ports {
 				if p.counted {
-					np.snap[idx] = m.queues.Read(uint32(idx))
+					p.snap = m.queues.Read(uint32(idx))
 				}
 			}
 		}
@@ -871,7 +865,7 @@ func (m *Monitor) Poll() error {
 	for i, np := range m.ns {
 		all, now := dumps[i], at[i]
 		for _, p := range np.ports {
-			q, ok := m.queue(p, all, np.snap)
+			q, ok := m.queue(p, all, true)
 			if !ok {
 				continue
 			}
@@ -949,7 +943,6 @@ func (m *Monitor) openQueues() error {
 	}
 	counted := false
 	for _, np := range m.ns {
-		np.snap = map[int]datapath.Queue{}
 		for idx, p := range np.ports {
 			p.counted = qr.Read(uint32(idx)).Limit != 0
 			counted = counted || p.counted
@@ -969,17 +962,17 @@ func (m *Monitor) openQueues() error {
 
 // queue is a port's queue now: its backlog, and in Packets its departures
 // so far. With the datapath's queue counters they come from the program
-// (snap's reading, taken with the dump, else read now), less what the
+// (the port's snap, taken with the dump, or read now), less what the
 // last resync found them above the qdisc's backlog (all, when not nil, is
 // a fresh dump to resync from); without, from the dump (tbf counts what
 // it dequeued). ok is false when the dump lacks the port.
-func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats, snap map[int]datapath.Queue) (q kernel.QdiscStats, ok bool) {
+func (m *Monitor) queue(p *port, all map[int]kernel.QdiscStats, snapped bool) (q kernel.QdiscStats, ok bool) {
 	if m.queues == nil || !p.counted {
 		q, ok = all[p.ifindex]
 		return q, ok
 	}
-	c, ok := snap[p.ifindex]
-	if !ok {
+	c := p.snap
+	if !snapped {
 		c = m.queues.Read(uint32(p.ifindex))
 	}
 	if t, ok := all[p.ifindex]; ok {

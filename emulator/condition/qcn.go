@@ -183,7 +183,7 @@ func (m *Monitor) setupQCN(lab *fabric.Lab, comp *fabric.Compiled) error {
 			return err
 		}
 		for _, p := range np.ports {
-			start[p], _ = m.queue(p, all, nil)
+			start[p], _ = m.queue(p, all, false)
 		}
 	}
 	for i := range comp.Top.Switches {

@@ -298,7 +298,7 @@ func (m *Monitor) closeTaps(s *sw) {
 func (m *Monitor) releaseTaps(s *sw, all bool) []*packet.Socket {
 	var socks []*packet.Socket
 	for _, t := range s.taps {
-		if (t.keep || t.dp == nil) && !all {
+		if t.dp == nil && !all { // a socket tap (a kept one too) stays open
 			continue
 		}
 		if t.s != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -251,11 +252,13 @@ type pendKey struct {
 // relay is a monitor's side of the PAUSE relay. Its state is under the
 // monitor's smu; its counters and samples under mu.
 type relay struct {
-	o       RelayOptions
-	ports   []*port // local ports with remote feeders
-	down    map[relayKey]*remoteDown
-	pending map[int][]relayState // by machine: changes since the last flush
-	pendP   map[int][]*port
+	o     RelayOptions
+	ports []*port // local ports with remote feeders
+	down  map[relayKey]*remoteDown
+	// pending: by machine, the ports whose state goes at the next flush
+	// (each port's latest, built then: a state, not its history).
+	pending map[int][]*port
+	es      []relayState // relaySend's entries, reused
 	seq     uint64
 	epoch   atomic.Uint32 // the point's (RelayEpoch); read by the readers without smu
 	buf     []byte
@@ -280,7 +283,7 @@ func (r *relay) close() {
 }
 
 func newRelay(o RelayOptions) *relay {
-	return &relay{o: o, down: map[relayKey]*remoteDown{}, pending: map[int][]relayState{}, pendP: map[int][]*port{},
+	return &relay{o: o, down: map[relayKey]*remoteDown{}, pending: map[int][]*port{},
 		sent: map[uint64]sentDatagram{}, unacked: map[pendKey]time.Time{}}
 }
 
@@ -293,8 +296,7 @@ func (m *Monitor) relayNote(p *port, at time.Time) {
 	r.c.Changes += uint64(len(p.remote))
 	m.mu.Unlock()
 	for _, k := range p.remote {
-		r.pending[k] = append(r.pending[k], relayState{sw: uint32(p.sw.id), port: uint16(p.num), paused: p.own, onset: at.UnixNano()})
-		r.pendP[k] = append(r.pendP[k], p)
+		r.pend(k, p)
 		r.unacked[pendKey{p, k}] = at
 	}
 }
@@ -312,11 +314,7 @@ func (m *Monitor) relayFlush(now time.Time, changed map[*sw]*flip) {
 				continue // never relayed (a manual pause stays on its port), or long settled
 			}
 			for _, k := range p.remote {
-				if pendingHas(r.pendP[k], p) {
-					continue
-				}
-				r.pending[k] = append(r.pending[k], relayState{sw: uint32(p.sw.id), port: uint16(p.num), paused: p.own, onset: p.changed.UnixNano()})
-				r.pendP[k] = append(r.pendP[k], p)
+				r.pend(k, p)
 			}
 		}
 		for _, d := range r.down {
@@ -333,37 +331,35 @@ func (m *Monitor) relayFlush(now time.Time, changed map[*sw]*flip) {
 			}
 		}
 	}
-	for k, es := range r.pending {
-		ps := r.pendP[k]
-		for len(es) > 0 {
-			n := min(len(es), relayMaxEntries)
-			m.relaySend(k, es[:n], ps[:n], now)
-			es, ps = es[n:], ps[n:]
+	for k, ps := range r.pending {
+		for len(ps) > 0 {
+			n := min(len(ps), relayMaxEntries)
+			m.relaySend(k, ps[:n], now)
+			ps = ps[n:]
 		}
 		delete(r.pending, k)
-		delete(r.pendP, k)
 	}
 }
 
-func pendingHas(ps []*port, p *port) bool {
-	for _, x := range ps {
-		if x == p {
-			return true
-		}
+// pend books port p's state for machine k's next datagram, once.
+func (r *relay) pend(k int, p *port) {
+	if !slices.Contains(r.pending[k], p) {
+		r.pending[k] = append(r.pending[k], p)
 	}
-	return false
 }
 
-// relaySend sends one datagram of states to machine k.
-func (m *Monitor) relaySend(k int, es []relayState, ps []*port, now time.Time) {
+// relaySend sends one datagram of the ports' states to machine k.
+func (m *Monitor) relaySend(k int, ps []*port, now time.Time) {
 	r := m.relay
 	r.seq++
-	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch.Load(), seq: r.seq, sent: now.UnixNano(), entries: es}
-	r.buf = msg.encode(r.buf)
 	sd := sentDatagram{at: now, machine: k, ports: append([]*port(nil), ps...)}
-	for _, e := range es {
-		sd.onsets = append(sd.onsets, time.Unix(0, e.onset))
+	r.es = r.es[:0]
+	for _, p := range ps {
+		r.es = append(r.es, relayState{sw: uint32(p.sw.id), port: uint16(p.num), paused: p.own, onset: p.changed.UnixNano()})
+		sd.onsets = append(sd.onsets, p.changed)
 	}
+	msg := relayMsg{kind: kindState, machine: uint16(r.o.Self), token: r.o.Token, epoch: r.epoch.Load(), seq: r.seq, sent: now.UnixNano(), entries: r.es}
+	r.buf = msg.encode(r.buf)
 	r.sent[r.seq] = sd
 	_, err := r.o.Conn.WriteToUDP(r.buf, r.o.Peers[k])
 	m.mu.Lock()
@@ -625,7 +621,6 @@ func (m *Monitor) RelayEpoch(epoch uint32) {
 	clear(r.sent)
 	clear(r.unacked)
 	clear(r.pending)
-	clear(r.pendP)
 	changed := map[*sw]*flip{}
 	now := time.Now()
 	for _, d := range r.down {

@@ -30,8 +30,6 @@ import (
 	"github.com/ethfab/ethfab/ovs/openflow"
 	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/topology"
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -271,26 +269,16 @@ func New(lab *fabric.Lab, o Options) (*Sampler, error) {
 			s.byNS[e.ns] = map[int]int{}
 		}
 	}
-	// One link dump per namespace resolves every interface.
-	for _, ns := range s.nss {
-		idx, err := linkDump(ns)
+	// The namespace's reader resolves every interface from one link dump.
+	for i := range s.ends {
+		e := &s.ends[i]
+		n, err := s.readers[e.ns].Index(e.iface)
 		if err != nil {
 			s.Close()
-			return nil, err
+			return nil, fmt.Errorf("measure: %w", err)
 		}
-		for i := range s.ends {
-			e := &s.ends[i]
-			if e.ns != ns {
-				continue
-			}
-			n, ok := idx[e.iface]
-			if !ok {
-				s.Close()
-				return nil, fmt.Errorf("measure: no interface %s in netns %s", e.iface, ns)
-			}
-			e.ifindex = n
-			s.byNS[ns][n] = i
-		}
+		e.ifindex = n
+		s.byNS[e.ns][n] = i
 	}
 	return s, nil
 }
@@ -307,40 +295,6 @@ func shapingRate(desc string) float64 {
 		}
 	}
 	return 0
-}
-
-// linkDump lists a namespace's interfaces: name -> ifindex.
-func linkDump(ns string) (map[string]int, error) {
-	h, err := handleIn(ns)
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	links, err := h.LinkList()
-	if err != nil {
-		return nil, fmt.Errorf("measure: list links in netns %s: %w", ns, err)
-	}
-	idx := make(map[string]int, len(links))
-	for _, l := range links {
-		idx[l.Attrs().Name] = l.Attrs().Index
-	}
-	return idx, nil
-}
-
-func handleIn(ns string) (*netlink.Handle, error) {
-	if ns == "" {
-		return netlink.NewHandle()
-	}
-	nh, err := netns.GetFromName(ns)
-	if err != nil {
-		return nil, fmt.Errorf("measure: netns %s: %w", ns, err)
-	}
-	defer nh.Close()
-	h, err := netlink.NewHandleAt(nh)
-	if err != nil {
-		return nil, fmt.Errorf("measure: netlink in netns %s: %w", ns, err)
-	}
-	return h, nil
 }
 
 // LinkOff marks a link end (namespace, interface) the point turned off:
