@@ -306,8 +306,9 @@ type FlowCache string
 // Flow cache settings: auto is off for conditional routing on the
 // userspace datapath (where an uncached frame costs one in-process
 // lookup), off on the eBPF datapath past 128 hosts (where the host pairs'
-// flows no longer fit its cache: datapath.FlowCacheFits), and on
-// otherwise.
+// flows no longer fit its cache: datapath.FlowCacheFits) and where every
+// lookup a transit frame makes is a direct slot (datapath.Image.
+// TransitHashed), and on otherwise.
 const (
 	FlowCacheAuto FlowCache = "auto"
 	FlowCacheOn   FlowCache = "on"

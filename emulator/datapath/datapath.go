@@ -126,7 +126,9 @@ func Load(img *Image, o LoadOptions) (*Loaded, error) {
 	}
 	nActions, nRules := len(img.Actions), len(img.rules)
 	if o.Reroutable {
-		nTables, nActions, nRules = 2*nTables, 2*bankRoom(nActions), 2*bankRoom(nRules)
+		// Room for every rule in the hash: new paths may put a direct
+		// subtable's rules there.
+		nTables, nActions, nRules = 2*nTables, 2*bankRoom(nActions), 2*bankRoom(img.placed)
 	}
 	sizes := map[string]int{"ports": ifindexes, "tables": nTables, "rules": nRules, "gens": img.Switches,
 		"taps": ifindexes, "queues": ifindexes, "actions": nActions, "conditions": img.Switches, "counters": img.Switches * KindSlots, "flows": flowCacheEntries(img.hosts())}
@@ -177,7 +179,7 @@ func Load(img *Image, o LoadOptions) (*Loaded, error) {
 		l.ids.Queues = 0 // the program keeps none
 	}
 	if o.Reroutable {
-		l.ids.BankActions, l.ids.BankRules = uint32(bankRoom(len(img.Actions))), uint32(bankRoom(len(img.rules)))
+		l.ids.BankActions, l.ids.BankRules = uint32(bankRoom(len(img.Actions))), uint32(bankRoom(img.placed))
 	}
 	return l, nil
 }
@@ -248,6 +250,11 @@ func fill(m map[string]*ebpf.Map, img *Image, b bank, ports bool) error {
 			for i := range v.N {
 				if v.Sub[i].Always != 0 {
 					v.Sub[i].AlwaysAction += b.actionBase
+				}
+			}
+			for i := range v.Slots {
+				if v.Slots[i].Action != DirectEmpty {
+					v.Slots[i].Action += b.actionBase
 				}
 			}
 			tkeys = append(tkeys, uint32(int(b.tset(uint16(sw)))*MaxTables+t))

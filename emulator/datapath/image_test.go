@@ -89,6 +89,14 @@ func TestForwardMatchesTheController(t *testing.T) {
 			dsts = append(dsts, plan.HostMAC(h))
 		}
 		dsts = append(dsts, controller.Broadcast, 0x0e0000000001)
+		// Addresses no host has, one bit off a host's: a direct subtable
+		// indexes its slots by some of a destination's bits and must miss
+		// whatever the others say.
+		for _, h := range []int{0, len(top.Hosts) - 1} {
+			for bit := range 48 {
+				dsts = append(dsts, plan.HostMAC(h)^addressing.MAC(1)<<bit)
+			}
+		}
 		checked := 0
 		for sw, tab := range tables {
 			masks := []uint64{0, 1<<len(tab.CondPorts) - 1}
@@ -121,7 +129,10 @@ func TestForwardMatchesTheController(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%s %s: %d frames, %d rules, %d actions", c.spec, c.opts.Mode, checked, len(img.rules), len(img.Actions))
+		t.Logf("%s %s: %d frames, %d rules hashed of %d, %d actions", c.spec, c.opts.Mode, checked, len(img.rules), img.placed, len(img.Actions))
+		if img.TransitHashed() {
+			t.Errorf("%s %s: a frame from another switch searches a hashed subtable; every one should be direct", c.spec, c.opts.Mode)
+		}
 	}
 }
 

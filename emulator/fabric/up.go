@@ -220,10 +220,12 @@ func CheckKernel(sc *scenario.Scenario, caps kernel.Capabilities) (warnings []st
 // them busy), while an uncached frame costs one lookup in the forwarding
 // thread itself. The kernel datapath would send every uncached frame up
 // to a handler thread over netlink, so auto keeps its cache. ethfab's eBPF
-// datapath (hosts: the fabric's) keeps its cache where every host pair's
-// flows fit it (datapath.FlowCacheFits); a flip there changes the cache's
-// key, so conditional routing does not turn it off.
-func FlowCached(sc *scenario.Scenario, dp string, hosts int) bool {
+// datapath keeps its cache where every host pair's flows fit it
+// (datapath.FlowCacheFits) and a frame from another switch may search a
+// hashed subtable (Image.TransitHashed): where every such search is a
+// slot, the pipeline costs less than a cache lookup. A flip changes the
+// cache's key, so conditional routing does not turn it off.
+func FlowCached(sc *scenario.Scenario, dp string, top *topology.Topology, tables []*controller.Table) bool {
 	switch sc.OVS.FlowCache {
 	case scenario.FlowCacheOn:
 		return true
@@ -231,9 +233,24 @@ func FlowCached(sc *scenario.Scenario, dp string, hosts int) bool {
 		return false
 	}
 	if dp == datapath.Name {
-		return datapath.FlowCacheFits(hosts)
+		return datapath.FlowCacheFits(len(top.Hosts)) && transitHashed(top, tables)
 	}
 	return !sc.Routing.Mode.Conditions() || dp != ovs.DatapathNetdev
+}
+
+// transitHashed builds the eBPF datapath's image of tables with stand-in
+// ifindexes (only its subtables matter) and asks Image.TransitHashed; a
+// fabric FlowCacheFits (at most 128 hosts) builds in milliseconds.
+func transitHashed(top *topology.Topology, tables []*controller.Table) bool {
+	index := map[[2]int]int{}
+	for i := range top.Switches {
+		for _, p := range top.Switches[i].Ports {
+			index[[2]int{i, p.Num}] = firstPortIndex + len(index)
+		}
+	}
+	mine := func(sw int) bool { return tables[sw] != nil }
+	img, err := datapath.Build(tables, switchPorts(top, index, mine, func(int) string { return "" }))
+	return err == nil && img.TransitHashed() // a table the datapath refuses fails at load, with its error
 }
 
 // PortMode resolves scenario ovs.ports for datapath: socket or pmd, and
@@ -464,7 +481,7 @@ func (u *upper) compile(context.Context) (string, error) {
 			}
 		}
 	}
-	u.cached = FlowCached(u.sc, u.datapath, len(top.Hosts))
+	u.cached = FlowCached(u.sc, u.datapath, top, u.comp.Tables)
 	u.partition()
 	where := ""
 	if p := u.o.Part; p != nil {
@@ -485,8 +502,10 @@ func (u *upper) compile(context.Context) (string, error) {
 // one bucket's list: a cache miss per device passed. With DF(4,8,4)'s
 // 3,960 ports in one namespace that walk was 17% of the machine in a
 // uniform run (perf), and 4,000 idle devices added to a namespace raised
-// kernel/cmd/hopbench's cost per hop from 1.5 to 2.3-2.6 µs.
-const ebpfPortsPerNamespace = 256
+// kernel/cmd/hopbench's cost per hop from 1.5 to 2.3-2.6 µs. One block of
+// ifindexes (portsPerBlock) per namespace puts every port in a bucket of
+// its own.
+const ebpfPortsPerNamespace = portsPerBlock
 
 // partition chooses the number of OVS instances (on the eBPF datapath:
 // fabric namespaces) and which bridges (switches) each owns.
@@ -632,8 +651,23 @@ type countedQueue struct {
 	limit uint64
 }
 
-// firstPortIndex is the lowest ifindex an eBPF lab's switch ports take.
-const firstPortIndex = 1000
+// An eBPF lab's switch ports take ifindexes in blocks of ifindexBlock
+// from firstPortIndex on, a block per fabric namespace (two or more where
+// one holds more than portsPerBlock ports). The kernel hashes a
+// namespace's devices by ifindex modulo 256 (NETDEV_HASHENTRIES), so the
+// ports of one block never share a bucket, nor do they share one with lo
+// and the devices the kernel adds to a namespace (fallback tunnels),
+// which take the lowest ifindexes: a block's first blockSkip are left
+// out. Numbered in link order across the namespaces, DF(4,8,4)'s 241
+// devices per namespace walked 1.85 of them per lookup, and that walk
+// (dev_get_by_index_rcu) was 6.3% of the machine's time at uniform load
+// 0.4 (perf).
+const (
+	firstPortIndex = 1024
+	ifindexBlock   = 256
+	blockSkip      = 16
+	portsPerBlock  = ifindexBlock - blockSkip
+)
 
 // planLinks lists the veth pairs (a part's: and tunnels) and the shaping
 // of their ends.
@@ -649,16 +683,25 @@ func (u *upper) planLinks() error {
 	}
 	// On the eBPF datapath the program's port and tap arrays are indexed
 	// by ifindex, so every switch port is created with one of its own,
-	// counting up from firstPortIndex across the fabric namespaces. A
+	// unique across the fabric namespaces, from its namespace's block. A
 	// host's end takes its switch port's number: its namespace holds only
 	// lo and whatever the kernel adds to every namespace (fallback tunnels).
 	u.portIndex = map[[2]int]int{}
 	u.counted = map[[2]int]countedQueue{}
+	inNS := make([]int, len(u.cfgs))  // ports numbered in each namespace
+	block := make([]int, len(u.cfgs)) // its current block
+	blocks := 0                       // handed out
 	index := func(sw, port int) int {
 		if !u.ebpf() {
 			return 0
 		}
-		n := firstPortIndex + len(u.portIndex)
+		k := u.owner[sw]
+		if inNS[k]%portsPerBlock == 0 {
+			block[k] = blocks
+			blocks++
+		}
+		n := firstPortIndex + block[k]*ifindexBlock + blockSkip + inNS[k]%portsPerBlock
+		inNS[k]++
 		u.portIndex[[2]int{sw, port}] = n
 		return n
 	}

@@ -50,6 +50,11 @@
 #define ETH_P_8021Q 0x8100
 #define VLAN_PRESENT 0x1000 // OpenFlow's vlan_tci: the CFI bit marks a tag
 #define VLAN_VID 0x0fff
+// Direct subtables (struct subtable): the field whose bits index the slots.
+#define DIRECT_SLOTS 256
+#define DIRECT_EMPTY 0xffffffffu
+#define DIRECT_DST 1
+#define DIRECT_IN_PORT 2
 
 struct port {
 	__u16 sw;
@@ -74,6 +79,7 @@ struct port {
 	// is in this namespace (0: none): where a CNM skipping the port's
 	// queue goes, to its ingress.
 	__u32 cnm_far;
+	__u32 pad2[4]; // 64 bytes: each port one cache line
 };
 
 // A port's queue as the program counts it (queue_counters): frames and
@@ -98,16 +104,22 @@ struct queue {
 	__u64 off;
 };
 
+// A subtable is one cache line (64 bytes, and the table's header is one
+// too), so deciding whether to search it costs one line.
 struct subtable {
 	__u8 in_port;  // match the ingress port
 	__u8 dl_type;  // match the EtherType
 	__u16 max_prio; // the highest priority among its rules
 	__u16 only_dl_type; // nonzero: every rule matches this EtherType; others skip the subtable
 	__u8 always;   // 1: its one rule matches every frame: always_action, no lookup
-	__u8 pad;
+	__u8 direct;   // DIRECT_*: its rules are in the table's slots, not in rules
 	__u32 always_action;
 	__u16 vlan_mask; // of the frame's vlan_tci (VLAN_PRESENT | VID)
-	__u16 pad2;
+	// A direct subtable's rules differ in one field only, in bits
+	// [direct_shift, direct_shift + direct_bits) of it: those bits index
+	// its slots, from direct_base on.
+	__u8 direct_shift;
+	__u8 direct_bits;
 	__u64 src_mask;
 	__u64 dst_mask;
 	__u64 meta_mask;
@@ -115,12 +127,21 @@ struct subtable {
 	// destination differs there matches none of them.
 	__u64 dst_req_mask;
 	__u64 dst_req_val;
+	__u16 direct_base;
+	__u16 pad[3];
+};
+
+// A slot holds a direct subtable's rule (action DIRECT_EMPTY: none).
+struct slot {
+	__u32 prio;
+	__u32 action;
 };
 
 struct table {
 	__u32 n;
-	__u32 pad;
+	__u32 pad[15]; // the header fills a cache line: each subtable is one
 	struct subtable sub[MAX_SUBTABLES];
+	struct slot slots[DIRECT_SLOTS];
 };
 
 struct rule_key {
@@ -152,6 +173,9 @@ struct action {
 	__u8 nuntagged; // out[0, nuntagged) leave untagged (a VLAN's untagged members)
 	__u16 push;     // then, if not 0, tag with this vlan_tci
 	__u32 out[MAX_OUT]; // ifindex, or OUT_IN_PORT
+	// 320 bytes, five cache lines: a unicast action's fields and its
+	// output are in its first.
+	__u32 pad[10];
 };
 
 // A flow is what the pipeline decided for one exact frame header on one
@@ -421,20 +445,51 @@ __attribute__((noinline)) long classify(struct lookup *l)
 		return -1;
 	long best = -1;
 	__u32 best_prio = 0;
-	__u32 n = tab->n;
+	// The port's probe mask says which subtables to read, and has no bit
+	// past the table's last: the table's header (its count) is not read,
+	// nor is a subtable the port cannot match. Each read is a cache line,
+	// and a miss once the fabric's tables outgrow the caches.
 	for (__u32 i = 0; i < MAX_SUBTABLES; i++) {
-		if (i >= n)
+		if (!(probe >> i))
 			break;
+		if (!(probe & (1u << i)))
+			continue;
 		struct subtable *s = &tab->sub[i];
 		if (best >= 0 && s->max_prio <= best_prio)
 			break; // sorted by max_prio: nothing later can win
-		if (!(probe & (1u << i)) || (s->only_dl_type && s->only_dl_type != dl_type) ||
-		    (dst & s->dst_req_mask) != s->dst_req_val)
+		if ((s->only_dl_type && s->only_dl_type != dl_type) || (dst & s->dst_req_mask) != s->dst_req_val)
 			continue; // no rule here can match: spare the lookup
 		if (s->always) {
 			if (best < 0 || s->max_prio > best_prio) {
 				best = s->always_action;
 				best_prio = s->max_prio;
+			}
+			continue;
+		}
+		if (s->direct) {
+			// One slot read, where a hash lookup costs its bucket's and
+			// its entry's cache misses.
+			// The destination's other matched bits are its required
+			// ones, checked above; a port number must fit the bits; a
+			// conditional rule matches its condition bit clear.
+			if (meta & s->meta_mask)
+				continue;
+			__u64 m = (1ull << (s->direct_bits & 15)) - 1;
+			__u64 f;
+			if (s->direct == DIRECT_IN_PORT) {
+				f = in_port;
+				if (f & ~m)
+					continue; // no rule has this port
+			} else {
+				f = (dst >> (s->direct_shift & 63)) & m;
+			}
+			__u32 at = s->direct_base + (__u32)f;
+			if (at >= DIRECT_SLOTS)
+				continue;
+			struct slot *v = &tab->slots[at];
+			if (v->action != DIRECT_EMPTY && (best < 0 || v->prio > best_prio)) {
+				best = v->action;
+				best_prio = v->prio;
 			}
 			continue;
 		}
