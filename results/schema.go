@@ -468,31 +468,7 @@ type Conditions struct {
 // other: each change of a port's own pause goes, as a UDP datagram over
 // the underlay, to every machine that runs a link feeding it.
 type PauseRelay struct {
-	// Changes sent (one per machine told), Applied: those that changed
-	// a port's state where they arrived (a later one may supersede an
-	// earlier still on its way). Acked: changes whose datagram was
-	// acknowledged; Unacked: datagrams never acknowledged (it or its ack
-	// lost; the next refresh carried the state).
-	Changes   uint64 `json:"changes"`
-	Applied   uint64 `json:"applied"`
-	Acked     uint64 `json:"acked"`
-	Unacked   uint64 `json:"unacked"`
-	Datagrams uint64 `json:"datagrams"`
-	// Expired: pauses a machine released because their refreshes
-	// stopped coming; Strays: datagrams refused.
-	Expired uint64 `json:"expired"`
-	Strays  uint64 `json:"strays"`
-	// SendErrors: datagrams the sender's socket refused; Unknown:
-	// entries naming a port whose feeders the receiver does not run.
-	SendErrors uint64 `json:"send_errors"`
-	Unknown    uint64 `json:"unknown"`
-	// Stale: states read after a later one (two readers share the
-	// socket), ignored; Late: datagrams of an earlier point, ignored;
-	// Stopped: pauses released because the machine holding them ended
-	// its point.
-	Stale   uint64 `json:"stale"`
-	Late    uint64 `json:"late"`
-	Stopped uint64 `json:"stopped"`
+	RelayCounts
 	// OneWayMS: from the poll that saw the queue cross to the other
 	// machine's monitor applying the change (holding its lock), per
 	// applied change; only when Clocked (the machines' clocks agree).
@@ -502,6 +478,58 @@ type PauseRelay struct {
 	Clocked  bool         `json:"clocked"`
 	OneWayMS Distribution `json:"one_way_ms"`
 	AckedMS  Distribution `json:"acked_ms"`
+}
+
+// RelayCounts count what the pause relay did (the condition monitor's,
+// summed over a point's machines).
+type RelayCounts struct {
+	Datagrams uint64 `json:"datagrams"` // sent
+	// Changes: pause changes sent (each to every machine that needs it);
+	// Applied: changes received that changed a remote port's state where
+	// they arrived (a later one may supersede an earlier still on its way).
+	Changes uint64 `json:"changes"`
+	Applied uint64 `json:"applied"`
+	// Acked: changes whose datagram was acknowledged; Unacked: datagrams
+	// with changes not acknowledged within a second (a datagram or its
+	// ack lost: the refresh carried the change later).
+	Acked   uint64 `json:"acked"`
+	Unacked uint64 `json:"unacked"`
+	// Expired: pauses released because their refresh stopped coming.
+	Expired uint64 `json:"expired"`
+	// Strays: datagrams refused (another lab's, malformed, from an
+	// address that is not the machine's).
+	Strays uint64 `json:"strays"`
+	// Unknown: entries naming a port none of whose feeders is here.
+	Unknown uint64 `json:"unknown"`
+	// SendErrors: datagrams the socket refused.
+	SendErrors uint64 `json:"send_errors"`
+	// Stale: states older than the one applied (two readers share the
+	// socket: read out of order), ignored.
+	Stale uint64 `json:"stale"`
+	// Late: datagrams of another point (sent before this monitor's
+	// point began, read after), ignored; Stopped: pauses released
+	// because the machine that held them stopped its monitor (its point
+	// ended).
+	Late    uint64 `json:"late"`
+	Stopped uint64 `json:"stopped"`
+}
+
+// Add adds o's counts to c's (sign -1: subtracts them).
+func (c *RelayCounts) Add(o RelayCounts, sign int) {
+	of := o.fields()
+	for i, f := range c.fields() {
+		if sign < 0 {
+			*f -= *of[i]
+		} else {
+			*f += *of[i]
+		}
+	}
+}
+
+// fields are the counts, in order, to add and subtract them together.
+func (c *RelayCounts) fields() []*uint64 {
+	return []*uint64{&c.Datagrams, &c.Changes, &c.Applied, &c.Acked, &c.Unacked, &c.Expired, &c.Strays, &c.Unknown,
+		&c.SendErrors, &c.Stale, &c.Late, &c.Stopped}
 }
 
 // Delay is the relay's figure the fidelity verdict judges: the one-way

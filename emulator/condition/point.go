@@ -91,7 +91,7 @@ func (m *Monitor) EndPoint(s PointStart) *Point {
 	}
 	if m.relay != nil {
 		c, samples, _ := m.RelayLog(s.relay)
-		c.add(s.rc, -1)
+		c.Add(s.rc, -1)
 		p.Relay = &RelayPoint{Samples: samples, Clocked: m.relay.o.Clocked, Counters: c}
 	}
 	return p
@@ -118,7 +118,7 @@ func MergePoints(ps []*Point) *Point {
 			o := out.Relay
 			o.Clocked = o.Clocked && r.Clocked
 			o.Samples = append(o.Samples, r.Samples...)
-			o.Counters.add(r.Counters, 1)
+			o.Counters.Add(r.Counters, 1)
 		}
 	}
 	return out
@@ -140,10 +140,7 @@ func (p *Point) Results() *results.Conditions {
 				oneWay = append(oneWay, s.MS)
 			}
 		}
-		c := r.Counters
-		out.PauseRelay = &results.PauseRelay{Changes: c.Changes, Applied: c.Applied, Acked: c.Acked, Unacked: c.Unacked,
-			Datagrams: c.Datagrams, Expired: c.Expired, Strays: c.Strays, SendErrors: c.SendErrs, Unknown: c.Unknown, Clocked: r.Clocked,
-			Stale: c.Stale, Late: c.Late, Stopped: c.Stopped,
+		out.PauseRelay = &results.PauseRelay{RelayCounts: r.Counters, Clocked: r.Clocked,
 			OneWayMS: results.NewDistribution(oneWay), AckedMS: results.NewDistribution(acked)}
 	}
 	return &out

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/ethfab/ethfab/results"
 	"net"
 	"os"
 	"slices"
@@ -68,53 +69,9 @@ const (
 	RelayExpiry  = 50 * time.Millisecond
 )
 
-// RelayCounters count what the relay did.
-type RelayCounters struct {
-	Datagrams uint64 `json:"datagrams"` // sent
-	// Changes: pause changes sent (each to every machine that needs it);
-	// Applied: changes received that changed a remote port's state here.
-	Changes uint64 `json:"changes"`
-	Applied uint64 `json:"applied"`
-	// Acked: changes whose datagram was acknowledged; Unacked: datagrams
-	// with changes not acknowledged within a second (a datagram or its
-	// ack lost: the refresh carried the change later).
-	Acked   uint64 `json:"acked"`
-	Unacked uint64 `json:"unacked"`
-	// Expired: pauses released here because their refresh stopped coming.
-	Expired uint64 `json:"expired"`
-	// Strays: datagrams refused (another lab's, malformed, from an
-	// address that is not the machine's).
-	Strays uint64 `json:"strays"`
-	// Unknown: entries naming a port none of whose feeders is here.
-	Unknown uint64 `json:"unknown"`
-	// SendErrs: datagrams the socket refused.
-	SendErrs uint64 `json:"send_errors"`
-	// Stale: states older than the one applied (read out of order).
-	Stale uint64 `json:"stale"`
-	// Late: datagrams of another point (sent before this monitor's
-	// point began, read after); Stopped: pauses released because the
-	// machine that held them stopped its monitor (its point ended).
-	Late    uint64 `json:"late"`
-	Stopped uint64 `json:"stopped"`
-}
-
-// fields are the counters, in order, to add and subtract them together.
-func (c *RelayCounters) fields() []*uint64 {
-	return []*uint64{&c.Datagrams, &c.Changes, &c.Applied, &c.Acked, &c.Unacked, &c.Expired, &c.Strays, &c.Unknown,
-		&c.SendErrs, &c.Stale, &c.Late, &c.Stopped}
-}
-
-// add adds o's counters to c's (sign -1: subtracts them).
-func (c *RelayCounters) add(o RelayCounters, sign int) {
-	of := o.fields()
-	for i, f := range c.fields() {
-		if sign < 0 {
-			*f -= *of[i]
-		} else {
-			*f += *of[i]
-		}
-	}
-}
+// RelayCounters count what the relay did: the counts a point's
+// metrics carry (results.PauseRelay).
+type RelayCounters = results.RelayCounts
 
 // RelaySample is one timed change: Ack the sender's onset-to-ack time,
 // else the receiver's one-way onset-to-apply time, in ms.
@@ -367,7 +324,7 @@ func (m *Monitor) relaySend(k int, ps []*port, now time.Time) {
 	if err != nil {
 		// A full socket buffer or a route gone: the refresh sends the
 		// state again, and the datagram counts as unacknowledged.
-		r.c.SendErrs++
+		r.c.SendErrors++
 	}
 	m.mu.Unlock()
 }
