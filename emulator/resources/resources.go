@@ -39,11 +39,12 @@ const (
 	// memory allocated when the engine opens (16 blocks of 32 KiB:
 	// hostagent/traffic's sinkRing).
 	RingPerHostMiB = 0.5
-	// SinkPerPairB: what the traffic engine's sinks keep per (source,
-	// destination) host pair (hostagent/traffic's flow: 48 bytes, a test
-	// there holds it), all of it written before a measurement starts (51
-	// MiB for DF(4,8,4), 4.4 GiB for 9,900 hosts).
-	SinkPerPairB = 48
+	// PairB: what the traffic engine keeps per (source, destination)
+	// host pair, all of it written before a measurement starts: a sink's
+	// state per source (hostagent/traffic's flow, 48 bytes) and a
+	// source's next sequence number per destination (4 bytes); a test
+	// there holds both. 53 MiB for DF(4,8,4), 4.7 GiB for 9,900 hosts.
+	PairB = 52
 	// PlanPerHostB and PlanPerPortB: `ethfab plan`'s memory per host and
 	// per switch port (topology, addresses, the switches' tables being
 	// compiled): 310 MB for the paper's 300,024-host Dragonfly, 355 MB
@@ -200,22 +201,22 @@ func CheckPlan(e Estimate, availMiB float64) error {
 }
 
 // trafficMiB is a traffic engine's memory for hosts hosts of a lab of
-// labHosts: their receive rings, and their sinks' state for every source
+// labHosts: their receive rings, and their state for every source
 // host of the lab.
 func trafficMiB(hosts, labHosts int) float64 {
 	n := float64(hosts)
-	return RingPerHostMiB*n + SinkPerPairB*n*float64(labHosts)/(1<<20)
+	return RingPerHostMiB*n + PairB*n*float64(labHosts)/(1<<20)
 }
 
 // CheckTraffic refuses a traffic engine for hosts hosts whose receive
-// rings and sinks do not fit in availMiB.
+// rings and per-pair state do not fit in availMiB.
 func CheckTraffic(hosts int, availMiB float64) error {
 	need := trafficMiB(hosts, hosts)
 	if need <= MemoryHeadroom*availMiB {
 		return nil
 	}
-	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: its receive rings and sinks need %.1f GiB (%.1f MiB a host and %d bytes a host pair) and %.1f GiB is available (%.0f%% of it may be used)",
-		hosts, need/1024, RingPerHostMiB, SinkPerPairB, availMiB/1024, 100*MemoryHeadroom)
+	return fmt.Errorf("a traffic engine for %d hosts does not fit this machine: its receive rings and per-pair state need %.1f GiB (%.1f MiB a host and %d bytes a host pair) and %.1f GiB is available (%.0f%% of it may be used)",
+		hosts, need/1024, RingPerHostMiB, PairB, availMiB/1024, 100*MemoryHeadroom)
 }
 
 // Text is the estimate in one line.

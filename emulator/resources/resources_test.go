@@ -26,8 +26,8 @@ func TestForLabMeasured(t *testing.T) {
 	}
 	// Measured: 510 MiB slab + 431 MiB OVS + 173 MB of agents; the
 	// traffic engine's receive rings: 16 blocks of 32 KiB a host, 528 MiB.
-	if e.MemoryMiB < 1000 || e.MemoryMiB > 1300 || math.Abs(e.TrafficMiB-579) > 1 {
-		t.Errorf("memory %.0f MiB (+%.0f with traffic), want about 1,114 (+579: 528 of rings, 51 of sinks)", e.MemoryMiB, e.TrafficMiB)
+	if e.MemoryMiB < 1000 || e.MemoryMiB > 1300 || math.Abs(e.TrafficMiB-583) > 1 {
+		t.Errorf("memory %.0f MiB (+%.0f with traffic), want about 1,114 (+583: 528 of rings, 55 of per-pair state)", e.MemoryMiB, e.TrafficMiB)
 	}
 	// The eBPF datapath, DF(6,12,6): slab +2,460 MiB once up, no
 	// daemons, no packet sockets.
@@ -119,12 +119,12 @@ func TestCheckTraffic(t *testing.T) {
 		t.Errorf("DF(4,8,4): %v", err)
 	}
 	err := CheckTraffic(16512, 4*1024)
-	if err == nil || !strings.Contains(err.Error(), "receive rings and sinks need 20.3 GiB") {
+	if err == nil || !strings.Contains(err.Error(), "receive rings and per-pair state need 21.3 GiB") {
 		t.Errorf("16,512 hosts in 4 GiB: %v", err)
 	}
-	// 9,900 hosts: 4.8 GiB of rings fit in 80% of 8 GiB, not with 4.4 GiB
-	// of the sinks' state per host pair.
+	// 9,900 hosts: 4.8 GiB of rings fit in 80% of 8 GiB, not with 4.7 GiB
+	// of state per host pair.
 	if err := CheckTraffic(9900, 8*1024); err == nil {
-		t.Error("9,900 hosts' sinks in 8 GiB")
+		t.Error("9,900 hosts' per-pair state in 8 GiB")
 	}
 }

@@ -351,11 +351,12 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 	}
 	for i := range srcs {
 		sinks[i] = newSink(i, n, run)
-		srcs[i] = newSource(i, cfg.Seed, cfg.Load)
+		srcs[i] = newSource(i, n, cfg.Seed, cfg.Load)
 		if e.hosts[i].Remote {
 			srcs[i].remote = true
 		} else {
 			sinks[i].prefault()
+			prefault(srcs[i].seq)
 		}
 		sinks[i].remote = remote
 		sinks[i].shift = cfg.ClockShift

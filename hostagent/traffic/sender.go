@@ -27,12 +27,16 @@ type schedule struct {
 // as geometric gaps between successes (exactly the same process), so a
 // sender touches a host only when it has a frame to send.
 type source struct {
-	host  int
-	rng   *rand.Rand
-	logq  float64 // log(1-load); 0 at load 1
-	next  int64   // slot of the next arrival
-	due   int64   // the senders' heap key: ns of the next arrival or held frame's release
-	seq   map[int32]uint64
+	host int
+	rng  *rand.Rand
+	logq float64 // log(1-load); 0 at load 1
+	next int64   // slot of the next arrival
+	due  int64   // the senders' heap key: ns of the next arrival or held frame's release
+	// seq is the next sequence number by destination host: an array,
+	// written before the measurement (prefault) where the host sends
+	// here. As a map it grew as destinations appeared, and its lookups
+	// were 0.7-1.2% of the machine's samples in DF(4,8,4) uniform runs.
+	seq   []uint32
 	stats srcStats
 	// limited are the reaction points' limiters by destination (rp.go),
 	// under mu; nil without reaction points.
@@ -64,11 +68,11 @@ type srcStats struct {
 	rpDropped       uint64 // and dropped for its queue's room
 }
 
-func newSource(host int, seed int64, load float64) *source {
+func newSource(host, n int, seed int64, load float64) *source {
 	s := &source{
 		host: host,
 		rng:  rand.New(rand.NewPCG(uint64(seed), uint64(host)|1<<40)),
-		seq:  map[int32]uint64{},
+		seq:  make([]uint32, n),
 	}
 	if load < 1 {
 		s.logq = math.Log1p(-load)
@@ -322,8 +326,8 @@ func (w *senders) send(b *batch, now int64, h *pat.Header) {
 		// Numbered as built: a batch can hold several frames of a host
 		// to one destination. A refused frame leaves a gap, which a sink
 		// takes for a loss, not a reordering.
-		h.Seq = s.seq[int32(d)]
-		s.seq[int32(d)]++
+		h.Seq = uint64(s.seq[d])
+		s.seq[d]++
 		h.SendNs = uint64(monoNow())
 		frame := b.frames[len(b.bufs)]
 		pat.Encode(frame, h)

@@ -79,17 +79,22 @@ func newSink(host, n int, run uint32) *sink {
 // The failures left are slips at other times, in the machine's slow
 // stretches (plots/lateness-<phase>).
 func (k *sink) prefault() {
-	page := os.Getpagesize()
-	for i := 0; i < len(k.flows); i += max(1, page/int(unsafe.Sizeof(flow{}))) {
-		k.flows[i].any = false
+	prefault(k.flows)
+	prefault(k.hist.Counts[:])
+}
+
+// prefault writes the zero value to one element of every page of a, and
+// to its last.
+func prefault[T any](a []T) {
+	if len(a) == 0 {
+		return
 	}
-	if n := len(k.flows); n > 0 {
-		k.flows[n-1].any = false // a stride can step over the last page
+	var zero T
+	step := max(1, os.Getpagesize()/int(unsafe.Sizeof(zero)))
+	for i := 0; i < len(a); i += step {
+		a[i] = zero
 	}
-	for i := 0; i < len(k.hist.Counts); i += max(1, page/int(unsafe.Sizeof(k.hist.Counts[0]))) {
-		k.hist.Counts[i] = 0
-	}
-	k.hist.Counts[len(k.hist.Counts)-1] = 0
+	a[len(a)-1] = zero // a stride can step over the last page
 }
 
 // serve reads the host's ring until the socket's read deadline passes,

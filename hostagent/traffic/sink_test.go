@@ -41,12 +41,14 @@ func TestSinkCounts(t *testing.T) {
 	}
 }
 
-// The emulator's memory check counts 48 bytes of sink state per host pair
-// (emulator/resources' SinkPerPairB): a sink's flow per source, all of it
-// written before a measurement (prefault).
-func TestSinkStatePerPair(t *testing.T) {
-	if got := unsafe.Sizeof(flow{}); got != 48 {
-		t.Errorf("a sink's flow is %d bytes; emulator/resources.SinkPerPairB says 48: change both", got)
+// The emulator's memory check counts 52 bytes of engine state per host
+// pair (emulator/resources' PairB): a sink's flow per source and a
+// source's sequence number per destination, all of it written before a
+// measurement (prefault).
+func TestStatePerPair(t *testing.T) {
+	var s source
+	if got := unsafe.Sizeof(flow{}) + unsafe.Sizeof(s.seq[0]); got != 52 {
+		t.Errorf("a sink's flow and a source's sequence number take %d bytes; emulator/resources.PairB says 52: change both", got)
 	}
 }
 
