@@ -26,9 +26,10 @@ type Hop struct {
 //
 //   - mesh: dimension order, the first dimension first;
 //   - torus and ring: dimension order, each dimension the shorter way
-//     round, ties forward; with two links between neighbours the frame
-//     keeps lane 0 until it crosses its ring's wrap link and lane 1 from
-//     it on (the classic dateline, which breaks the ring's cycle);
+//     round, ties forward, except under the fixed method (pairedTies);
+//     with two links between neighbours the frame keeps lane 0 until it
+//     crosses its ring's wrap link and lane 1 from it on (the classic
+//     dateline, which breaks the ring's cycle);
 //   - M-tree: the tree's path;
 //   - Myrinet-Clos: straight across, or through the other column's
 //     switch in the destination's row;
@@ -51,6 +52,23 @@ type Hop struct {
 func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 	return pathOn(top, m, s, port, d)
 }
+
+// pairedTies: on a ring of even size k, the destination half way round
+// ties, and a fixed path goes forward from an even position and backward
+// from an odd one. The fixed method needs all paths from a switch in one
+// tree, and a ring's spanning tree leaves out one of its link positions
+// (one lane at each of the others). A source's shortest paths cover
+// every position but one of the two beside its antipode: with ties
+// forward, every source leaves out a different one, so each has its own
+// tree and a 4×4 torus needs 16 fixed VLANs. Paired, the sources 2j and
+// 2j+1 leave out the same position and share their trees: k/2 per ring,
+// (k/2)·k^(n−1) VLANs for a k-ary n-cube, which is seed 002 Table 3's
+// 2k^(n−1) at k = 4 (8 for 4×4, 32 for 4×4×4; the paper takes its torus
+// paths from its reference [8]). No set of shortest paths does better:
+// two sources share a tree only if they leave out the same position,
+// which only neighbours can, so a ring needs at least k/2 trees (k for
+// odd k, where every source's left-out position is fixed), and Table 3's
+// formula holds for minimal paths at k = 4 only.
 
 // Off is a set of links turned off, as the switch pairs they join (lower
 // ID first).
@@ -164,9 +182,16 @@ func pathOn(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 		}
 		for dim, k := range dims {
 			lane := 0
+			tie := 0 // the direction of a fixed path that ties (pairedTies)
+			if c, t := top.Switches[at].Coords[dim], top.Switches[d].Coords[dim]; m == Fixed && sp.Kind != topology.Mesh && k > 2 && k%2 == 0 && (t-c+k)%k == k/2 {
+				tie = 1 - 2*(c%2)
+			}
 			for top.Switches[at].Coords[dim] != top.Switches[d].Coords[dim] {
 				c := top.Switches[at].Coords[dim]
 				dir := topology.GridDir(sp.Kind, c, top.Switches[d].Coords[dim], k)
+				if tie != 0 {
+					dir = tie
+				}
 				if sp.Links == 2 && k > 2 && ((dir == 1 && c == k-1) || (dir == -1 && c == 0)) {
 					lane = 1 // the wrap link and everything after it
 				}

@@ -44,6 +44,37 @@ func TestTable3(t *testing.T) {
 			}
 		}
 	}
+	// Tori with two links between neighbours: Table 3's 2k^(n-1) fixed
+	// VLANs at k = 4 (pairedTies), and otherwise the least any shortest
+	// paths need, (k/2)k^(n-1) for even k, k^n for odd; every path and
+	// broadcast walked.
+	for n := 2; n <= 3; n++ {
+		for k := 3; k <= 8; k++ {
+			if n == 3 && k > 5 {
+				continue
+			}
+			dims := fmt.Sprint(k)
+			for i := 1; i < n; i++ {
+				dims += fmt.Sprintf("x%d", k)
+			}
+			top := build(t, "torus:dims="+dims+",links=2")
+			a := assign(t, top, Fixed)
+			want := pow(k, n)
+			if k%2 == 0 {
+				want = k / 2 * pow(k, n-1)
+			}
+			if a.VLANs != want || (k == 4 && a.VLANs != 2*pow(k, n-1)) {
+				t.Errorf("torus %s: fixed %d, want %d (Table 3: 2k^(n-1) = %d)", dims, a.VLANs, want, 2*pow(k, n-1))
+			}
+			r, err := Verify(top, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failures != 0 || r.BroadcastFailures != 0 || r.Duplicates != 0 || r.Pairs != len(top.Hosts)*(len(top.Hosts)-1) {
+				t.Errorf("torus %s, fixed: %d of %d pairs failed, %d broadcasts, %d duplicates: %v", dims, r.Failures, r.Pairs, r.BroadcastFailures, r.Duplicates, r.Examples)
+			}
+		}
+	}
 	for _, c := range [][3]int{{2, 4, 2}, {3, 6, 2}, {2, 4, 3}, {3, 9, 3}} {
 		u, r := c[0], c[2]
 		top := build(t, fmt.Sprintf("fattree:u=%d,d=%d,r=%d", c[0], c[1], c[2]))
