@@ -3,6 +3,9 @@ package results
 import (
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/ethfab/ethfab/traffic"
 )
 
 // Fidelity thresholds. A run is untrustworthy when the machine, not the
@@ -56,12 +59,8 @@ const (
 	// is 0.4 ms); at 100 Mbit/s (80 µs slots) 30-58 µs, 0.4-0.7 slot.
 	MaxMeanLateness = 1.0
 	// LatenessFloorUS is the least the lateness limit is, in µs, whatever
-	// the slot: the sender's own timer. A sender that sleeps until a
-	// frame is due wakes 50-100 µs late here when the machine idles
-	// (vlan-tagging's idle phase, 100 Mbit/s at load 0.1, 5% busy: 78-83
-	// µs late on average, one 80 µs slot), as any host's would; that is
-	// the operating system's granularity, not the machine falling behind.
-	LatenessFloorUS = 250.0
+	// the slot: the sender's own timer (traffic.LatenessFloor).
+	LatenessFloorUS = float64(traffic.LatenessFloor) / float64(time.Microsecond)
 )
 
 // Fidelity is the verdict on whether the machine kept up.
