@@ -8,9 +8,11 @@
 // (datapath.go says how each field maps). Classification is OVS's own
 // tuple-space search: a (switch, table)'s rules are grouped by mask into
 // subtables; each subtable is one exact-match hash lookup on the frame's
-// masked fields, and the highest-priority hit wins. Subtables are sorted by
-// the highest priority they hold, so the search stops as soon as no later
-// subtable can beat the best hit.
+// masked fields, or, where its rules differ in one field's run of bits
+// (a direct subtable), one read of the slot those bits index, and the
+// highest-priority hit wins. Subtables are sorted by the highest priority
+// they hold, so the search stops as soon as no later subtable can beat
+// the best hit.
 //
 // 802.1Q (seed 002's switch-tagged VLAN routing): the kernel moves a
 // received frame's tag out of its bytes before tc runs, so the program
