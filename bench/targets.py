@@ -26,33 +26,16 @@ import os
 import sys
 import tempfile
 
+from capacity import SCENARIO  # the capacity search's scenario, filled in per case
 from settle import settle
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import ethfab  # noqa: E402  the repository's Python package
 
-DF232 = """version: 1
-name: tgt232
-topology: {kind: dragonfly, p: 2, a: 3, h: 2}
-links: {host: {rate: 20mbit}, local: {rate: 20mbit}, global: {rate: 20mbit}}
-ovs: {datapath: ebpf}
-phases:
-  - name: adv
-    traffic: {pattern: adv+1, loads: [0.5], duration: 6s, seed: 1}
-"""
-
-DF484 = """version: 1
-name: tgt484
-topology: {kind: dragonfly, p: 4, a: 8, h: 4}
-links: {host: {rate: 1mbit}, local: {rate: 1mbit}, global: {rate: 1mbit}}
-ovs: {datapath: ebpf}
-phases:
-  - name: un
-    traffic: {pattern: uniform, loads: [0.4], duration: 6s, seed: 1}
-"""
-
-# case -> (scenario, routing mode)
+# the issue's two fabrics: Dragonfly size, link rate, pattern, load
+FABRICS = {"df232": ((2, 3, 2), "20mbit", "adv+1", 0.5), "df484": ((4, 8, 4), "1mbit", "uniform", 0.4)}
+# case -> (fabric, routing mode)
 CASES = {"min": ("df232", "minimal"), "val": ("df232", "valiant"), "cond": ("df232", "conditional"),
          "df484": ("df484", "minimal")}
 
@@ -62,7 +45,7 @@ def run(binary, scenario, mode, out):
     settle()
     os.environ["ETHFAB"] = binary
     try:
-        m = ethfab.run(scenario, out=out, sets={"routing.mode": mode}).metrics
+        m = ethfab.run(scenario, out=out, sets={"routing.mode": mode, "ovs.datapath": "ebpf"}).metrics
     except ethfab.EthfabError as e:
         return {"error": str(e).splitlines()[-1]}
     p = m["phases"][0]
@@ -105,26 +88,27 @@ def main(argv=None):
     ap.add_argument("--cases", default=",".join(CASES), help="of " + ",".join(CASES))
     ap.add_argument("--out", help="directory for the run directories (default: a temporary one)")
     ap.add_argument("--json", help="write every run's summary here")
-    a = ap.parse_args(argv)
-    builds = [b for b in a.builds.split(",") if b]
-    cases = [c for c in a.cases.split(",") if c]
+    args = ap.parse_args(argv)
+    builds = [b for b in args.builds.split(",") if b]
+    cases = [c for c in args.cases.split(",") if c]
     for c in cases:
         if c not in CASES:
             ap.error(f"--cases: no case {c!r} (have {', '.join(CASES)})")
     for b in builds:
         if not os.access(b, os.X_OK):
             ap.error(f"--builds: {b} is not an executable")
-    if a.rounds < 1:
+    if args.rounds < 1:
         ap.error("--rounds must be at least 1")
-    out = a.out or tempfile.mkdtemp(prefix="ethfab-targets-")
+    out = args.out or tempfile.mkdtemp(prefix="ethfab-targets-")
     os.makedirs(out, exist_ok=True)
     scen = {}
-    for name, text in (("df232", DF232), ("df484", DF484)):
+    for name, ((p, a, h), rate, pattern, load) in FABRICS.items():
         scen[name] = os.path.join(out, name + ".yaml")
         with open(scen[name], "w") as f:
-            f.write(text)
+            f.write(SCENARIO.format(tag=name, p=p, a=a, h=h, mode="minimal", pattern=pattern, rate=rate,
+                                    loads=load, duration="6s"))
     results = []  # (case, build, round, summary)
-    for rnd in range(1, a.rounds + 1):
+    for rnd in range(1, args.rounds + 1):
         for c in cases:
             for i, b in enumerate(builds):
                 sc, mode = CASES[c]
@@ -151,8 +135,8 @@ def main(argv=None):
                   f"{span([r['lateness'] for r in rs], '%.2f'):>16}  {span([100 * r['unsent'] for r in rs], '%.2f'):>11}  "
                   f"{span([r['busy'] for r in rs], '%.2f'):>9}  {other}")
     print(f"\nrun directories: {out}")
-    if a.json:
-        with open(a.json, "w") as f:
+    if args.json:
+        with open(args.json, "w") as f:
             json.dump([{"case": c, "build": b, "round": rnd, **r} for (c, b, rnd, r) in results], f, indent=2)
     return 0
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/ethfab/ethfab/results"
 	"net"
 	"os"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ethfab/ethfab/results"
 )
 
 // PAUSE across machines. In a lab across machines (package cluster) every

@@ -393,27 +393,28 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 				if err != nil {
 					return fmt.Errorf("rule %d (%s): %w", i, r.OpenFlow(), err)
 				}
-				v := RuleVal{Prio: uint32(r.Priority), Action: img.actionIndex(a)}
+				// A rule shadowed by an equal match of higher priority is
+				// left out, as in OVS; its action is entered only for a
+				// rule placed.
+				prio := uint32(r.Priority)
 				if st.Direct != 0 {
 					at := st.slot(uint16(r.Match.InPort), uint64(r.Match.Dst))
-					if old := tt.Slots[at]; old.Action != DirectEmpty && old.Prio >= v.Prio {
-						continue // shadowed by an equal match of higher priority, as in OVS
+					if old := tt.Slots[at]; old.Action != DirectEmpty && old.Prio >= prio {
+						continue
 					}
-					tt.Slots[at] = Slot(v)
+					tt.Slots[at] = Slot{Prio: prio, Action: img.enter(a)}
+					img.ruleAction[[2]int{sw, i}] = tt.Slots[at].Action
 				} else {
 					vid, _ := vlanMatch(r.Match.VLAN)
 					k := RuleKey{Sw: uint16(sw), Table: uint8(tab), Sub: uint8(si), InPort: uint16(r.Match.InPort), DlType: r.Match.DlType,
 						VLAN: vid, Src: uint64(r.Match.Src), Dst: uint64(r.Match.Dst & r.Match.DstMask)}
-					if old, dup := img.rules[k]; dup && old.Prio >= v.Prio {
-						continue // shadowed by an equal match of higher priority, as in OVS
+					if old, dup := img.rules[k]; dup && old.Prio >= prio {
+						continue
 					}
-					img.rules[k] = v
+					img.rules[k] = RuleVal{Prio: prio, Action: img.enter(a)}
+					img.ruleAction[[2]int{sw, i}] = img.rules[k].Action
 				}
 				img.placed++
-				if v.Action == uint32(len(img.Actions)) {
-					img.Actions = append(img.Actions, a)
-				}
-				img.ruleAction[[2]int{sw, i}] = v.Action
 			}
 		}
 		for si, s := range list {
@@ -434,20 +435,22 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 	return nil
 }
 
-// actionIndex is where action a goes: a new entry at the end, or, for an
-// action without outputs (a goto, a drop), the entry of an equal one
-// already there. Every switch's admit rules then share one action, whose
-// cache line the first table's lookup of every frame finds warm. An action
-// with outputs stays the rule's own: a switch's logic may rewrite it in
-// place (Handle.SetAction, snoop-ar).
-func (img *Image) actionIndex(a Action) uint32 {
-	if a.NOut == 0 {
-		if i, ok := img.shared[a]; ok {
-			return i
-		}
-		img.shared[a] = uint32(len(img.Actions))
+// enter puts action a in the image and returns its index: a new entry
+// at the end, or, for an action without outputs (a goto, a drop), the
+// entry of an equal one already there. Every switch's admit rules then
+// share one action, whose cache line the first table's lookup of every
+// frame finds warm. An action with outputs stays the rule's own: a
+// switch's logic may rewrite it in place (Handle.SetAction, snoop-ar).
+func (img *Image) enter(a Action) uint32 {
+	if i, ok := img.shared[a]; ok {
+		return i
 	}
-	return uint32(len(img.Actions))
+	i := uint32(len(img.Actions))
+	img.Actions = append(img.Actions, a)
+	if a.NOut == 0 {
+		img.shared[a] = i
+	}
+	return i
 }
 
 // direct says whether a subtable's rules can sit in slots, indexed by

@@ -174,6 +174,47 @@ func differ(want *controller.Rule, got Decision, sw, inPort int, src, dst addres
 	return ""
 }
 
+// A rule left out because an equal match of higher priority shadows it
+// takes no action entry with it: a later rule with that action (a drop,
+// which rules share) must not find another rule's outputs there.
+func TestShadowedRuleLeavesNoAction(t *testing.T) {
+	_, _, tables, ports := fabric(t, cases[0])
+	p := top0Ports(t, ports)
+	tables[0] = &controller.Table{Rules: []controller.Rule{
+		{Kind: controller.KindRouting, Priority: 20, Match: controller.Match{InPort: p[0]}, Out: []int32{int32(p[1])}},
+		{Kind: controller.KindRouting, Priority: 10, Match: controller.Match{InPort: p[0]}}, // shadowed drop
+		{Kind: controller.KindRouting, Priority: 10, Match: controller.Match{InPort: p[1]}, Out: []int32{int32(p[0])}},
+		{Kind: controller.KindRouting, Priority: 10, Match: controller.Match{InPort: p[2]}}, // drop
+	}}
+	img, err := Build(tables, ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   int
+		want []uint32
+	}{{p[0], []uint32{ifindexOf(0, p[1])}}, {p[1], []uint32{ifindexOf(0, p[0])}}, {p[2], nil}} {
+		d, _ := img.Forward(ifindexOf(0, c.in), 0x020000000001, 0x020000000002, ethertype.Traffic, 0, 0)
+		if !slices.Equal(d.Out, c.want) {
+			t.Errorf("in port %d: out %v, want %v", c.in, d.Out, c.want)
+		}
+	}
+}
+
+// top0Ports is three port numbers of switch 0.
+func top0Ports(t *testing.T, ports []PortRef) []int {
+	var p []int
+	for _, r := range ports {
+		if r.Switch == 0 && len(p) < 3 {
+			p = append(p, r.Port)
+		}
+	}
+	if len(p) < 3 {
+		t.Fatalf("switch 0 has %d ports", len(p))
+	}
+	return p
+}
+
 // TestBuildRefuses: what the program cannot hold is an error naming the
 // switch and rule, not a silently different datapath.
 func TestBuildRefuses(t *testing.T) {
