@@ -214,7 +214,7 @@ type Lateness struct {
 	SlotUS float64 `json:"slot_us,omitempty"`
 	// BinS and BinsUS: the mean lateness of the frames due in each bin of
 	// the measurement window, BinS seconds wide (-1 where none was due),
-	// a frame never sent counted as late as the window's end (at least):
+	// a frame never sent counted as late as the senders' stop (at least):
 	// when the engine slipped, and whether it caught up.
 	BinS   float64   `json:"bin_s,omitempty"`
 	BinsUS []float64 `json:"bins_us,omitempty"`

@@ -101,7 +101,7 @@ type Fidelity struct {
 	SlotUs float64 `json:"slot_us"`
 	// LateBinS and LateBinsUs: the mean lateness of the frames due in
 	// each bin of the measurement window, LateBinS seconds wide (-1: none
-	// due there), a frame never sent counted as late as the window's end,
+	// due there), a frame never sent counted as late as the senders' stop,
 	// so a slip shows when it happened and whether the engine caught up.
 	LateBinS   float64   `json:"late_bin_s"`
 	LateBinsUs []float64 `json:"late_bins_us"`

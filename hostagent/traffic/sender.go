@@ -280,6 +280,7 @@ func sendGrace(slot int64) int64 { return max(slot, int64(pat.LatenessFloor)) }
 // as arrivals).
 func (w *senders) finish() {
 	end, slot := w.sched.measTo, w.sched.slot
+	stop := end + sendGrace(slot) // when the senders gave up
 	budget, binNs := unsentDrawBudget, lateBinNs(w.cfg)
 	for _, s := range w.heap {
 		for ; s.next*slot < end && budget > 0; s.next += s.gap() {
@@ -287,10 +288,10 @@ func (w *senders) finish() {
 			if t := s.next * slot; t >= w.sched.measFrom && w.cfg.Pattern.Dest(s.host, time.Duration(t), s.rng) != pat.Silent {
 				s.stats.offered++
 				s.stats.unsent++
-				// In the lateness series, as late as the window's end
+				// In the lateness series, as late as the senders' stop
 				// (at least): a series of the sent frames alone would
 				// fall at its end, as if the engine had caught up.
-				w.late.put(t-w.sched.measFrom, end-t, binNs)
+				w.late.put(t-w.sched.measFrom, stop-t, binNs)
 			}
 		}
 		if t := max(s.next*slot, w.sched.measFrom); t < end {
