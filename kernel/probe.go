@@ -12,16 +12,19 @@ import (
 
 // Capabilities is what the running kernel offers ethfab, found by trying.
 type Capabilities struct {
-	Netns     bool     `json:"netns"`      // named network namespaces (unshare + bind mount)
-	Veth      bool     `json:"veth"`       // veth pairs
-	TBF       bool     `json:"tbf"`        // rate shaping
-	HTB       bool     `json:"htb"`        // rate shaping, classful
-	Netem     bool     `json:"netem"`      // delay, jitter, loss
-	Clsact    bool     `json:"clsact"`     // tc filters on ingress/egress
-	Ethtool   bool     `json:"ethtool"`    // tx checksum offload can be turned off on a veth
-	OVSModule bool     `json:"ovs_module"` // openvswitch kernel datapath (datapath_type=system)
-	Kernel    string   `json:"kernel"`     // uname -r
-	Notes     []string `json:"notes,omitempty"`
+	Netns     bool `json:"netns"`      // named network namespaces (unshare + bind mount)
+	Veth      bool `json:"veth"`       // veth pairs
+	TBF       bool `json:"tbf"`        // rate shaping
+	HTB       bool `json:"htb"`        // rate shaping, classful
+	Netem     bool `json:"netem"`      // delay, jitter, loss
+	Clsact    bool `json:"clsact"`     // tc filters on ingress/egress
+	Ethtool   bool `json:"ethtool"`    // tx checksum offload can be turned off on a veth
+	OVSModule bool `json:"ovs_module"` // openvswitch kernel datapath (datapath_type=system)
+	// Realtime: this process may run under SCHED_FIFO, and the kernel
+	// throttles real-time tasks (ovs.realtime: auto needs both).
+	Realtime bool     `json:"realtime"`
+	Kernel   string   `json:"kernel"` // uname -r
+	Notes    []string `json:"notes,omitempty"`
 }
 
 var probeSeq atomic.Uint32
@@ -41,8 +44,15 @@ func Probe() Capabilities {
 	c.OVSModule = probeOVS(note)
 
 	if os.Geteuid() != 0 {
-		note("not root: namespaces, veth and qdiscs were not tried")
+		note("not root: namespaces, veth, qdiscs and real-time scheduling were not tried")
 		return c
+	}
+	if restore, err := Realtime(); err != nil {
+		note("real-time scheduling: %v", err)
+	} else if err := restore(); err != nil {
+		note("real-time scheduling: %v", err)
+	} else {
+		c.Realtime = RealtimeThrottled()
 	}
 	name := fmt.Sprintf("ethfab-probe-%d-%d", os.Getpid(), probeSeq.Add(1))
 	created, err := CreateNamespaces([]string{name})

@@ -259,7 +259,7 @@ func (d *decoder) scenario(root *node) *Scenario {
 	}
 	s.OVS.Datapath = DatapathAuto
 	if e := f["ovs"]; e != nil {
-		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache", "ports")
+		of := d.fields(e.val, "ovs", "datapath", "instances", "allocator", "flow_cache", "ports", "realtime")
 		if e := of["datapath"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.datapath", "auto", "netdev", "system", "ebpf"); ok {
 				s.OVS.Datapath = Datapath(v)
@@ -273,6 +273,11 @@ func (d *decoder) scenario(root *node) *Scenario {
 		if e := of["flow_cache"]; e != nil {
 			if v, ok := d.enum(e.val, "ovs.flow_cache", "auto", "on", "off"); ok {
 				s.OVS.FlowCache = FlowCache(v)
+			}
+		}
+		if e := of["realtime"]; e != nil {
+			if v, ok := d.enum(e.val, "ovs.realtime", "auto", "on", "off"); ok {
+				s.OVS.Realtime = Realtime(v)
 			}
 		}
 		if e := of["ports"]; e != nil {

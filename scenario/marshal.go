@@ -214,6 +214,9 @@ func (s *Scenario) effectiveTree() *node {
 	if s.OVS.Ports != "" {
 		ovsMap.add("ports", mkStr(string(s.OVS.Ports)))
 	}
+	if s.OVS.Realtime != "" {
+		ovsMap.add("realtime", mkStr(string(s.OVS.Realtime)))
+	}
 	root.add("ovs", ovsMap)
 	phases := &node{kind: seqNode}
 	for _, ph := range s.Phases {

@@ -277,7 +277,28 @@ type OVS struct {
 	// Ports is how the userspace datapath reads its ports: PortsAuto
 	// (default), PortsSocket or PortsPMD.
 	Ports Ports
+	// Realtime is whether the run's own threads (the traffic engine, the
+	// condition monitor, the sampler) run under SCHED_FIFO while traffic
+	// runs: RealtimeAuto (default), RealtimeOn or RealtimeOff.
+	Realtime Realtime
 }
+
+// Realtime selects the run's scheduling while traffic runs.
+type Realtime string
+
+// Realtime settings: on puts every thread of ethfab's process under
+// SCHED_FIFO for each traffic point (kernel.Realtime), so the emulated
+// hosts send when their frames are due, not after whatever ordinary task
+// holds the CPU; the kernel's forwarding (softirq) is unaffected. auto is
+// on for the eBPF datapath, where no other process forwards frames, when
+// the kernel throttles real-time tasks (kernel.RealtimeThrottled), and off
+// otherwise: on an Open vSwitch datapath the hosts would run ahead of
+// ovs-vswitchd, which forwards their frames.
+const (
+	RealtimeAuto Realtime = "auto"
+	RealtimeOn   Realtime = "on"
+	RealtimeOff  Realtime = "off"
+)
 
 // Ports selects how ovs-vswitchd's userspace datapath reads frames.
 type Ports string

@@ -186,6 +186,7 @@ func Decide(checks []Check, caps kernel.Capabilities) Report {
 		{Name: "clsact qdisc", OK: caps.Clsact, Detail: "tc filters"},
 		{Name: "ethtool offloads", OK: caps.Ethtool, Detail: "tx checksum off on veths (TCP over the userspace datapath)"},
 		{Name: "openvswitch module", OK: caps.OVSModule, Detail: "kernel datapath"},
+		{Name: "real-time scheduling", OK: caps.Realtime, Detail: "SCHED_FIFO for the run's threads while traffic runs, throttled by the kernel (ovs.realtime)"},
 	}
 	r.Checks = append(slices.Clone(checks), kchecks...)
 

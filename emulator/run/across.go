@@ -84,7 +84,7 @@ func (r *runner) trafficAcross(ctx context.Context, ph scenario.Phase) error {
 	for _, load := range t.Loads {
 		r.next(fmt.Sprintf("%s: %s at load %.2f for %s on %d machines", ph.Name, t.PatternString(), load, t.Duration, len(r.lab.Machines)))
 		cfg := traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: r.sc.Links[scenario.HostLinks].Rate,
-			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed}
+			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Realtime: r.realtime}
 		if r.acrossHere {
 			// The emulated machines' engines share this machine's cores:
 			// between them the senders one engine has. With each its

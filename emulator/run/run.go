@@ -260,6 +260,10 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if err != nil {
 		return nil, err
 	}
+	rt, rtSay, err := realtime(sc, dp)
+	if err != nil {
+		return nil, err
+	}
 	for _, w := range warnings {
 		if o.Warn != nil {
 			fmt.Fprintf(o.Warn, "warning: %s\n", w)
@@ -284,12 +288,13 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	doc := doctor.Run(ctx)
 	m.Run.Machine["netem"] = yesNo(doc.Capabilities.Netem)
 	m.Run.Machine["kernel"] = doc.Capabilities.Kernel
+	m.Run.Machine["realtime"] = rtSay
 	artifacts, err := artifactsOf(sc, lab, comp, doc)
 	if err != nil {
 		return nil, err
 	}
 
-	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say, artifacts: artifacts}
+	r := &runner{sc: sc, o: o, lab: lab, top: top, m: m, dir: dir, say: say, artifacts: artifacts, realtime: rt}
 	partial = r
 	// Deferred after the lab's down, so it runs first: a failed run's
 	// sockets hold the namespaces down deletes, which the kernel would
@@ -362,6 +367,8 @@ type runner struct {
 	acrossHere bool
 	cond       *conditions
 	fidelity   []results.FidelityInput
+	// realtime: the traffic points run under SCHED_FIFO (ovs.realtime).
+	realtime bool
 }
 
 func (r *runner) next(what string) {
@@ -533,7 +540,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 			rp = &traffic.RPConfig{}
 		}
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
-			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes, RP: rp})
+			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes, RP: rp, Realtime: r.realtime})
 		done := <-events
 		stopLearning()
 		if done.err != nil && err == nil {

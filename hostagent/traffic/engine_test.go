@@ -3,15 +3,17 @@ package traffic
 import (
 	"context"
 	"encoding/json"
-	"github.com/ethfab/ethfab/kernel/packet"
-	"github.com/ethfab/ethfab/qcn"
 	"math"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/kernel/packet"
+	"github.com/ethfab/ethfab/qcn"
 	pat "github.com/ethfab/ethfab/traffic"
 )
 
@@ -110,10 +112,25 @@ func TestEngineLowLoadUnshaped(t *testing.T) {
 	if math.Abs(delivered-accepted) > 1e-9 {
 		t.Errorf("delivered by source switch sums to %.4f, received to %.4f", delivered, accepted)
 	}
-	// The seed fixes the arrivals: a second run offers exactly the same frames.
+	// The seed fixes the arrivals: a second run offers exactly the same
+	// frames, and so does one with the process under SCHED_FIFO, which
+	// then leaves every thread as it found it.
+	cfg.Realtime = kernel.RealtimeThrottled()
 	r2, err := e.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Realtime {
+		ents, _ := os.ReadDir("/proc/self/task")
+		for _, en := range ents {
+			tid, _ := strconv.Atoi(en.Name())
+			if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy != unix.SCHED_NORMAL {
+				t.Errorf("thread %d: policy %d after a real-time run, want SCHED_NORMAL", tid, a.Policy)
+			}
+		}
+		if a := r2.Aggregate; a.Lost != 0 || a.Received != a.Sent {
+			t.Errorf("real-time run: sent %d, received %d, lost %d", a.Sent, a.Received, a.Lost)
+		}
 	}
 	for i := range r.Hosts {
 		if r.Hosts[i].Offered != r2.Hosts[i].Offered {

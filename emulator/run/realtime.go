@@ -1,0 +1,38 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/ethfab/ethfab/emulator/datapath"
+	"github.com/ethfab/ethfab/kernel"
+	"github.com/ethfab/ethfab/scenario"
+)
+
+// realtime resolves ovs.realtime for a lab on datapath dp: whether the
+// traffic points run with every thread of the engines' processes under
+// SCHED_FIFO (traffic.Config.Realtime), and what metrics.json's
+// run.machine.realtime says about it. It tries the policy once, before
+// anything is built, so that `on` where the kernel refuses it fails
+// with nothing to undo.
+func realtime(sc *scenario.Scenario, dp string) (on bool, say string, err error) {
+	switch {
+	case sc.OVS.Realtime == scenario.RealtimeOff:
+		return false, "off", nil
+	case sc.OVS.Realtime == scenario.RealtimeOn:
+	case dp != datapath.Name:
+		return false, "off (auto: ovs-vswitchd forwards the frames, and would run behind the hosts)", nil
+	case !kernel.RealtimeThrottled():
+		return false, "off (auto: kernel.sched_rt_runtime_us is -1, so a real-time thread could take a core for good)", nil
+	}
+	restore, err := kernel.Realtime()
+	if err != nil {
+		if sc.OVS.Realtime == scenario.RealtimeOn {
+			return false, "", fmt.Errorf("%s: ovs.realtime: on, but %w", sc.Source, err)
+		}
+		return false, fmt.Sprintf("off (auto: %v)", err), nil
+	}
+	if err := restore(); err != nil {
+		return false, "", fmt.Errorf("real-time scheduling: %w", err)
+	}
+	return true, fmt.Sprintf("SCHED_FIFO %d while traffic runs", kernel.RealtimePriority), nil
+}
