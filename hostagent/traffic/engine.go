@@ -242,7 +242,7 @@ type Config struct {
 	// (kernel.Realtime): the senders then wake when their frames are due
 	// rather than after whatever ordinary task holds the CPU. On DF(2,3,2)
 	// under VAL, adv+1 at 20 Mbit/s and load 0.5, Go's scheduling
-	// latency (runtime/metrics) had a p99 of 1.3-2.6 ms without it and
+	// latency (runtime/metrics) had a p99 of 1.6-2.6 ms without it and
 	// 0.65-0.92 ms with it, and the senders' mean lateness fell from
 	// 81-282 µs to 36-46 µs (README "Capacity"). The kernel's own
 	// forwarding, in softirq context, is not affected.
