@@ -49,6 +49,7 @@ def summary(m):
             s[k.replace("_ms", " p50 ms")] = c[k]["p50"]
     mach = m["run"]["machine"]
     s["ovs"] = f"malloc {mach.get('ovs_malloc', '?')}, flow cache {mach.get('ovs_flow_cache', '?')}"
+    s["realtime"] = mach.get("realtime", "?")
     return s
 
 

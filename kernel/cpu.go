@@ -31,15 +31,17 @@ const userHZ = 100
 // busy — softirq is where veth and tbf spend their time, and steal is
 // what a Firecracker VM's host takes away.
 func ReadCPU() (CPUTimes, error) {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return CPUTimes{}, fmt.Errorf("cpu: %w", err)
-	}
+	// The time first: the kernel reads the cores' idle time as it writes
+	// the file's first line.
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return CPUTimes{}, fmt.Errorf("cpu: %w", err)
 	}
 	at := time.Duration(ts.Nano())
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return CPUTimes{}, fmt.Errorf("cpu: %w", err)
+	}
 	line, rest, _ := strings.Cut(string(b), "\n")
 	t, err := parseCPULine(line)
 	if err != nil {

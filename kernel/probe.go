@@ -51,8 +51,8 @@ func Probe() Capabilities {
 		note("real-time scheduling: %v", err)
 	} else if err := restore(); err != nil {
 		note("real-time scheduling: %v", err)
-	} else {
-		c.Realtime = RealtimeThrottled()
+	} else if c.Realtime = RealtimeThrottled(); !c.Realtime {
+		note("real-time scheduling: kernel.sched_rt_runtime_us is -1 (no throttle), so ovs.realtime: auto stays off")
 	}
 	name := fmt.Sprintf("ethfab-probe-%d-%d", os.Getpid(), probeSeq.Add(1))
 	created, err := CreateNamespaces([]string{name})

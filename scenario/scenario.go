@@ -289,7 +289,9 @@ type Realtime string
 // Realtime settings: on puts every thread of ethfab's process under
 // SCHED_FIFO for each traffic point (kernel.Realtime), so the emulated
 // hosts send when their frames are due, not after whatever ordinary task
-// holds the CPU; the kernel's forwarding (softirq) is unaffected. auto is
+// holds the CPU (the fabric's forwarding runs in softirq context, mostly
+// at interrupt exit and in the senders' writes; what the kernel defers to
+// ksoftirqd waits for these threads). auto is
 // on for the eBPF datapath, where no other process forwards frames, when
 // the kernel throttles real-time tasks (kernel.RealtimeThrottled), and off
 // otherwise: on an Open vSwitch datapath the hosts would run ahead of

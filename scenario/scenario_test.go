@@ -26,7 +26,7 @@ links:
   host:   {rate: 100mbit}
   local:  {rate: 50mbit, delay: 40us}
   global: {rate: 1gbit, delay: {value: 400us, required: false}, loss: 0.1%, jitter: 5us}
-ovs: {datapath: netdev, allocator: mimalloc, flow_cache: off, ports: pmd}
+ovs: {datapath: netdev, allocator: mimalloc, flow_cache: off, ports: pmd, realtime: off}
 phases:
   - name: boot
     dmp: true
@@ -69,7 +69,7 @@ func TestParseFull(t *testing.T) {
 	if got := s.Links[GlobalLinks]; got != wantGlobal {
 		t.Errorf("global links %+v, want %+v", got, wantGlobal)
 	}
-	if s.OVS.Datapath != DatapathNetdev || s.OVS.Allocator != "mimalloc" || s.OVS.FlowCache != FlowCacheOff || s.OVS.Ports != PortsPMD {
+	if s.OVS.Datapath != DatapathNetdev || s.OVS.Allocator != "mimalloc" || s.OVS.FlowCache != FlowCacheOff || s.OVS.Ports != PortsPMD || s.OVS.Realtime != RealtimeOff {
 		t.Errorf("ovs %+v", s.OVS)
 	}
 	if len(s.Phases) != 6 {
@@ -289,6 +289,7 @@ func TestErrors(t *testing.T) {
 		{"allocator", head + "ovs: {allocator: glibc}\n", 3, 18, "ovs.allocator", `unknown value "glibc" (want auto, system, tcmalloc`},
 		{"flow cache", head + "ovs: {flow_cache: false}\n", 3, 19, "ovs.flow_cache", `unknown value "false" (want auto, on, off)`},
 		{"ports", head + "ovs: {ports: ring}\n", 3, 14, "ovs.ports", `unknown value "ring" (want auto, socket, pmd)`},
+		{"realtime", head + "ovs: {realtime: fifo}\n", 3, 17, "ovs.realtime", `unknown value "fifo" (want auto, on, off)`},
 		{"phases not list", head + "phases: {name: x}\n", 3, 9, "phases", "must be a list"},
 		{"phase two kinds", head + "phases:\n  - name: a\n    dmp: true\n    wait: 1s\n", 4, 5, "phases[0]", "exactly one of dmp, announce, wait, traffic, mpi (has dmp, wait)"},
 		{"phase no kind", head + "phases:\n  - name: a\n", 4, 5, "phases[0]", "(has none)"},

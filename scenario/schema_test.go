@@ -566,6 +566,7 @@ func TestSchemaAgreesWithDecoder(t *testing.T) {
 		{df + "links: {host: {rate: 1mbit, delay: {required: false}}}\n", "value: required"},
 		{df + "links: {host: {rate: 1mbit, limit: 64}}\n", "is not a size"},
 		{df + "ovs: {ports: dpdk}\n", `unknown value "dpdk"`},
+		{df + "ovs: {realtime: yes}\n", `unknown value "yes"`},
 		{df + "ovs: {instances: 65}\n", "out of range"},
 		{df + "phases: [{name: w, wait: 2}]\n", "has no unit"},
 		{df + "phases: [{name: w}]\n", "exactly one of"},

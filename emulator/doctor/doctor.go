@@ -214,7 +214,7 @@ func Decide(checks []Check, caps kernel.Capabilities) Report {
 	}
 	var pkgs []string
 	for i, c := range r.Checks {
-		if !root && (c.Name == "netns" || c.Name == "veth") {
+		if !root && (c.Name == "netns" || c.Name == "veth" || c.Name == "real-time scheduling") {
 			// Not tried without root; the root reason covers it.
 			r.Checks[i].Detail = "not tried (not root)"
 			continue

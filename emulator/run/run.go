@@ -260,7 +260,7 @@ func runOne(ctx context.Context, sc *scenario.Scenario, o Options) (out *Outcome
 	if err != nil {
 		return nil, err
 	}
-	rt, rtSay, err := realtime(sc, dp)
+	rt, rtSay, err := realtime(sc, dp, o.Across != nil)
 	if err != nil {
 		return nil, err
 	}

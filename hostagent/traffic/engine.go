@@ -238,14 +238,17 @@ type Config struct {
 	Run     uint32
 	StartNs int64
 	// Realtime runs every thread of the engine's process under
-	// SCHED_FIFO from the measurement's start to its end
-	// (kernel.Realtime): the senders then wake when their frames are due
-	// rather than after whatever ordinary task holds the CPU. On DF(2,3,2)
-	// under VAL, adv+1 at 20 Mbit/s and load 0.5, Go's scheduling
-	// latency (runtime/metrics) had a p99 of 1.6-2.6 ms without it and
-	// 0.65-0.92 ms with it, and the senders' mean lateness fell from
-	// 81-282 µs to 36-46 µs (README "Capacity"). The kernel's own
-	// forwarding, in softirq context, is not affected.
+	// SCHED_FIFO for the whole of a Run, from opening the sinks to the
+	// drain (kernel.Realtime): the senders then wake when their frames
+	// are due rather than after whatever ordinary task holds the CPU. On
+	// DF(2,3,2) under VAL, adv+1 at 20 Mbit/s and load 0.5, Go's
+	// scheduling latency (runtime/metrics, three runs each) had a p99 of
+	// 1.6-2.6 ms without it and 0.65-0.92 ms with it; over five runs
+	// each the senders' mean lateness was 0.17-1.13 slot without it and
+	// 0.08-0.13 with it (README "Capacity"). The fabric's forwarding runs
+	// in softirq context, mostly at interrupt exit and in the senders'
+	// own writes; what the kernel defers to ksoftirqd now waits for
+	// these threads.
 	Realtime bool
 	// LocalLatency: the machines' clocks do not agree, so latency is
 	// taken only of frames from hosts on this machine.
@@ -337,7 +340,7 @@ type measurement struct {
 
 // measure runs one measurement (Run). A nil measurement comes with the
 // error that prevented it; a cancelled one is returned with ctx's error.
-func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error) {
+func (e *Engine) measure(ctx context.Context, cfg *Config) (_ *measurement, err error) {
 	if err := cfg.check(len(e.hosts)); err != nil {
 		return nil, fmt.Errorf("traffic: %w", err)
 	}
@@ -348,7 +351,11 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (*measurement, error)
 		if err != nil {
 			return nil, fmt.Errorf("traffic: real-time scheduling: %w", err)
 		}
-		defer restore()
+		defer func() {
+			if rerr := restore(); rerr != nil && err == nil {
+				err = fmt.Errorf("traffic: real-time scheduling: %w", rerr)
+			}
+		}()
 	}
 	run := e.run.Add(1)
 	if cfg.Run != 0 {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -138,7 +137,7 @@ func run(ns string, hops, chains, size int, bps uint64, dur time.Duration, fwd s
 		delivered += n
 		offered += sent[c]
 	}
-	cores := kernel.BusyFraction(cpu0, cpu1) * float64(runtime.NumCPU())
+	cores := kernel.BusyFraction(cpu0, cpu1) * float64(cpu1.CPUs)
 	hopsPerSec := float64(delivered) * float64(hops) / elapsed.Seconds()
 	fmt.Printf("sent %d frames, %d crossed all %d hops (%.1f%%)\n", offered, delivered, hops, 100*float64(delivered)/float64(max(offered, 1)))
 	fmt.Printf("floor: %.0f switch-hop frames/s on %.2f busy cores: %.2f µs of CPU per hop (sender's frame cost included once per %d hops)\n",

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -136,7 +135,7 @@ func send(socks []*packet.Sender, fps, size int, dur time.Duration) (result, err
 		return result{}, err
 	}
 	secs := time.Since(start).Seconds()
-	r.cores = kernel.BusyFraction(c0, c1) * float64(runtime.NumCPU())
+	r.cores = kernel.BusyFraction(c0, c1) * float64(c1.CPUs)
 	r.usPerFrame = r.cores * secs * 1e6 / float64(r.sent)
 	r.timers = float64(localTimers()-t0) / secs
 	return r, nil
