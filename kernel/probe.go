@@ -47,9 +47,7 @@ func Probe() Capabilities {
 		note("not root: namespaces, veth, qdiscs and real-time scheduling were not tried")
 		return c
 	}
-	if restore, err := Realtime(); err != nil {
-		note("real-time scheduling: %v", err)
-	} else if err := restore(); err != nil {
+	if err := RealtimePermitted(); err != nil {
 		note("real-time scheduling: %v", err)
 	} else if c.Realtime = RealtimeThrottled(); !c.Realtime {
 		note("real-time scheduling: kernel.sched_rt_runtime_us is -1 (no throttle), so ovs.realtime: auto stays off")

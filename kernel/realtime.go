@@ -83,6 +83,16 @@ func Realtime() (restore func() error, err error) {
 	return restore, nil
 }
 
+// RealtimePermitted says why this process may not run real-time (nil:
+// it may), by trying: Realtime, then putting every thread back.
+func RealtimePermitted() error {
+	restore, err := Realtime()
+	if err != nil {
+		return err
+	}
+	return restore()
+}
+
 // eachThread calls fn once for every thread of the process, listing them
 // until two listings in a row find none it has not seen: the runtime may
 // start one meanwhile, and a thread being created has its creator's

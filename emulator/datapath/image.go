@@ -397,13 +397,14 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 				// left out, as in OVS; its action is entered only for a
 				// rule placed.
 				prio := uint32(r.Priority)
+				var act uint32
 				if st.Direct != 0 {
 					at := st.slot(uint16(r.Match.InPort), uint64(r.Match.Dst))
 					if old := tt.Slots[at]; old.Action != DirectEmpty && old.Prio >= prio {
 						continue
 					}
-					tt.Slots[at] = Slot{Prio: prio, Action: img.enter(a)}
-					img.ruleAction[[2]int{sw, i}] = tt.Slots[at].Action
+					act = img.enter(a)
+					tt.Slots[at] = Slot{Prio: prio, Action: act}
 				} else {
 					vid, _ := vlanMatch(r.Match.VLAN)
 					k := RuleKey{Sw: uint16(sw), Table: uint8(tab), Sub: uint8(si), InPort: uint16(r.Match.InPort), DlType: r.Match.DlType,
@@ -411,9 +412,10 @@ func (img *Image) addSwitch(sw int, t *controller.Table, ifindex map[[2]int]uint
 					if old, dup := img.rules[k]; dup && old.Prio >= prio {
 						continue
 					}
-					img.rules[k] = RuleVal{Prio: prio, Action: img.enter(a)}
-					img.ruleAction[[2]int{sw, i}] = img.rules[k].Action
+					act = img.enter(a)
+					img.rules[k] = RuleVal{Prio: prio, Action: act}
 				}
+				img.ruleAction[[2]int{sw, i}] = act
 				img.placed++
 			}
 		}

@@ -28,15 +28,11 @@ func realtime(sc *scenario.Scenario, dp string, across bool) (on bool, say strin
 	case !kernel.RealtimeThrottled():
 		return false, "off (auto: kernel.sched_rt_runtime_us is -1, so a real-time thread could take a core for good)", nil
 	}
-	restore, err := kernel.Realtime()
-	if err != nil {
+	if err := kernel.RealtimePermitted(); err != nil {
 		if sc.OVS.Realtime == scenario.RealtimeOn {
 			return false, "", fmt.Errorf("%s: ovs.realtime: on, but %w", sc.Source, err)
 		}
 		return false, fmt.Sprintf("off (auto: %v)", err), nil
-	}
-	if err := restore(); err != nil {
-		return false, "", fmt.Errorf("real-time scheduling: %w", err)
 	}
 	say = fmt.Sprintf("SCHED_FIFO %d while traffic runs", kernel.RealtimePriority)
 	if !kernel.RealtimeThrottled() {

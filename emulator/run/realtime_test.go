@@ -17,10 +17,7 @@ func TestRealtimeResolved(t *testing.T) {
 	sc := func(r scenario.Realtime) *scenario.Scenario {
 		return &scenario.Scenario{Source: "x.yaml", OVS: scenario.OVS{Realtime: r}}
 	}
-	permitted := false // this process may run real-time
-	if restore, err := kernel.Realtime(); err == nil {
-		permitted = restore() == nil
-	}
+	permitted := kernel.RealtimePermitted() == nil
 	allowed := permitted && kernel.RealtimeThrottled()
 	for _, c := range []struct {
 		r      scenario.Realtime

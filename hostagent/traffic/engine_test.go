@@ -115,7 +115,7 @@ func TestEngineLowLoadUnshaped(t *testing.T) {
 	// The seed fixes the arrivals: a second run offers exactly the same
 	// frames, and so does one with the process under SCHED_FIFO, which
 	// then leaves every thread as it found it.
-	cfg.Realtime = realtimeAllowed()
+	cfg.Realtime = kernel.RealtimeThrottled() && kernel.RealtimePermitted() == nil
 	r2, err := e.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -140,16 +140,6 @@ func TestEngineLowLoadUnshaped(t *testing.T) {
 	if r2.Fidelity.StaleRun != 0 {
 		t.Logf("stale frames of the first run seen by the second: %d", r2.Fidelity.StaleRun)
 	}
-}
-
-// realtimeAllowed says whether this process may run under SCHED_FIFO
-// with the kernel's throttle as its safety net.
-func realtimeAllowed() bool {
-	if !kernel.RealtimeThrottled() {
-		return false
-	}
-	restore, err := kernel.Realtime()
-	return err == nil && restore() == nil
 }
 
 func TestEngineShapedCaps(t *testing.T) {
