@@ -195,3 +195,50 @@ func TestSnoopARTables(t *testing.T) {
 		}
 	}
 }
+
+// The 3-flow topologies of snoop-3flow.yaml (spec §B.3): the max-min
+// fair shares `plan --flows` prints and the scenario's checks use. With
+// a private path per flow, adaptive routing can give every flow its whole
+// link; with end-point contention every choice leaves the static share.
+func TestFlowShares(t *testing.T) {
+	const (
+		t1   = "custom:switches=A1+A2+A3+S7+S8+B1+B2+B3+M1+M2+M3+N1+N2+N3,links=A1-S7+A2-S7+A3-S7+S7-S8+S8-B1+S8-B2+S8-B3+A1-M1+M1-N1+N1-B1+A2-M2+M2-N2+N2-B2+A3-M3+M3-N3+N3-B3,hosts=A1:1+A2:1+A3:1+B1:1+B2:1+B3:1"
+		t1ep = "custom:switches=A1+A2+A3+S7+S8+D+E+M1+M2+M3+N1+N2+N3,links=A1-S7+A2-S7+A3-S7+S7-S8+S8-D+D-E+A1-M1+M1-N1+N1-D+A2-M2+M2-N2+N2-D+A3-M3+M3-N3+N3-D,hosts=A1:1+A2:1+A3:1+E:3"
+		t3   = "custom:switches=A1+A2+A3+P+Q+R+B1+B2+B3+M1+N1+M2+N2+O2+M3+N3,links=A1-P+A2-P+A3-Q+P-Q+Q-R+Q-B1+R-B2+R-B3+A1-M1+M1-N1+N1-B1+A2-M2+M2-N2+N2-O2+O2-B2+A3-M3+M3-N3+N3-B3,hosts=A1:1+A2:1+A3:1+B1:1+B2:1+B3:1"
+		t3ep = "custom:switches=A1+A2+CX+SX+SY+P1+M1+P2+M2,links=A1-P1+P1-CX+A2-P2+P2-CX+CX-SX+SX-SY+A1-M1+M1-CX+A2-M2+M2-CX,hosts=A1:1+A2:1+SX:2+SY:2"
+	)
+	for _, tc := range []struct {
+		spec            string
+		flows           [][2]string
+		static, best    float64 // every flow's share
+		meanMin, meanMx float64
+	}{
+		{t1, [][2]string{{"A1h0", "B1h0"}, {"A2h0", "B2h0"}, {"A3h0", "B3h0"}}, 1.0 / 3, 1, 1.0 / 3, 1},
+		{t1ep, [][2]string{{"A1h0", "Eh0"}, {"A2h0", "Eh1"}, {"A3h0", "Eh2"}}, 1.0 / 3, 1.0 / 3, 1.0 / 3, 1.0 / 3},
+		{t3, [][2]string{{"A1h0", "B1h0"}, {"A2h0", "B2h0"}, {"A3h0", "B3h0"}}, 0.5, 1, 0.5, 1},
+		{t3ep, [][2]string{{"A1h0", "SXh1"}, {"A2h0", "SYh0"}, {"SXh0", "SYh1"}}, 0.5, 0.5, 0.5, 0.5},
+	} {
+		c := compile(t, tc.spec, addressing.Flat, Options{Mode: Shortest})
+		byName := map[string]int{}
+		for _, h := range c.top.Hosts {
+			byName[h.Name] = h.ID
+		}
+		flows := make([][2]int, len(tc.flows))
+		for i, f := range tc.flows {
+			flows[i] = [2]int{byName[f[0]], byName[f[1]]}
+		}
+		fs, err := c.FlowShares(flows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		near := func(a, b float64) bool { return a > b-1e-9 && a < b+1e-9 }
+		for i := range flows {
+			if !near(fs.Static[i], tc.static) || !near(fs.Best[i], tc.best) {
+				t.Errorf("%s: flow %d static %.4f best %.4f, want %.4f and %.4f", tc.spec[:40], i+1, fs.Static[i], fs.Best[i], tc.static, tc.best)
+			}
+		}
+		if !near(fs.MeanMin, tc.meanMin) || !near(fs.MeanMax, tc.meanMx) || fs.Choices < 2 {
+			t.Errorf("%s: mean over %d choices %.4f..%.4f, want %.4f..%.4f", tc.spec[:40], fs.Choices, fs.MeanMin, fs.MeanMax, tc.meanMin, tc.meanMx)
+		}
+	}
+}

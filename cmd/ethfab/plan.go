@@ -37,6 +37,7 @@ Examples:
   ethfab plan --topology torus:dims=4x4,links=2 --routing vlan --link-off s1-1:s2-1 --verify
   ethfab plan --topology xgft:h=2,m=8x16,w=1x8 --routing shortest --verify
   ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:1 --verify
+  ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+B:1+C:1 --routing shortest --flows Ah0:Ch0,Bh0:Ch0
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T] | xgft:h=H,m=M1xM2...,w=1xW2... | custom:switches=A+B+...,links=A-B+...,hosts=A:N+..."},
@@ -47,6 +48,7 @@ Examples:
 			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree; default renamed with --routing vlan, which compiles them as 802.1Q bridges); --verify walks them"},
 			&cli.StringSliceFlag{Name: "link-off", Usage: "A:B: route the VLAN paths around the link between switches A and B, as `ethfab link LAB A B off` does in the safe order (repeatable)"},
 			&cli.StringFlag{Name: "machines", Usage: "split the fabric across machines: N, local:N or NAME[:CORES],... (whole Dragonfly groups, Flattened Butterfly rows or Clos pods; other fabrics by gpmetis when installed, else region growing)"},
+			&cli.StringFlag{Name: "flows", Usage: "SRC:DST[,SRC:DST...]: saturated flows between hosts (<switch>h<index>) of a custom or xgft fabric; prints each flow's max-min fair share under the static routing and over every adaptive (snoop-ar) choice, and a model of QCN's points alone on the static paths"},
 			&cli.BoolFlag{Name: "verify", Usage: "walk the compiled tables (delivery, loops, hop bound, broadcast, DMP, source guard)"},
 			&cli.Int64Flag{Name: "max-pairs", Value: 2_000_000, Usage: "verify all ordered pairs up to this many, else a random sample of this size"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the verify sample"},
@@ -91,6 +93,10 @@ Examples:
 				}
 				off = append(off, [2]string{a, b})
 			}
+			flows, err := plan.ParseFlows(c.String("flows"))
+			if err != nil {
+				return fmt.Errorf("--flows: %w", err)
+			}
 			var machines []partition.Machine
 			var graph partition.GraphSplitter
 			if c.IsSet("machines") {
@@ -112,7 +118,7 @@ Examples:
 			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
 				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
-				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off, Machines: machines, Graph: graph})
+				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off, Machines: machines, Graph: graph, Flows: flows})
 			if err != nil {
 				return err
 			}

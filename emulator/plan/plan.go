@@ -48,6 +48,9 @@ type Options struct {
 	// Graph splits fabrics without groups (nil: region growing).
 	Machines []partition.Machine
 	Graph    partition.GraphSplitter
+	// Flows are saturated flows, source and destination host names,
+	// whose max-min shares the report gives (FlowsReport).
+	Flows [][2]string
 }
 
 // Report is `ethfab plan --json`; scripts depend on the names.
@@ -83,6 +86,7 @@ type Report struct {
 	VLAN      *VLANReport              `json:"vlan,omitempty"`
 	XGFT      *XGFTReport              `json:"xgft,omitempty"`
 	Partition *PartitionReport         `json:"partition,omitempty"`
+	Flows     *FlowsReport             `json:"flows,omitempty"`
 	Seconds   Timing                   `json:"seconds"`
 	PeakRSSMB float64                  `json:"peak_rss_mb"`
 }
@@ -303,6 +307,11 @@ func Run(o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	if len(o.Flows) > 0 {
+		if r.Flows, err = flowsReport(ctl, o.Flows); err != nil {
+			return nil, err
+		}
+	}
 	if o.VLAN == "" {
 		return r, nil
 	}
@@ -497,6 +506,9 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	if p := r.Partition; p != nil {
 		p.writeText(w)
+	}
+	if f := r.Flows; f != nil {
+		f.writeText(w)
 	}
 	if v := r.VLAN; v != nil {
 		t3 := "no Table 3 row"

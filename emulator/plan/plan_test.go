@@ -214,3 +214,66 @@ func TestPartitionPlan(t *testing.T) {
 		t.Errorf("40 machines for 33 groups: %v", err)
 	}
 }
+
+func FuzzParseFlows(f *testing.F) {
+	for _, s := range []string{"", "A1h0:B1h0", "A1h0:B1h0,A2h0:B2h0", "a:b:c", ":", "a:", ",", "a:b,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		flows, err := ParseFlows(s)
+		if err != nil {
+			return
+		}
+		for _, fl := range flows {
+			if fl[0] == "" || fl[1] == "" || strings.Contains(fl[0], ",") || strings.Contains(fl[1], ":") {
+				t.Fatalf("%q gave %q", s, fl)
+			}
+		}
+		if s != "" && len(flows) != strings.Count(s, ",")+1 {
+			t.Fatalf("%q gave %d flows", s, len(flows))
+		}
+	})
+}
+
+// `plan --flows` on seed 003's topology 3: the max-min shares the checks
+// use, and the QCN model's flow 2 (behind two congestion points) least.
+// Hosts that do not exist and fabrics without eligible ports are refused.
+func TestFlowsReport(t *testing.T) {
+	const t3 = "custom:switches=A1+A2+A3+P+Q+R+B1+B2+B3+M1+N1+M2+N2+O2+M3+N3,links=A1-P+A2-P+A3-Q+P-Q+Q-R+Q-B1+R-B2+R-B3+A1-M1+M1-N1+N1-B1+A2-M2+M2-N2+N2-O2+O2-B2+A3-M3+M3-N3+N3-B3,hosts=A1:1+A2:1+A3:1+B1:1+B2:1+B3:1"
+	run := func(spec, flows string) (*Report, error) {
+		sp, err := topology.ParseSpec(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl, err := ParseFlows(flows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Run(Options{Topology: sp, Scheme: addressing.Flat, Mode: controller.Shortest, Flows: fl})
+	}
+	r, err := run(t3, "A1h0:B1h0,A2h0:B2h0,A3h0:B3h0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.Flows
+	if f == nil || len(f.Flows) != 3 || f.StaticMean != 0.5 || f.AdaptiveMeanMax != 1 || f.QCNModel == nil {
+		t.Fatalf("%+v", f)
+	}
+	if got := strings.Join(f.Flows[1].StaticPath, "-"); got != "A2-P-Q-R-B2" {
+		t.Errorf("flow 2's static path %s, want A2-P-Q-R-B2", got)
+	}
+	if m := f.Flows; *m[1].QCNModel >= min(*m[0].QCNModel, *m[2].QCNModel) {
+		t.Errorf("QCN model shares %.3f / %.3f / %.3f: want flow 2 least", *m[0].QCNModel, *m[1].QCNModel, *m[2].QCNModel)
+	}
+	var b strings.Builder
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "A2h0 -> B2h0: static 0.500 via A2-P-Q-R-B2; adaptive 1.000 via A2-M2-N2-O2-B2") {
+		t.Errorf("text:\n%s", b.String())
+	}
+	if _, err := run(t3, "A1h0:Z9h0"); err == nil || !strings.Contains(err.Error(), `no host "Z9h0"`) {
+		t.Errorf("unknown host: %v", err)
+	}
+	if _, err := run("mesh:dims=2x2", "a:b"); err == nil || !strings.Contains(err.Error(), "custom or xgft") {
+		t.Errorf("mesh: %v", err)
+	}
+}
