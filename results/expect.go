@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ethfab/ethfab/internal/quantile"
 	"github.com/ethfab/ethfab/scenario"
 )
 
@@ -112,7 +113,23 @@ func MetricValue(p *Point, m scenario.Metric) (v float64, ok bool) {
 		}
 		return sum / float64(len(p.Flows)), true
 	case scenario.HotQueueQeq:
-		return hotQueueQeq(p)
+		return hotQueueQeq(p, false)
+	case scenario.HotQueueP50Qeq:
+		return hotQueueQeq(p, true)
+	case scenario.ARResetPeriod, scenario.ARResetSpread, scenario.ARResetLeftMax:
+		if p.QCN == nil || p.QCN.Resets == nil || p.QCN.Resets.ExpiryS <= 0 {
+			return 0, false
+		}
+		r := p.QCN.Resets
+		switch {
+		case m == scenario.ARResetPeriod && r.PeriodS != nil:
+			return *r.PeriodS / r.ExpiryS, true
+		case m == scenario.ARResetSpread && r.SpreadS != nil:
+			return *r.SpreadS / r.ExpiryS, true
+		case m == scenario.ARResetLeftMax && r.LeftMax != nil:
+			return float64(*r.LeftMax), true
+		}
+		return 0, false
 	case scenario.FlowP50LatencyRatio:
 		lo, hi := math.Inf(1), 0.0
 		for _, f := range p.Flows {
@@ -356,25 +373,34 @@ func binAcceptedMin(tl *Timeline) (float64, bool) {
 // hotQueueQeq is the mean backlog of the hottest queue the sampler kept a
 // series of, over the samples in the measured window, over the congestion
 // points' Qeq.
-func hotQueueQeq(p *Point) (float64, bool) {
+func hotQueueQeq(p *Point, median bool) (float64, bool) {
 	if p.QCN == nil || p.QCN.QeqBytes == 0 || len(p.Backlog) == 0 {
 		return 0, false
 	}
 	from, to := p.WarmupS, p.WarmupS+p.DurationS
 	var best float64
-	found := false
+	var hot []float64
 	for _, b := range p.Backlog {
+		if b.Host != "" {
+			continue // a host's link: a flow at its rate keeps a standing queue there
+		}
+		var in []float64
 		var sum float64
-		n := 0
 		for i, t := range b.T {
 			if t >= from && t <= to && i < len(b.Bytes) {
+				in = append(in, float64(b.Bytes[i]))
 				sum += float64(b.Bytes[i])
-				n++
 			}
 		}
-		if n > 0 && sum/float64(n) >= best {
-			best, found = sum/float64(n), true
+		if len(in) > 0 && (hot == nil || sum/float64(len(in)) >= best) {
+			best, hot = sum/float64(len(in)), in
 		}
 	}
-	return best / float64(p.QCN.QeqBytes), found
+	if hot == nil {
+		return 0, false
+	}
+	if median {
+		return quantile.NearestRank(quantile.Sorted(hot), 0.5) / float64(p.QCN.QeqBytes), true
+	}
+	return best / float64(p.QCN.QeqBytes), true
 }

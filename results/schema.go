@@ -327,6 +327,9 @@ type SwitchInjected struct {
 type BacklogSeries struct {
 	Port string `json:"port"` // e.g. "g0s1:5" (switch:port) or "g0s1h0" (host)
 	Link string `json:"link,omitempty"`
+	// Host is the host a switch's host-facing port leads to; "" between
+	// switches.
+	Host string `json:"host,omitempty"`
 	// T is seconds since the point started; Bytes and Frames are the
 	// queue's backlog at T.
 	T      []float64 `json:"t_s"`
@@ -357,6 +360,9 @@ type QCN struct {
 	// datapath refused.
 	ARMoves      uint64 `json:"ar_moves,omitempty"`
 	ARMoveErrors uint64 `json:"ar_move_errors,omitempty"`
+	// Resets is snoop-ar's reset events (seed 003's "reset spikes"), nil
+	// without snoop-ar.
+	Resets *Resets `json:"ar_resets,omitempty"`
 	// QeqBytes is the congestion points' equilibrium queue.
 	QeqBytes uint64 `json:"qeq_bytes,omitempty"`
 	// Notify: seed 003's congestion points, which notify the hosts'
@@ -379,6 +385,26 @@ type QCN struct {
 	// PTraces are the probabilities of the first group's transit ports
 	// over the point (seed 004's P(t) of group 0's ports).
 	PTraces []PTrace `json:"p_traces,omitempty"`
+}
+
+// Resets are snoop-ar's reset events in a point: remote congestion
+// entries expiring and their destinations moving back to their preferred
+// ports, each event the expiry moves that follow its first within half an
+// expiry (spec §B.4 check 4: "spikes occur when AR timer expires, i.e.,
+// reset of congestion entries every 250 ms", all three flows moving back
+// together). Events that start within half an expiry of the point's end
+// are left out: they may not be whole.
+type Resets struct {
+	ExpiryS float64 `json:"expiry_s"` // the remote entries' expiry, dilated
+	Events  int     `json:"events"`
+	// PeriodS is the median time between consecutive events' starts;
+	// SpreadS the longest an event took from its first move to its last;
+	// LeftMax the most destinations an event left away from their port,
+	// of those a notification had moved (0: every flow moved back
+	// together). Nil with too few events.
+	PeriodS *float64 `json:"period_s,omitempty"`
+	SpreadS *float64 `json:"spread_s,omitempty"`
+	LeftMax *int     `json:"left_max,omitempty"`
 }
 
 // QCNSeries is QCN-Switch bin by bin: CNMs put on the wire per second,

@@ -413,6 +413,31 @@ func notifySummary(b *strings.Builder, pts []Point) {
 			rp.CNMs, rp.Limiters, rp.Released, rp.Held, rp.Dropped, q.ARMoves)
 	}
 	b.WriteString("\nSamples: congestion point samples of a non-empty queue on the inter-switch ports; CNMs: samples with a positive feedback, each sent to the sampled frame's source unless it found no victim or could not be sent. The hosts' reaction points: CNMs received, rate limiters they made and released (back at the line rate), and the measured frames a limiter held in its flow's queue or dropped for the queue's room (still offered, not the fabric's loss). AR moves: under snoop-ar, the times a switch moved a destination to another eligible port. `cnm-<phase>.csv` has every CNM, `ar-moves-<phase>.csv` every move.\n\n")
+	resets := false
+	for i := range pts {
+		r := pts[i].QCN.Resets
+		if r == nil {
+			continue
+		}
+		if !resets {
+			b.WriteString("| phase | load | expiry | resets | period | longest reset | flows left away |\n|---|---:|---:|---:|---:|---:|---:|\n")
+			resets = true
+		}
+		opt := func(v *float64) string {
+			if v == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.3f s", *v)
+		}
+		left := "–"
+		if r.LeftMax != nil {
+			left = fmt.Sprint(*r.LeftMax)
+		}
+		fmt.Fprintf(b, "| %s | %g | %.3f s | %d | %s | %s | %s |\n", pts[i].Name, pts[i].Load, r.ExpiryS, r.Events, opt(r.PeriodS), opt(r.SpreadS), left)
+	}
+	if resets {
+		b.WriteString("\nResets (seed 003's reset spikes): remote congestion entries expiring and their destinations moving back, each the expiry moves within half an expiry of its first; the period is the median time between their starts, the longest reset from its first move to its last, and flows left away the most destinations one left away of those a notification had moved (`ar_reset_period`, `ar_reset_spread`, `ar_reset_left_max`).\n\n")
+	}
 }
 
 func deref(v *float64) float64 {

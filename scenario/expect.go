@@ -82,14 +82,30 @@ const (
 	// pairs (seed 003's "mean throughput/flow").
 	FlowAcceptedMean Metric = "flow_accepted_mean"
 	// HotQueueQeq is the time-average backlog of the fabric's hottest
-	// queue over the measured window, in units of the congestion points'
+	// inter-switch queue over the measured window, in units of the congestion points'
 	// Qeq (seed 003: "hot queue is controlled around equilibrium").
 	HotQueueQeq Metric = "hot_queue_qeq"
+	// HotQueueP50Qeq is the median backlog of that same queue over the
+	// window, in Qeq: under snoop-ar the queue outside the reset spikes,
+	// which are short beside the expiry (seed 003: "with AR, hot spot
+	// disappears"; spec check 6, below Qeq/2 except within spikes).
+	HotQueueP50Qeq Metric = "hot_queue_p50_qeq"
+	// ARResetPeriod is snoop-ar's median time between reset events (its
+	// remote entries expiring, their destinations moving back) over the
+	// dilated expiry, ARResetSpread the longest a reset took from its
+	// first move to its last over the expiry, and ARResetLeftMax the most
+	// destinations a reset left away from their port, of those a
+	// notification had moved (spec check 4: period = expiry + at most
+	// 20%, all flows moving back together: 0).
+	ARResetPeriod  Metric = "ar_reset_period"
+	ARResetSpread  Metric = "ar_reset_spread"
+	ARResetLeftMax Metric = "ar_reset_left_max"
 )
 
 var metrics = []Metric{Accepted, Offered, Loss, MeanLatency, P50Latency, P99Latency, NonminimalShare, DeliveredSpread, DeliveredMinRatio,
 	ProbesLost, ProbesLostMax, ProbePairsLosing, LongestOutage, ProbeP50Latency, LinkRecovery, LinkRecoveryErr, SwitchPower, PowerSaving, UnknownFloods, SOutGlobalP, ToSOutLocalP,
-	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio, BinAcceptedMin, FlowAcceptedMean, HotQueueQeq}
+	FlowAcceptedMin, FlowAcceptedMax, FlowP50LatencyRatio, BinAcceptedMin, FlowAcceptedMean, HotQueueQeq,
+	HotQueueP50Qeq, ARResetPeriod, ARResetSpread, ARResetLeftMax}
 
 // Dimension groups metrics that can be compared with each other: load,
 // fraction, latency, time, count or power ("" for an unknown metric).
@@ -97,7 +113,8 @@ func (m Metric) Dimension() string {
 	switch m {
 	case Accepted, Offered, FlowAcceptedMin, FlowAcceptedMax, BinAcceptedMin, FlowAcceptedMean:
 		return "load"
-	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio, HotQueueQeq:
+	case Loss, NonminimalShare, DeliveredSpread, DeliveredMinRatio, PowerSaving, FlowP50LatencyRatio, HotQueueQeq, HotQueueP50Qeq,
+		ARResetPeriod, ARResetSpread:
 		return "fraction"
 	case SwitchPower:
 		return "power"
@@ -107,7 +124,7 @@ func (m Metric) Dimension() string {
 		return "latency"
 	case LongestOutage, LinkRecovery, LinkRecoveryErr:
 		return "time"
-	case ProbesLost, ProbesLostMax, ProbePairsLosing, UnknownFloods:
+	case ProbesLost, ProbesLostMax, ProbePairsLosing, UnknownFloods, ARResetLeftMax:
 		return "count"
 	}
 	return ""

@@ -898,12 +898,21 @@ func (s *Sampler) report(dur time.Duration, cpu float64, q1 []kernel.QdiscStats,
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return s.ser[order[a]].sum > s.ser[order[b]].sum })
-	for _, i := range order[:min(s.opt.HotPorts, len(order))] {
+	hot := order[:min(s.opt.HotPorts, len(order))]
+	// And the hottest link between switches, if host-facing ports (a
+	// standing queue towards a host taking a flow at its link's rate)
+	// crowd it out: seed 003's hot queue is a link's (hot_queue_qeq).
+	if !slices.ContainsFunc(hot, func(i int) bool { return !s.ends[i].hostFacing }) {
+		if k := slices.IndexFunc(order, func(i int) bool { return !s.ends[i].hostFacing }); k >= 0 {
+			hot = append(slices.Clip(hot), order[k])
+		}
+	}
+	for _, i := range hot {
 		sr := &s.ser[i]
 		if sr.sum == 0 {
-			break
+			continue
 		}
-		bs := results.BacklogSeries{Port: s.ends[i].label, Link: s.ends[i].link, T: append([]float64(nil), s.times...)}
+		bs := results.BacklogSeries{Port: s.ends[i].label, Link: s.ends[i].link, Host: s.ends[i].host, T: append([]float64(nil), s.times...)}
 		for j := range sr.bytes {
 			bs.Bytes = append(bs.Bytes, uint64(sr.bytes[j]))
 			bs.Frames = append(bs.Frames, uint64(sr.frames[j]))

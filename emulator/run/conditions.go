@@ -51,7 +51,9 @@ type conditions struct {
 	lastP   []condition.PChange
 	lastCNM []condition.CNMRecord
 	qeq     uint64 // the congestion points' Qeq
-	// snoop-ar: the move log's mark before the point, the point's moves.
+	// snoop-ar: the remote entries' expiry (dilated), the move log's mark
+	// before the point, the point's moves.
+	expiry    time.Duration
 	mmark     int
 	lastMoves []condition.Move
 }
@@ -118,11 +120,15 @@ func (r *runner) startConditions(ctx context.Context) (*conditions, error) {
 				break
 			}
 		}
-		mon, err := condition.New(r.lab, condition.Options{QCN: qcnOptions(q, r.sc.Routing.Mode, r.sc.Links[scenario.LocalLinks].Rate, seed)})
+		opts := qcnOptions(q, r.sc.Routing.Mode, r.sc.Links[scenario.LocalLinks].Rate, seed)
+		mon, err := condition.New(r.lab, condition.Options{QCN: opts})
 		if err != nil {
 			return nil, fmt.Errorf("qcn congestion points: %w", err)
 		}
 		r.cond = &conditions{mon: mon, m: r.m, qeq: q.Qeq}
+		if opts.Snoop != nil {
+			r.cond.expiry = opts.Snoop.Expiry
+		}
 	}
 	if r.cond == nil {
 		mon, err := condition.New(r.lab, r.pauseOptions())
@@ -259,6 +265,13 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 		PChanges: a.PChanges - b.PChanges, Notify: c.mon.QCNNotify(), QeqBytes: c.qeq,
 		ARMoves: a.Moves - b.Moves, ARMoveErrors: a.MoveErrs - b.MoveErrs}
 	c.lastMoves, c.mmark = c.mon.Moves(c.mmark)
+	if c.expiry > 0 {
+		moves := make([]results.ARMove, len(c.lastMoves))
+		for i, m := range c.lastMoves {
+			moves[i] = results.ARMove{Time: m.Time, Key: m.Switch + " " + m.Dst, Cause: m.Cause}
+		}
+		q.Resets = results.NewResets(c.expiry, time.Now(), moves)
+	}
 	if !q.Notify {
 		byClass, low := c.mon.PStats()
 		q.PMeanByClass, q.PMin = byClass, &low

@@ -115,7 +115,16 @@ func TestSnoopAR(t *testing.T) {
 			t.Errorf("switch %s moved a destination: only the sources' switches have a choice", sw)
 		}
 	}
-	t.Logf("least flow %.3f, %d moves", least, p.QCN.ARMoves)
+	// The same moves as reset events (check 4): every destination sent
+	// away moves back at each one, one expiry apart.
+	r := p.QCN.Resets
+	if r == nil || r.ExpiryS != 1.5 || r.Events == 0 || r.LeftMax == nil || *r.LeftMax != 0 {
+		t.Fatalf("resets %+v", r)
+	}
+	if r.PeriodS != nil && (*r.PeriodS < 1.5 || *r.PeriodS > 1.5*1.2) {
+		t.Errorf("resets %.3f s apart, want one expiry (1.5 s)", *r.PeriodS)
+	}
+	t.Logf("least flow %.3f, %d moves, %d resets", least, p.QCN.ARMoves, r.Events)
 }
 
 func readCSV(t *testing.T, path string) [][]string {

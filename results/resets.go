@@ -1,0 +1,83 @@
+package results
+
+import (
+	"slices"
+	"time"
+
+	"github.com/ethfab/ethfab/internal/quantile"
+)
+
+// ARMove is one snoop-ar move: a (switch, destination), Key, sent out of
+// another port for Cause (remote or local: a congestion notification took
+// it away from its port; expiry: its remote entry expired; queue: its
+// local one cleared).
+type ARMove struct {
+	Time  time.Time
+	Key   string
+	Cause string
+}
+
+// NewResets groups a point's expiry moves into reset events (see Resets):
+// expiry is the remote entries' dilated expiry, end the point's end, moves
+// the point's in any order.
+func NewResets(expiry time.Duration, end time.Time, moves []ARMove) *Resets {
+	r := &Resets{ExpiryS: expiry.Seconds()}
+	moves = slices.Clone(moves)
+	slices.SortStableFunc(moves, func(a, b ARMove) int { return a.Time.Compare(b.Time) })
+	away := map[string]bool{} // moved off its port by a notification, not back since
+	var starts []time.Time
+	var spread []float64
+	left := 0
+	for i := 0; i < len(moves); {
+		m := moves[i]
+		if m.Cause != "expiry" {
+			away[m.Key] = m.Cause == "remote" || m.Cause == "local"
+			i++
+			continue
+		}
+		if end.Sub(m.Time) < expiry/2 {
+			break
+		}
+		// An event: the expiry moves within half an expiry of its first
+		// (other moves in between, a destination sent away again at once,
+		// do not count against it).
+		was := away
+		away = map[string]bool{}
+		for k, v := range was {
+			away[k] = v
+		}
+		last := m.Time
+		for ; i < len(moves) && moves[i].Time.Sub(m.Time) < expiry/2; i++ {
+			if moves[i].Cause == "expiry" {
+				delete(was, moves[i].Key)
+				last = moves[i].Time
+			}
+			away[moves[i].Key] = moves[i].Cause == "remote" || moves[i].Cause == "local"
+		}
+		n := 0
+		for _, a := range was {
+			if a {
+				n++
+			}
+		}
+		left = max(left, n)
+		starts = append(starts, m.Time)
+		spread = append(spread, last.Sub(m.Time).Seconds())
+	}
+	r.Events = len(starts)
+	if r.Events == 0 {
+		return r
+	}
+	s := slices.Max(spread)
+	r.SpreadS, r.LeftMax = &s, &left
+	if r.Events < 2 {
+		return r
+	}
+	gaps := make([]float64, len(starts)-1)
+	for i := range gaps {
+		gaps[i] = starts[i+1].Sub(starts[i]).Seconds()
+	}
+	p := quantile.NearestRank(quantile.Sorted(gaps), 0.5)
+	r.PeriodS = &p
+	return r
+}
