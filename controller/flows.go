@@ -68,7 +68,14 @@ func (c *Controller) paths(src, dst, limit int, static bool) ([][]Hop, bool) {
 func MaxMinFair(paths [][]Hop) []float64 {
 	rate := make([]float64, len(paths))
 	fixed := make([]bool, len(paths))
-	for left := len(paths); left > 0; {
+	left := len(paths)
+	for f, p := range paths {
+		if len(p) == 0 { // no link to share (none here: each has its source's)
+			rate[f], fixed[f] = 1, true
+			left--
+		}
+	}
+	for left > 0 {
 		used, free := map[Hop]float64{}, map[Hop]int{}
 		for f, p := range paths {
 			for _, h := range p {
@@ -79,11 +86,12 @@ func MaxMinFair(paths [][]Hop) []float64 {
 				}
 			}
 		}
-		// Every flow not yet fixed has a link (its source's), so there is
-		// a tightest one.
+		// The tightest link, the first by (switch, port) among equals so
+		// that the same paths give the same bits.
 		share, tight := math.Inf(1), Hop{}
 		for h, n := range free {
-			if s := (1 - used[h]) / float64(n); s < share {
+			s := (1 - used[h]) / float64(n)
+			if s < share || s == share && (h.Switch < tight.Switch || h.Switch == tight.Switch && h.Port < tight.Port) {
 				share, tight = s, h
 			}
 		}

@@ -7,10 +7,10 @@ import "math/rand/v2"
 // one rate, each link a FIFO queue with a congestion point, each flow a
 // reaction point, time in slots of one frame's transmission. It tells
 // what the algorithm itself does with a set of paths, so that a lab's
-// result can be set against it (`ethfab plan --flows` prints it): seed
-// 003's topology 3 in the model gives the flow behind two congestion
-// points about 0.14 of its link and the others 0.86, as the emulated runs
-// do (README, snoop-3flow).
+// result can be set against it (`ethfab plan --flows` prints it): on seed
+// 003's topology 3 the flow behind two congestion points ends with a
+// fifth of its link or less and the others take the rest, as in the
+// emulated runs (README, snoop-3flow; TestModelParkingLot).
 //
 // Each slot, every flow whose rate limiter has credit for a frame offers
 // one to its first link (at most one: its host link has the links' rate);
@@ -19,9 +19,12 @@ import "math/rand/v2"
 // CongestionPoint and sends a CNM for a victim drawn among the frames
 // that left it last (Ring.Pick's rule), delivered Delay slots later.
 type Model struct {
-	// Paths are the flows' links in order, indices below Links.
+	// Paths are the flows' links in order, indices below Links; the
+	// links marked Plain are FIFOs without a congestion point (ethfab's
+	// switches have none on a host's link).
 	Paths [][]int
 	Links int
+	Plain []bool
 	// Frame is the frames' length in bytes; Limit the queue's, in bytes.
 	Frame, Limit int
 	// Qeq, W and SampleBytes are the congestion points'.
@@ -55,7 +58,10 @@ func (m Model) Run() ModelResult {
 	}
 	links := make([]*link, m.Links)
 	for i := range links {
-		links[i] = &link{cp: NewCongestionPoint(m.Qeq, m.W, m.SampleBytes, QoldSample)}
+		links[i] = &link{}
+		if i >= len(m.Plain) || !m.Plain[i] {
+			links[i].cp = NewCongestionPoint(m.Qeq, m.W, m.SampleBytes, QoldSample)
+		}
 	}
 	type cnm struct {
 		at, flow int
@@ -74,6 +80,9 @@ func (m Model) Run() ModelResult {
 			res.Lost++
 		} else {
 			l.q = append(l.q, a)
+		}
+		if l.cp == nil {
+			return
 		}
 		smp, ok := l.cp.Observe(m.Frame, len(l.q)*m.Frame)
 		if !ok || smp.Fbq == 0 || l.n == 0 {
@@ -97,7 +106,8 @@ func (m Model) Run() ModelResult {
 		}
 		pending = kept
 		// The frames links passed on in the last slot join their next
-		// queues first, then the hosts' in no fixed order of flows.
+		// queues first, then the hosts', each in no fixed order.
+		rng.Shuffle(len(fwd), func(i, j int) { fwd[i], fwd[j] = fwd[j], fwd[i] })
 		for _, a := range fwd {
 			enqueue(s, a)
 		}

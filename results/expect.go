@@ -255,7 +255,7 @@ func check(r *ExpectationResult, e scenario.Expectation, lhs, rhs *Point) {
 	r.Value, r.Bound = l*scale, e.Value*of*scale
 	switch {
 	case !ok:
-		r.Note = fmt.Sprintf("%s not measured (no frames received, no group of switches, no probes, no link on, no switch_profile or no S_out)", e.Metric)
+		r.Note = fmt.Sprintf("%s not measured (no frames received, no group of switches, no probes, no link on, no switch_profile, no S_out, no congestion points or, under snoop-ar, fewer than two resets)", e.Metric)
 	case math.IsNaN(l) || math.IsNaN(of):
 		r.Note = "not a number"
 	default:

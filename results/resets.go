@@ -10,7 +10,8 @@ import (
 // ARMove is one snoop-ar move: a (switch, destination), Key, sent out of
 // another port for Cause (remote or local: a congestion notification took
 // it away from its port; expiry: its remote entry expired; queue: its
-// local one cleared).
+// local one cleared). Only remote entries expire, so only a remote move
+// leaves a destination for a reset to bring back.
 type ARMove struct {
 	Time  time.Time
 	Key   string
@@ -22,16 +23,19 @@ type ARMove struct {
 // the point's in any order.
 func NewResets(expiry time.Duration, end time.Time, moves []ARMove) *Resets {
 	r := &Resets{ExpiryS: expiry.Seconds()}
+	if expiry <= 0 {
+		return r
+	}
 	moves = slices.Clone(moves)
 	slices.SortStableFunc(moves, func(a, b ARMove) int { return a.Time.Compare(b.Time) })
-	away := map[string]bool{} // moved off its port by a notification, not back since
+	away := map[string]bool{} // moved off its port by a remote notification, not back since
 	var starts []time.Time
 	var spread []float64
 	left := 0
 	for i := 0; i < len(moves); {
 		m := moves[i]
 		if m.Cause != "expiry" {
-			away[m.Key] = m.Cause == "remote" || m.Cause == "local"
+			away[m.Key] = m.Cause == "remote"
 			i++
 			continue
 		}
@@ -48,11 +52,14 @@ func NewResets(expiry time.Duration, end time.Time, moves []ARMove) *Resets {
 		}
 		last := m.Time
 		for ; i < len(moves) && moves[i].Time.Sub(m.Time) < expiry/2; i++ {
-			if moves[i].Cause == "expiry" {
-				delete(was, moves[i].Key)
+			switch moves[i].Cause {
+			case "expiry":
 				last = moves[i].Time
+				fallthrough
+			case "queue":
+				delete(was, moves[i].Key) // back
 			}
-			away[moves[i].Key] = moves[i].Cause == "remote" || moves[i].Cause == "local"
+			away[moves[i].Key] = moves[i].Cause == "remote"
 		}
 		n := 0
 		for _, a := range was {

@@ -1,6 +1,7 @@
 package results
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,15 @@ func TestResets(t *testing.T) {
 	}
 	if r := NewResets(50*time.Second, at(400), cut); r.LeftMax == nil || *r.LeftMax != 1 {
 		t.Errorf("a flow left away: left %v, want 1", r.LeftMax)
+	}
+	// A destination a local notification moved is not the reset's to
+	// bring back (its queue clears it), and no expiry at all is nothing.
+	local := append(slices.Clone(moves), ARMove{at(120), "S7 B1h0", "local"})
+	if r := NewResets(50*time.Second, at(400), local); r.LeftMax == nil || *r.LeftMax != 0 {
+		t.Errorf("a local move counted as left away: %v", r.LeftMax)
+	}
+	if r := NewResets(0, at(400), moves); r.Events != 0 {
+		t.Errorf("no expiry: %d events", r.Events)
 	}
 	// A reset within half an expiry of the end may be cut short: left out.
 	if r := NewResets(50*time.Second, at(380), moves); r.Events != 7 {

@@ -400,8 +400,9 @@ type Resets struct {
 	// PeriodS is the median time between consecutive events' starts;
 	// SpreadS the longest an event took from its first move to its last;
 	// LeftMax the most destinations an event left away from their port,
-	// of those a notification had moved (0: every flow moved back
-	// together). Nil with too few events.
+	// of those a remote notification had moved (0: every flow moved back
+	// together). Nil with too few events. The events are the point's
+	// whole, warm-up and drain included, as its move log.
 	PeriodS *float64 `json:"period_s,omitempty"`
 	SpreadS *float64 `json:"spread_s,omitempty"`
 	LeftMax *int     `json:"left_max,omitempty"`

@@ -52,7 +52,8 @@ type QCNModelReport struct {
 	Slots       int     `json:"frame_times"`
 	Seed        uint64  `json:"seed"`
 	Mean        float64 `json:"mean_share"`
-	// HotQueueQeq is the fullest link's time-average backlog over Qeq.
+	// HotQueueQeq is the fullest switch link's time-average backlog
+	// over Qeq.
 	HotQueueQeq float64 `json:"hot_queue_qeq"`
 	Lost        int     `json:"lost_frames"`
 }
@@ -74,7 +75,8 @@ func ParseFlows(s string) ([][2]string, error) {
 	}
 	var out [][2]string
 	for i, f := range strings.Split(s, ",") {
-		a, b, ok := strings.Cut(strings.TrimSpace(f), ":")
+		a, b, ok := strings.Cut(f, ":")
+		a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 		if !ok || a == "" || b == "" || strings.Contains(b, ":") {
 			return nil, fmt.Errorf("flow %d %q: want SRC:DST, two host names", i+1, f)
 		}
@@ -114,8 +116,10 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 		}
 		return out
 	}
-	// The model's links are the static paths' switch ports.
+	// The model's links are the static paths' switch ports; the last, a
+	// host's, has no congestion point, as in a lab.
 	link := map[controller.Hop]int{}
+	var plain []bool
 	paths := make([][]int, len(flows))
 	sources := map[int]bool{}
 	for i, f := range flows {
@@ -123,9 +127,10 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 		r.Flows = append(r.Flows, FlowReport{Src: names[i][0], Dst: names[i][1], StaticPath: switchNames(p), Static: fs.Static[i],
 			AdaptiveBest: fs.Best[i], AdaptivePath: switchNames(fs.BestPaths[i])})
 		r.StaticMean += fs.Static[i] / float64(len(flows))
-		for _, h := range p[1:] {
+		for j, h := range p[1:] {
 			if _, ok := link[h]; !ok {
 				link[h] = len(link)
+				plain = append(plain, j == len(p)-2)
 			}
 			paths[i] = append(paths[i], link[h])
 		}
@@ -135,7 +140,7 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 		return r, nil
 	}
 	q := scenario.DefaultNotifyQCN()
-	m := qcn.Model{Paths: paths, Links: len(link), Frame: modelFrame, Limit: modelLimit, Qeq: int(q.Qeq), W: q.W,
+	m := qcn.Model{Paths: paths, Links: len(link), Plain: plain, Frame: modelFrame, Limit: modelLimit, Qeq: int(q.Qeq), W: q.W,
 		SampleBytes: int(q.SampleBytes), Slots: modelSlots, Delay: 2, Seed: 1}
 	res := m.Run()
 	mr := &QCNModelReport{Frame: m.Frame, QueueLimit: m.Limit, Qeq: m.Qeq, SampleBytes: m.SampleBytes, W: m.W, Slots: m.Slots, Seed: m.Seed, Lost: res.Lost}
@@ -143,8 +148,10 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 		r.Flows[i].QCNModel = &res.Shares[i]
 		mr.Mean += s / float64(len(flows))
 	}
-	for _, b := range res.Queues {
-		mr.HotQueueQeq = max(mr.HotQueueQeq, b/float64(m.Qeq))
+	for i, b := range res.Queues {
+		if !plain[i] {
+			mr.HotQueueQeq = max(mr.HotQueueQeq, b/float64(m.Qeq))
+		}
 	}
 	r.QCNModel = mr
 	return r, nil

@@ -54,6 +54,7 @@ type conditions struct {
 	// snoop-ar: the remote entries' expiry (dilated), the move log's mark
 	// before the point, the point's moves.
 	expiry    time.Duration
+	stopped   time.Time // when the monitor stopped: the move log's end
 	mmark     int
 	lastMoves []condition.Move
 }
@@ -197,6 +198,7 @@ func (r *runner) pauseOptions() condition.Options {
 func (c *conditions) stop() (*results.Conditions, error) {
 	c.cancel()
 	c.wg.Wait()
+	c.stopped = time.Now()
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -270,7 +272,7 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 		for i, m := range c.lastMoves {
 			moves[i] = results.ARMove{Time: m.Time, Key: m.Switch + " " + m.Dst, Cause: m.Cause}
 		}
-		q.Resets = results.NewResets(c.expiry, time.Now(), moves)
+		q.Resets = results.NewResets(c.expiry, c.stopped, moves)
 	}
 	if !q.Notify {
 		byClass, low := c.mon.PStats()
