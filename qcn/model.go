@@ -41,8 +41,9 @@ type ModelResult struct {
 	// Shares are the flows' delivered frames per slot (a fraction of the
 	// link rate); Queues the links' time-average backlog in bytes.
 	Shares, Queues []float64
-	// Lost counts frames a full queue refused.
-	Lost int
+	// Lost counts frames a full queue refused, LostAt by link.
+	Lost   int
+	LostAt []int
 }
 
 // Run runs the model. Rates are in frames per slot: the line rate is 1.
@@ -71,13 +72,15 @@ func (m Model) Run() ModelResult {
 	rps := make([]*ReactionPoint, len(m.Paths))
 	credit := make([]float64, len(m.Paths))
 	delivered := make([]int, len(m.Paths))
-	res := ModelResult{Shares: make([]float64, len(m.Paths)), Queues: make([]float64, m.Links)}
+	res := ModelResult{Shares: make([]float64, len(m.Paths)), Queues: make([]float64, m.Links), LostAt: make([]int, m.Links)}
 	var fwd, fresh []arrival
 	enqueue := func(s int, a arrival) {
 		// The point counts every frame that arrives, dropped ones too.
-		l := links[m.Paths[a.flow][a.hop]]
+		li := m.Paths[a.flow][a.hop]
+		l := links[li]
 		if (len(l.q)+1)*m.Frame > m.Limit {
 			res.Lost++
+			res.LostAt[li]++
 		} else {
 			l.q = append(l.q, a)
 		}

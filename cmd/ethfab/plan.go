@@ -37,7 +37,7 @@ Examples:
   ethfab plan --topology torus:dims=4x4,links=2 --routing vlan --link-off s1-1:s2-1 --verify
   ethfab plan --topology xgft:h=2,m=8x16,w=1x8 --routing shortest --verify
   ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:1 --verify
-  ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+B:1+C:1 --routing shortest --flows Ah0:Ch0,Bh0:Ch0
+  ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C,hosts=A:2+C:2 --routing shortest --flows Ah0:Ch0,Ah1:Ch1
   ethfab plan --sweep --out sweep/`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topology", Aliases: []string{"t"}, Usage: "dragonfly:p=P,a=A,h=H[,g=G] | flatfly:dims=K1xK2...,t=T | clos:k=K[,levels=3|4][,pods=N] | mesh:dims=K1xK2...[,t=T] | torus:dims=K1xK2...[,t=T][,links=1|2] | ring:n=N[,t=T][,links=1|2] | mtree:dims=K1xK2...[,t=T] | myriclos:n=N[,t=T] | fattree:u=U,d=D,r=R[,t=T] | xgft:h=H,m=M1xM2...,w=1xW2... | custom:switches=A+B+...,links=A-B+...,hosts=A:N+..."},

@@ -56,6 +56,9 @@ type QCNModelReport struct {
 	// over Qeq.
 	HotQueueQeq float64 `json:"hot_queue_qeq"`
 	Lost        int     `json:"lost_frames"`
+	// LostAtHosts are those lost at a host's port, where a lab has no
+	// congestion point either: flows into one host are not throttled.
+	LostAtHosts int `json:"lost_frames_at_hosts"`
 }
 
 // The model's settings: snoop-3flow.yaml's (1,000-byte frames, 256 KB
@@ -149,7 +152,9 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 		mr.Mean += s / float64(len(flows))
 	}
 	for i, b := range res.Queues {
-		if !plain[i] {
+		if plain[i] {
+			mr.LostAtHosts += res.LostAt[i]
+		} else {
 			mr.HotQueueQeq = max(mr.HotQueueQeq, b/float64(m.Qeq))
 		}
 	}
@@ -171,6 +176,9 @@ func (r *FlowsReport) writeText(w io.Writer) {
 	if m := r.QCNModel; m != nil {
 		fmt.Fprintf(w, "    QCN model on the static paths (reaction points at every source, congestion points Qeq %d B, w %g, a sample every %d B; %d-byte frames, %d KB queues, %d frame times, seed %d): mean %.3f, hot queue %.2f Qeq, %d frames lost\n",
 			m.Qeq, m.W, m.SampleBytes, m.Frame, m.QueueLimit>>10, m.Slots, m.Seed, m.Mean, m.HotQueueQeq, m.Lost)
+		if m.LostAtHosts > 0 {
+			fmt.Fprintf(w, "    %d of them at hosts' ports, which have no congestion point (in a lab either): flows into one host are not throttled\n", m.LostAtHosts)
+		}
 	} else {
 		fmt.Fprintf(w, "    (no QCN model: two flows share a source)\n")
 	}

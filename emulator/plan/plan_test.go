@@ -270,6 +270,15 @@ func TestFlowsReport(t *testing.T) {
 	if !strings.Contains(b.String(), "A2h0 -> B2h0: static 0.500 via A2-P-Q-R-B2; adaptive 1.000 via A2-M2-N2-O2-B2") {
 		t.Errorf("text:\n%s", b.String())
 	}
+	// Two flows into one host meet at its port, which has no congestion
+	// point (nor has a lab's): the model says where it loses them.
+	r, err = run("custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+B:1+C:1", "Ah0:Ch0,Bh0:Ch0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := r.Flows.QCNModel; m == nil || m.LostAtHosts == 0 || m.LostAtHosts != m.Lost {
+		t.Errorf("two flows into Ch0: model %+v, want every loss at the host's port", m)
+	}
 	if _, err := run(t3, "A1h0:Z9h0"); err == nil || !strings.Contains(err.Error(), `no host "Z9h0"`) {
 		t.Errorf("unknown host: %v", err)
 	}
