@@ -370,9 +370,10 @@ func binAcceptedMin(tl *Timeline) (float64, bool) {
 	return least, ok
 }
 
-// hotQueueQeq is the mean backlog of the hottest queue the sampler kept a
-// series of, over the samples in the measured window, over the congestion
-// points' Qeq.
+// hotQueueQeq is the mean (or, median, the median) backlog of the
+// hottest link between switches the sampler kept a series of (by mean),
+// over the samples in the measured window, over the congestion points'
+// Qeq.
 func hotQueueQeq(p *Point, median bool) (float64, bool) {
 	if p.QCN == nil || p.QCN.QeqBytes == 0 || len(p.Backlog) == 0 {
 		return 0, false
@@ -392,8 +393,11 @@ func hotQueueQeq(p *Point, median bool) (float64, bool) {
 				sum += float64(b.Bytes[i])
 			}
 		}
-		if len(in) > 0 && (hot == nil || sum/float64(len(in)) >= best) {
-			best, hot = sum/float64(len(in)), in
+		if len(in) == 0 {
+			continue
+		}
+		if mean := sum / float64(len(in)); hot == nil || mean >= best {
+			best, hot = mean, in
 		}
 	}
 	if hot == nil {

@@ -7,16 +7,27 @@ import (
 	"github.com/ethfab/ethfab/internal/quantile"
 )
 
-// ARMove is one snoop-ar move: a (switch, destination), Key, sent out of
-// another port for Cause (remote or local: a congestion notification took
-// it away from its port; expiry: its remote entry expired; queue: its
-// local one cleared). Only remote entries expire, so only a remote move
-// leaves a destination for a reset to bring back.
+// ARMove is one selection change of a switch's snoop-based adaptive
+// routing: destination host Dst sent out of Port at Switch, for Cause.
 type ARMove struct {
-	Time  time.Time
-	Key   string
-	Cause string
+	Time   time.Time `json:"time"`
+	Switch string    `json:"switch"`
+	Dst    string    `json:"dst"`
+	Port   int       `json:"port"`
+	Cause  string    `json:"cause"` // one of the Move* causes
 }
+
+// ARMove causes: a notification took the destination away from its port
+// (remote: a CNM snooped on its way; local: the switch's own congestion
+// point), its remote entry expired, or its local one cleared (queue).
+// Only remote entries expire, so only a remote move leaves a destination
+// for a reset to bring back.
+const (
+	MoveRemote = "remote"
+	MoveLocal  = "local"
+	MoveExpiry = "expiry"
+	MoveQueue  = "queue"
+)
 
 // NewResets groups a point's expiry moves into reset events (see Resets):
 // expiry is the remote entries' dilated expiry, end the point's end, moves
@@ -34,8 +45,9 @@ func NewResets(expiry time.Duration, end time.Time, moves []ARMove) *Resets {
 	left := 0
 	for i := 0; i < len(moves); {
 		m := moves[i]
-		if m.Cause != "expiry" {
-			away[m.Key] = m.Cause == "remote"
+		key := m.Switch + " " + m.Dst
+		if m.Cause != MoveExpiry {
+			away[key] = m.Cause == MoveRemote
 			i++
 			continue
 		}
@@ -52,14 +64,15 @@ func NewResets(expiry time.Duration, end time.Time, moves []ARMove) *Resets {
 		}
 		last := m.Time
 		for ; i < len(moves) && moves[i].Time.Sub(m.Time) < expiry/2; i++ {
+			k := moves[i].Switch + " " + moves[i].Dst
 			switch moves[i].Cause {
-			case "expiry":
+			case MoveExpiry:
 				last = moves[i].Time
 				fallthrough
-			case "queue":
-				delete(was, moves[i].Key) // back
+			case MoveQueue:
+				delete(was, k) // back
 			}
-			away[moves[i].Key] = moves[i].Cause == "remote"
+			away[k] = moves[i].Cause == MoveRemote
 		}
 		n := 0
 		for _, a := range was {

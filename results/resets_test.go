@@ -17,7 +17,10 @@ func TestResets(t *testing.T) {
 	t0 := time.Unix(1_795_980_422, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	var moves []ARMove
-	add := func(s float64, key, cause string) { moves = append(moves, ARMove{at(s), key, cause}) }
+	add := func(s float64, key, cause string) {
+		sw, dst, _ := strings.Cut(key, " ")
+		moves = append(moves, ARMove{Time: at(s), Switch: sw, Dst: dst, Cause: cause})
+	}
 	for _, k := range []string{"A1 B1h0", "A2 B2h0", "A3 B3h0"} {
 		add(0.05, k, "remote")
 	}
@@ -45,7 +48,7 @@ func TestResets(t *testing.T) {
 	// expiry for it at the fourth reset.
 	var cut []ARMove
 	for _, m := range moves {
-		if !(m.Key == "A2 B2h0" && m.Cause == "expiry" && m.Time.After(at(199)) && m.Time.Before(at(201))) {
+		if !(m.Switch == "A2" && m.Cause == MoveExpiry && m.Time.After(at(199)) && m.Time.Before(at(201))) {
 			cut = append(cut, m)
 		}
 	}
@@ -54,7 +57,7 @@ func TestResets(t *testing.T) {
 	}
 	// A destination a local notification moved is not the reset's to
 	// bring back (its queue clears it), and no expiry at all is nothing.
-	local := append(slices.Clone(moves), ARMove{at(120), "S7 B1h0", "local"})
+	local := append(slices.Clone(moves), ARMove{Time: at(120), Switch: "S7", Dst: "B1h0", Cause: MoveLocal})
 	if r := NewResets(50*time.Second, at(400), local); r.LeftMax == nil || *r.LeftMax != 0 {
 		t.Errorf("a local move counted as left away: %v", r.LeftMax)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ethfab/ethfab/emulator/datapath"
 	"github.com/ethfab/ethfab/emulator/fabric"
+	"github.com/ethfab/ethfab/results"
 	"github.com/ethfab/ethfab/snoopar"
 )
 
@@ -47,14 +48,9 @@ type snoopRule struct {
 	act datapath.Action
 }
 
-// Move is one selection change of a switch's adaptive routing.
-type Move struct {
-	Time   time.Time `json:"time"`
-	Switch string    `json:"switch"`
-	Dst    string    `json:"dst"` // the destination host
-	Port   int       `json:"port"`
-	Cause  string    `json:"cause"` // local, remote, expiry or queue
-}
+// Move is one selection change of a switch's adaptive routing, as the
+// results read it (their reset events).
+type Move = results.ARMove
 
 // setupSnoop gives every switch its congestion table and finds each
 // moving rule's action in the running program, checking it is the one
@@ -119,9 +115,9 @@ func (m *Monitor) snoopNotify(s *sw, dst [6]byte, port int, fbq uint8, local boo
 		return
 	}
 	if sel, moved := ss.logic.Notify(h, port, int(fbq), local, at); moved {
-		cause := "remote"
+		cause := results.MoveRemote
 		if local {
-			cause = "local"
+			cause = results.MoveLocal
 		}
 		m.snoopMove(s, sel, cause, at)
 	}
@@ -135,7 +131,7 @@ func (m *Monitor) snoopExpire(now time.Time) {
 			continue
 		}
 		for _, sel := range s.qcn.snoop.logic.Expire(now) {
-			m.snoopMove(s, sel, "expiry", now)
+			m.snoopMove(s, sel, results.MoveExpiry, now)
 		}
 	}
 }
@@ -144,7 +140,7 @@ func (m *Monitor) snoopExpire(now time.Time) {
 // below). Called with smu held.
 func (m *Monitor) snoopQueueLow(p *port, now time.Time) {
 	for _, sel := range p.sw.qcn.snoop.logic.QueueLow(p.num) {
-		m.snoopMove(p.sw, sel, "queue", now)
+		m.snoopMove(p.sw, sel, results.MoveQueue, now)
 	}
 }
 

@@ -268,11 +268,7 @@ func (c *conditions) qcnPoint(start time.Time, bins []float64, first map[string]
 		ARMoves: a.Moves - b.Moves, ARMoveErrors: a.MoveErrs - b.MoveErrs}
 	c.lastMoves, c.mmark = c.mon.Moves(c.mmark)
 	if c.expiry > 0 {
-		moves := make([]results.ARMove, len(c.lastMoves))
-		for i, m := range c.lastMoves {
-			moves[i] = results.ARMove{Time: m.Time, Key: m.Switch + " " + m.Dst, Cause: m.Cause}
-		}
-		q.Resets = results.NewResets(c.expiry, c.stopped, moves)
+		q.Resets = results.NewResets(c.expiry, c.stopped, c.lastMoves)
 	}
 	if !q.Notify {
 		byClass, low := c.mon.PStats()

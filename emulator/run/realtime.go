@@ -17,6 +17,7 @@ import (
 // off: each machine's engine would have to pass the same checks, and
 // only `on` asks them to (a machine that refuses fails the point).
 func realtime(sc *scenario.Scenario, dp string, across bool) (on bool, say string, err error) {
+	throttled := kernel.RealtimeThrottled()
 	switch {
 	case sc.OVS.Realtime == scenario.RealtimeOff:
 		return false, "off", nil
@@ -25,7 +26,7 @@ func realtime(sc *scenario.Scenario, dp string, across bool) (on bool, say strin
 		return false, "off (auto: a lab across machines, whose limits are not checked here)", nil
 	case dp != datapath.Name:
 		return false, "off (auto: ovs-vswitchd forwards the frames, and would run behind the hosts)", nil
-	case !kernel.RealtimeThrottled():
+	case !throttled:
 		return false, "off (auto: kernel.sched_rt_runtime_us is -1, so a real-time thread could take a core for good)", nil
 	}
 	if err := kernel.RealtimePermitted(); err != nil {
@@ -35,7 +36,7 @@ func realtime(sc *scenario.Scenario, dp string, across bool) (on bool, say strin
 		return false, fmt.Sprintf("off (auto: %v)", err), nil
 	}
 	say = fmt.Sprintf("SCHED_FIFO %d while traffic runs", kernel.RealtimePriority)
-	if !kernel.RealtimeThrottled() {
+	if !throttled {
 		say += " (kernel.sched_rt_runtime_us is -1: not throttled)"
 	}
 	return true, say, nil
