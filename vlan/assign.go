@@ -434,6 +434,18 @@ func (a *Assignment) String() string {
 // where it gives one (DOR; tori with two links between switches): the
 // formula, its value, and false where the table has no row.
 func Table3(sp topology.Spec, m Method) (formula string, value int, ok bool) {
+	return table3(sp, m, false)
+}
+
+// Table3OneLinkOff is Table 3's "1-link deactivation" row: a mesh or a
+// torus with "a single horizontal (x-directional) link" off. The paper
+// gives no row for the other topologies, nor for a link along another
+// dimension (OffPaths goes round one by up*/down* on a mesh).
+func Table3OneLinkOff(sp topology.Spec, m Method) (formula string, value int, ok bool) {
+	return table3(sp, m, true)
+}
+
+func table3(sp topology.Spec, m Method, linkOff bool) (formula string, value int, ok bool) {
 	cube := func() (k, n int, ok bool) {
 		if len(sp.Dims) == 0 {
 			return 0, 0, false
@@ -455,18 +467,25 @@ func Table3(sp topology.Spec, m Method) (formula string, value int, ok bool) {
 	switch {
 	case sp.Kind == topology.Mesh:
 		if k, n, ok := cube(); ok {
-			if m == Fixed {
-				return "k^(n-1)", pow(k, n-1), true
+			switch {
+			case m == Renamed:
+				return "n", n, true
+			case linkOff:
+				return "(k+1)k^(n-2)", (k + 1) * pow(k, n-2), n >= 2
 			}
-			return "n", n, true
+			return "k^(n-1)", pow(k, n-1), true
 		}
 	case sp.Kind == topology.Torus && sp.Links == 2:
 		if k, n, ok := cube(); ok {
-			if m == Fixed {
-				return "2k^(n-1)", 2 * pow(k, n-1), true
+			switch {
+			case m == Renamed:
+				return "3n", 3 * n, true
+			case linkOff:
+				return "2(k+1)k^(n-2)", 2 * (k + 1) * pow(k, n-2), n >= 2
 			}
-			return "3n", 3 * n, true
+			return "2k^(n-1)", 2 * pow(k, n-1), true
 		}
+	case linkOff:
 	case sp.Kind == topology.FatTree:
 		if m == Fixed {
 			return "u^r", pow(sp.U, sp.R), true

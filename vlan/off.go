@@ -29,7 +29,7 @@ func repairTree(top *topology.Topology, off Off, s, port int) ([]tie, error) {
 		if top.Switches[d].NumHosts == 0 {
 			continue
 		}
-		p, err := pathOn(top, Fixed, s, port, d)
+		p, err := pathOn(top, Fixed, nil, s, port, d)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ package vlan
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ethfab/ethfab/topology"
 )
@@ -50,7 +51,7 @@ type Hop struct {
 // same topologies (controller/paths.go); VLANs carry the state. port is
 // the source host's port on s; m the assignment the paths are for.
 func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
-	return pathOn(top, m, s, port, d)
+	return pathOn(top, m, nil, s, port, d)
 }
 
 // pairedTies: on a ring of even size k, the destination half way round
@@ -107,14 +108,19 @@ func OffByName(top *topology.Topology, pairs [][2]string) (Off, error) {
 // kept:
 //
 //   - With no link off, Path.
-//   - Renamed, a two-dimensional mesh, links off in one row of its first
-//     dimension: seed 002's own case ("a single horizontal (x-directional)
-//     link is deactivated and the north-last turn model is employed to
-//     avoid it", northLast).
-//   - Fixed, any topology: the paths from each switch must stay one tree
-//     (the method's precondition), so each switch keeps the part of its
-//     tree the links off leave whole, and the switches cut away hang
-//     back on by breadth-first search over the links still on
+//   - Renamed, a mesh (two or more dimensions), links off in one row of
+//     its first dimension: seed 002's own case ("a single horizontal
+//     (x-directional) link is deactivated and the north-last turn model
+//     is employed to avoid it", northLast).
+//   - A ring, or a torus with its second link (the dateline lanes), no
+//     ring with two links off, either method: dimension order as with
+//     every link on, where a ring with a link off is a line and its
+//     frames go round it the way that stays on (ringsAroundFit). A pair
+//     whose way round did not cross the link keeps its path.
+//   - Fixed, any other topology: the paths from each switch must stay
+//     one tree (the method's precondition), so each switch keeps the
+//     part of its tree the links off leave whole, and the switches cut
+//     away hang back on by breadth-first search over the links still on
 //     (repairTree): a pair whose path does not cross a link off keeps it.
 //   - Renamed, any other case: up*/down* over the links still on
 //     (upDown). The paper routes renamed VLANs by "an existing routing
@@ -134,6 +140,9 @@ func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
 	}
 	if m == Renamed && northLastFits(top, off) == nil {
 		return func(s, port, d int) ([]Hop, error) { return northLast(top, off, s, port, d) }
+	}
+	if ringsAroundFit(top, off) == nil {
+		return func(s, port, d int) ([]Hop, error) { return pathOn(top, m, off, s, port, d) }
 	}
 	if m == Fixed {
 		trees := map[int][]tie{}
@@ -162,8 +171,9 @@ func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
 	}
 }
 
-// pathOn is the path set's own routing with no link off.
-func pathOn(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
+// pathOn is the path set's own routing; off, on rings and tori only
+// (ringsAroundFit), are links the frames go round the other way.
+func pathOn(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, error) {
 	var hops []Hop
 	in := port
 	step := func(at, out int) int {
@@ -182,15 +192,30 @@ func pathOn(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 		}
 		for dim, k := range dims {
 			lane := 0
-			tie := 0 // the direction of a fixed path that ties (pairedTies)
-			if c, t := top.Switches[at].Coords[dim], top.Switches[d].Coords[dim]; m == Fixed && sp.Kind != topology.Mesh && k > 2 && k%2 == 0 && (t-c+k)%k == k/2 {
-				tie = 1 - 2*(c%2)
+			// way is the direction round a ring when it is fixed for the
+			// whole stretch: a fixed path's tie (pairedTies), or the way
+			// that stays on around a link off (ringsAroundFit); 0: the
+			// shorter way.
+			way := 0
+			c, t := top.Switches[at].Coords[dim], top.Switches[d].Coords[dim]
+			if m == Fixed && sp.Kind != topology.Mesh && k > 2 && k%2 == 0 && (t-c+k)%k == k/2 {
+				way = 1 - 2*(c%2)
+			}
+			if len(off) > 0 && c != t {
+				if way == 0 {
+					way = topology.GridDir(sp.Kind, c, t, k)
+				}
+				if arcOff(top, off, at, dim, way, t) {
+					if way = -way; arcOff(top, off, at, dim, way, t) {
+						return nil, fmt.Errorf("vlan: the links off cut %s from %s along dimension %d", top.Switches[at].Name, top.Switches[d].Name, dim)
+					}
+				}
 			}
 			for top.Switches[at].Coords[dim] != top.Switches[d].Coords[dim] {
 				c := top.Switches[at].Coords[dim]
 				dir := topology.GridDir(sp.Kind, c, top.Switches[d].Coords[dim], k)
-				if tie != 0 {
-					dir = tie
+				if way != 0 {
+					dir = way
 				}
 				if sp.Links == 2 && k > 2 && ((dir == 1 && c == k-1) || (dir == -1 && c == 0)) {
 					lane = 1 // the wrap link and everything after it
@@ -259,6 +284,65 @@ func pathOn(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
 	return append(hops, Hop{Switch: d, In: in}), nil
 }
 
+// ringsAroundFit says why dimension order cannot route a ring or torus
+// around the links off, or nil. A ring with one link off is a line, so
+// its channels form no cycle whichever way a frame goes round; on a
+// torus the other rings stay cycles, broken only by the second link's
+// dateline lanes (links=2), so dimension order stays deadlock-free there
+// and renamed broadcasts die out (Theorem 1). Only the pairs whose way
+// round crossed the link move. The ring's sources then share one line,
+// so neither method needs more VLANs than with every link on: a 4×4
+// torus needs 5–6 renamed (up*/down* over the links still on needed 9)
+// and 8 fixed (repaired trees needed 9); 8×8, 30 fixed instead of 32.
+func ringsAroundFit(top *topology.Topology, off Off) error {
+	sp := top.Spec
+	dims := sp.Dims
+	switch {
+	case sp.Kind == topology.Ring:
+		dims = []int{sp.N}
+	case sp.Kind != topology.Torus || sp.Links != 2:
+		return fmt.Errorf("vlan: dimension order goes round links off on rings and on tori with two links between neighbours, not %s", sp)
+	}
+	rings := map[string]bool{}
+	for l := range off {
+		a, b := &top.Switches[l[0]], &top.Switches[l[1]]
+		dim := -1
+		for i := range a.Coords {
+			if a.Coords[i] != b.Coords[i] {
+				dim = i
+			}
+		}
+		if dim < 0 || dims[dim] <= 2 {
+			return fmt.Errorf("vlan: %s-%s is not a link of a ring of three or more switches", a.Name, b.Name)
+		}
+		ring := slices.Clone(a.Coords)
+		ring[dim] = -1
+		key := fmt.Sprint(ring)
+		if rings[key] {
+			return fmt.Errorf("vlan: two links off one ring (%s-%s's) cut it", a.Name, b.Name)
+		}
+		rings[key] = true
+	}
+	return nil
+}
+
+// arcOff says whether the way from switch at along dimension dim in
+// direction dir to coordinate t crosses a link off (or has no link).
+func arcOff(top *topology.Topology, off Off, at, dim, dir, t int) bool {
+	for top.Switches[at].Coords[dim] != t {
+		out := top.Switches[at].GridPort(dim, dir, 0)
+		if out == 0 {
+			return true
+		}
+		next := top.Switches[at].Port(out).Peer.Switch
+		if off.Has(at, next) {
+			return true
+		}
+		at = next
+	}
+	return false
+}
+
 // ancestors lists an M-tree switch and its ancestors up to the root.
 func ancestors(top *topology.Topology, s int) []int {
 	out := []int{s}
@@ -277,78 +361,83 @@ func indexOf(xs []int, v int) int {
 	return -1
 }
 
-// northLast routes a two-dimensional mesh around links off in one row of
-// its first dimension (PathOff).
+// northLast routes a mesh around links off in one row of its first
+// dimension (OffPaths): a frame whose first-dimension stretch would cross
+// a link off goes along the second dimension to the edge row nearest the
+// link's (the far one if the link is in an edge row), crosses there, and
+// goes back along the second dimension last, then on in dimension order;
+// every other frame keeps its dimension order. Toward the edge first and
+// back last is the north-last turn model (south-last when the edge is
+// the far one), so the paths are deadlock-free and renamed broadcasts die
+// out (Theorem 1). Crossing in the edge row is what keeps Table 3's n
+// renamed VLANs: there a switch has one port along the second dimension,
+// so the frames that come down it to cross get the one set of ports of
+// their own that the row had for that port anyway. Crossing one row below
+// the link's (sessions before 50) gave the switches there a third set
+// (frames from above that may turn east but not west, beside those that
+// go straight on).
 func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
-	sp := top.Spec
 	if err := northLastFits(top, off); err != nil {
 		return nil, err
 	}
-	row := -1
+	var row []int // the coordinates of the links' row, the first one's ignored
+	base := 0     // the switch at the row's first coordinate 0 (stride 1 along it)
 	for l := range off {
-		row = top.Switches[l[0]].Coords[1]
+		row = top.Switches[l[0]].Coords
+		base = l[0] - row[0]
 	}
-	north := 1 // north points away from the mesh's edge the row is on
-	if row == 0 {
-		north = -1
+	edge := 0
+	if k := top.Spec.Dims[1]; row[1] == 0 || (row[1] != k-1 && k-1-row[1] < row[1]) {
+		edge = k - 1
 	}
-	sx, sy := top.Switches[s].Coords[0], top.Switches[s].Coords[1]
-	dx, dy := top.Switches[d].Coords[0], top.Switches[d].Coords[1]
-	at := func(x, y int) int { return y*sp.Dims[0] + x }
-	crosses := func(y int) bool { // the first-dimension stretch at row y uses a link off
-		for x := min(sx, dx); x < max(sx, dx); x++ {
-			if off.Has(at(x, y), at(x+1, y)) {
-				return true
+	src, dst := top.Switches[s].Coords, top.Switches[d].Coords
+	crosses := slices.Equal(src[1:], row[1:])
+	if crosses {
+		crosses = false
+		for x := min(src[0], dst[0]); x < max(src[0], dst[0]); x++ {
+			if off.Has(base+x, base+x+1) {
+				crosses = true
 			}
 		}
-		return false
-	}
-	r := sy // the row the frame crosses the first dimension in
-	if crosses(sy) {
-		// One row south of the link's, whatever the destination's row:
-		// there every frame for a destination leaves a switch by the same
-		// port as that row's own frames do, so the filtering databases
-		// hold (going south to the destination's row first would not).
-		r = row - north
 	}
 	var hops []Hop
 	in, cur := port, s
-	move := func(dim, dir int) {
-		out := top.Switches[cur].GridPort(dim, dir, 0)
-		hops = append(hops, Hop{Switch: cur, In: in, Out: out})
-		p := top.Switches[cur].Port(out)
-		in, cur = p.Peer.Port, p.Peer.Switch
-	}
 	walk := func(dim, to int) {
 		for c := top.Switches[cur].Coords[dim]; c != to; c = top.Switches[cur].Coords[dim] {
 			dir := 1
 			if to < c {
 				dir = -1
 			}
-			move(dim, dir)
+			out := top.Switches[cur].GridPort(dim, dir, 0)
+			hops = append(hops, Hop{Switch: cur, In: in, Out: out})
+			p := top.Switches[cur].Port(out)
+			in, cur = p.Peer.Port, p.Peer.Switch
 		}
 	}
-	walk(1, r)
-	walk(0, dx)
-	walk(1, dy)
+	if crosses {
+		walk(1, edge)
+	}
+	for dim := range dst {
+		walk(dim, dst[dim])
+	}
 	return append(hops, Hop{Switch: d, In: in}), nil
 }
 
 // northLastFits says why north-last cannot route around the links off,
-// or nil: it needs a two-dimensional mesh and the links in one row of its
-// first dimension.
+// or nil: it needs a mesh of two or more dimensions, the second of at
+// least two switches, and the links in one row of its first dimension.
 func northLastFits(top *topology.Topology, off Off) error {
 	sp := top.Spec
-	if sp.Kind != topology.Mesh || len(sp.Dims) != 2 || sp.Dims[1] < 2 {
-		return fmt.Errorf("vlan: north-last routes around links off on two-dimensional meshes, not %s", sp)
+	if sp.Kind != topology.Mesh || len(sp.Dims) < 2 || sp.Dims[1] < 2 {
+		return fmt.Errorf("vlan: north-last routes around links off on meshes of two or more dimensions, not %s", sp)
 	}
-	row := -1
+	var row []int
 	for l := range off {
 		a, b := &top.Switches[l[0]], &top.Switches[l[1]]
-		if a.Coords[1] != b.Coords[1] || (row >= 0 && a.Coords[1] != row) {
+		if !slices.Equal(a.Coords[1:], b.Coords[1:]) || (row != nil && !slices.Equal(a.Coords[1:], row)) {
 			return fmt.Errorf("vlan: north-last routes around links off in one row of the first dimension; %s-%s is not", a.Name, b.Name)
 		}
-		row = a.Coords[1]
+		row = a.Coords[1:]
 	}
 	return nil
 }

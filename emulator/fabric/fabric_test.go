@@ -382,7 +382,8 @@ func count[T comparable](xs []T, v T) int {
 // probe per operation, and every pair stays reachable while it is off;
 // the unsafe order cuts the pairs whose paths cross it. On a 3x3 mesh
 // with renamed VLANs (north-last around the link; none lost in 5 of 5
-// runs since Reroute orders the switches, one per operation before), and
+// runs since Reroute orders the switches, one per operation before), on
+// a 4x4 torus (round the ring the other way), and
 // on a (2,4,2) fat tree with the fixed assignment, a leaf's up link off
 // (each leaf's tree repaired, vlan.OffPaths; t0s2's path to t0s0 moves
 // from t1s0 to t1s1, and lost 8 probes at each change before the new
@@ -402,6 +403,11 @@ func TestLinkSafeOrder(t *testing.T) {
 			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
 		{"eft-lfe", "topology: {kind: fattree, u: 2, d: 4, r: 2}\nrouting: {mode: vlan, vlan: {assign: fixed}}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
 			"t0s0", "t1s0", "t0s2h0", "t0s0h0"},
+		// A 4x4 torus with two links between neighbours: the ring with
+		// the link off becomes a line, s1-1's frames for s2-1 go round it
+		// the other way (vlan.OffPaths).
+		{"eft-lte", "topology: {kind: torus, dims: [4, 4], links: 2}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
+			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
 	} {
 		t.Run(c.name, func(t *testing.T) { linkSafeOrder(t, c.name, c.yaml, c.a, c.b, c.src, c.dst) })
 	}

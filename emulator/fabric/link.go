@@ -177,7 +177,8 @@ func (l *Lab) countedQueues(links []Link) (*datapath.Handle, []uint32, error) {
 // target link"; "Off to On: Step 1: Activate the target link. Step 2: …
 // calculate the path set so that it uses the target link. Step 3:
 // Implement the path set". The path set around links off is
-// vlan.OffPaths's (north-last, repaired trees or up*/down*); each
+// vlan.OffPaths's (north-last, round a ring the other way, repaired
+// trees or up*/down*); each
 // switch's new tables go in as one OpenFlow bundle. The lab's state
 // records the links off.
 func setLinkSafe(ctx context.Context, l *Lab, links []Link, pair [2]string, on bool, hold time.Duration) error {

@@ -213,6 +213,8 @@ type Table3Row struct {
 	Formula string `json:"formula"`
 	Value   int    `json:"value"`
 	Matches bool   `json:"matches"`
+	// LinkOff: the row for one link along the first dimension off.
+	LinkOff bool `json:"link_off,omitempty"`
 }
 
 // vlanReport assigns (unless the controller routing by VLANs already
@@ -232,9 +234,20 @@ func vlanReport(top *topology.Topology, m vlan.Method, off vlan.Off, a *vlan.Ass
 		r.LinksOff = append(r.LinksOff, top.Switches[l[0]].Name+"-"+top.Switches[l[1]].Name)
 	}
 	slices.Sort(r.LinksOff)
-	// Table 3 counts the whole fabric's VLANs.
-	if f, v, ok := vlan.Table3(top.Spec, m); ok && len(off) == 0 {
-		r.Table3 = &Table3Row{Formula: f, Value: v, Matches: v == a.VLANs}
+	// Table 3 counts the whole fabric's VLANs, and with one link along
+	// the first dimension off ("1-link deactivation").
+	f, v, ok := vlan.Table3(top.Spec, m)
+	if len(off) > 0 {
+		ok = false
+		for l := range off {
+			a, b := top.Switches[l[0]].Coords, top.Switches[l[1]].Coords
+			if len(off) == 1 && len(a) > 1 && a[0] != b[0] && slices.Equal(a[1:], b[1:]) {
+				f, v, ok = vlan.Table3OneLinkOff(top.Spec, m)
+			}
+		}
+	}
+	if ok {
+		r.Table3 = &Table3Row{Formula: f, Value: v, Matches: v == a.VLANs, LinkOff: len(off) > 0}
 	}
 	for _, t := range []int{8000, 10000, 12000} {
 		r.HostLimit[fmt.Sprint(t)] = vlan.HostLimit(t, a.VLANs)
@@ -517,10 +530,20 @@ func (r *Report) WriteText(w io.Writer) {
 		}
 		if v.Table3 != nil {
 			verdict := "matches"
-			if !v.Table3.Matches {
-				verdict = "differs"
+			switch {
+			case v.VLANs < v.Table3.Value:
+				verdict = "fewer here"
+			case v.VLANs > v.Table3.Value:
+				verdict = "more here"
 			}
-			t3 = fmt.Sprintf("Table 3: %s = %d, %s", v.Table3.Formula, v.Table3.Value, verdict)
+			row := ""
+			if v.Table3.LinkOff {
+				row = " with 1 link off"
+			}
+			t3 = fmt.Sprintf("Table 3%s: %s = %d, %s", row, v.Table3.Formula, v.Table3.Value, verdict)
+			if len(v.LinksOff) > 0 {
+				t3 = "around the links off " + strings.Join(v.LinksOff, ", ") + "; " + t3
+			}
 		}
 		scope := "in the fabric"
 		if v.Method == vlan.Renamed {

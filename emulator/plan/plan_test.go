@@ -135,15 +135,24 @@ func TestVLANPlan(t *testing.T) {
 		t.Error("VLANs on a Dragonfly: accepted")
 	}
 
-	// --link-off: the paths around a link (north-last here: 3 renamed
-	// VLANs where Table 3's n = 2 is the whole fabric's), walked; links
-	// that do not exist, or whose loss cuts the fabric, refused.
+	// --link-off: the paths around a link (north-last here: Table 3's
+	// "1-link deactivation" row, n = 2 renamed VLANs), walked; a link
+	// along the second dimension has no row; links that do not exist, or
+	// whose loss cuts the fabric, refused.
 	r, err = Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.VLAN, Verify: true, LinksOff: [][2]string{{"s2-2", "s1-2"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := r.VLAN; v.VLANs != 3 || v.Table3 != nil || !slices.Equal(v.LinksOff, []string{"s1-2-s2-2"}) || v.Verify.Failures+v.Verify.BroadcastFailures != 0 {
+	if v := r.VLAN; v.VLANs != 2 || v.Table3 == nil || *v.Table3 != (Table3Row{"n", 2, true, true}) || !slices.Equal(v.LinksOff, []string{"s1-2-s2-2"}) || v.Verify.Failures+v.Verify.BroadcastFailures != 0 {
 		t.Errorf("4x4 mesh, renamed, s1-2-s2-2 off: %d VLANs, Table 3 %v, links off %v, %+v", v.VLANs, v.Table3, v.LinksOff, v.Verify)
+	}
+	b.Reset()
+	r.WriteText(&b)
+	if !strings.Contains(b.String(), "around the links off s1-2-s2-2; Table 3 with 1 link off: n = 2, matches") {
+		t.Errorf("text report:\n%s", b.String())
+	}
+	if r, err = Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.VLAN, LinksOff: [][2]string{{"s1-2", "s1-3"}}}); err != nil || r.VLAN.Table3 != nil {
+		t.Errorf("4x4 mesh, s1-2-s1-3 off: %v, Table 3 %v", err, r.VLAN.Table3)
 	}
 	mt, _ := topology.ParseSpec("mtree:dims=4x4")
 	for _, c := range []struct {
