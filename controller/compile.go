@@ -76,6 +76,9 @@ type Options struct {
 	// safe order of seed 002's link regulation).
 	VLANAssign vlan.Method
 	VLANOff    vlan.Off
+	// VLANTorus is the VLAN paths' set on a torus with two links between
+	// neighbours (default dateline; vlan.Torus).
+	VLANTorus vlan.Torus
 	// VLANWas, while paths change (fabric.Lab.Reroute), is the assignment
 	// they change from: each switch's transit table keeps its routes
 	// below the new ones (vlanTransit).
@@ -138,6 +141,12 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		if opts.VLANAssign == "" {
 			c.opts.VLANAssign = vlan.Renamed
 		}
+		if opts.VLANTorus == "" {
+			c.opts.VLANTorus = vlan.Dateline
+		}
+		if sp := c.top.Spec; c.opts.VLANTorus == vlan.Lines && (sp.Kind != topology.Torus || sp.Links != 2) {
+			return nil, fmt.Errorf("the lines path set is for tori with two links between neighbours, not %s", sp)
+		}
 		if opts.VLANLearn && c.opts.VLANAssign != vlan.Fixed {
 			// Seed 002's learning procedure has each host send in every
 			// VLAN; a renamed VLAN ID means something only inside its
@@ -148,7 +157,7 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("macs learn: paths around links off need static registration (learned entries would keep the old paths)")
 		}
 		var err error
-		if c.vlan, err = vlan.AssignOff(c.top, c.opts.VLANAssign, opts.VLANOff); err != nil {
+		if c.vlan, err = vlan.AssignOff(c.top, c.opts.VLANAssign, c.opts.VLANTorus, opts.VLANOff); err != nil {
 			return nil, err
 		}
 		if err := c.vlan.TagHosts(c.top, opts.VLANTagged); err != nil {

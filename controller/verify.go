@@ -463,7 +463,7 @@ func SwitchesCrossed(ts *Tables, src, dst int) (int, error) {
 	if ts.c.opts.Mode == VLAN {
 		// The walker knows no VLAN tags: the VLANs carry the paths.
 		h := top.Hosts[src]
-		p, err := vlan.Path(top, ts.c.opts.VLANAssign, h.Switch, h.Port, top.Hosts[dst].Switch)
+		p, err := vlan.Path(top, ts.c.opts.VLANAssign, ts.c.opts.VLANTorus, h.Switch, h.Port, top.Hosts[dst].Switch)
 		return len(p), err
 	}
 	w := &walker{ts: ts, dst: dst, mac: ts.c.plan.HostMAC(dst), bound: ts.c.HopBound()}

@@ -525,12 +525,20 @@ func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 		modeOverridden = e.val.pos.replaced()
 	}
 	if r.Mode == controller.VLAN {
-		v := VLANRouting{Assign: vlan.Renamed, MACs: "static"}
+		v := VLANRouting{Assign: vlan.Renamed, MACs: "static", Torus: vlan.Dateline}
 		if e := f["vlan"]; e != nil {
-			vf := d.fields(e.val, "routing.vlan", "assign", "macs", "aging", "learning", "tagged_hosts")
+			vf := d.fields(e.val, "routing.vlan", "assign", "macs", "aging", "learning", "tagged_hosts", "torus")
 			if e := vf["assign"]; e != nil {
 				if s, ok := d.enum(e.val, "routing.vlan.assign", "fixed", "renamed"); ok {
 					v.Assign = vlan.Method(s)
+				}
+			}
+			if e := vf["torus"]; e != nil {
+				if t, ok := d.enum(e.val, "routing.vlan.torus", string(vlan.Dateline), string(vlan.Lines)); ok {
+					v.Torus = vlan.Torus(t)
+					if sp := s.Topology; topoOK && v.Torus == vlan.Lines && (sp.Kind != topology.Torus || sp.Links != 2) {
+						d.errf(e.val, "routing.vlan.torus", "lines is for tori with two links between neighbours (topology: {kind: torus, links: 2}), not %s", sp)
+					}
 				}
 			}
 			if e := vf["macs"]; e != nil {

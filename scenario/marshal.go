@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/ethfab/ethfab/controller"
 	"github.com/ethfab/ethfab/topology"
+	"github.com/ethfab/ethfab/vlan"
 	"os"
 	"regexp"
 	"strconv"
@@ -118,6 +119,9 @@ func (s *Scenario) effectiveTree() *node {
 	}
 	if v := s.Routing.VLAN; v != nil {
 		vm := mkMap(true, "assign", mkStr(string(v.Assign)), "macs", mkStr(v.MACs))
+		if v.Torus != "" && v.Torus != vlan.Dateline {
+			vm.add("torus", mkStr(string(v.Torus)))
+		}
 		if v.MACs == "learn" {
 			vm.add("aging", mkStr(FormatDuration(v.Aging)))
 			vm.add("learning", mkStr(v.Learning))

@@ -71,6 +71,9 @@ type Routing struct {
 // VLANRouting is routing.vlan: seed 002's switch-tagged VLAN routing.
 type VLANRouting struct {
 	Assign vlan.Method // fixed | renamed (default)
+	// Torus: the paths on a torus with two links between neighbours,
+	// dateline (default) or lines (vlan.Torus).
+	Torus vlan.Torus
 	// MACs: static, the filtering databases registered from the paths
 	// (the paper's static registration, the default), or learn: every
 	// switch learns as an 802.1Q bridge, its entries aging out after

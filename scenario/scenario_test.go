@@ -14,6 +14,7 @@ import (
 	"github.com/ethfab/ethfab/internal/rate"
 	"github.com/ethfab/ethfab/topology"
 	"github.com/ethfab/ethfab/traffic"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 const full = `version: 1
@@ -216,6 +217,9 @@ func TestErrors(t *testing.T) {
 		{"custom no hosts", "name: x\ntopology:\n  kind: custom\n  switches: [A]\n", 3, 3, "topology.hosts", "no switch has a host"},
 		{"vlan on a dragonfly", "name: x\ntopology: {kind: dragonfly, p: 1, a: 2, h: 1}\nrouting: {mode: vlan}\n", 3, 17, "routing.mode", "vlan needs one of seed 002's topologies"},
 		{"vlan learning renamed", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {macs: learn}}\n", 3, 36, "routing.vlan.macs", "learn needs assign: fixed"},
+		{"vlan lines on a mesh", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {torus: lines}}\n", 3, 37, "routing.vlan.torus", "lines is for tori with two links"},
+		{"vlan lines one link", "name: x\ntopology: {kind: torus, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {torus: lines}}\n", 3, 37, "routing.vlan.torus", "lines is for tori with two links"},
+		{"vlan torus unknown", "name: x\ntopology: {kind: torus, dims: [3, 3], links: 2}\nrouting: {mode: vlan, vlan: {torus: ring}}\n", 3, 37, "routing.vlan.torus", "ring"},
 		{"warmup zero", head + "phases:\n  - name: a\n    traffic: {pattern: uniform, loads: [0.1], warmup: 0s}\n", 5, 55, "phases[0].traffic.warmup", "must be positive"},
 		{"vlan tagged unknown", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {tagged_hosts: [s0-0h0, s9h0]}}\n", 3, 53, "routing.vlan.tagged_hosts[1]", `has no host "s9h0"`},
 		{"vlan tagged twice", "name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: {tagged_hosts: [s0-0h0, s0-0h0]}}\n", 3, 53, "routing.vlan.tagged_hosts[1]", "listed twice"},
@@ -628,10 +632,10 @@ func TestTrafficWarmup(t *testing.T) {
 // with defaults, and survives marshalling.
 func TestVLANLearnFields(t *testing.T) {
 	for src, want := range map[string]VLANRouting{
-		"{assign: fixed, macs: learn}":                            {Assign: "fixed", MACs: "learn", Aging: DefaultAging, Learning: "broadcasts"},
-		"{assign: fixed, macs: learn, aging: 0s, learning: none}": {Assign: "fixed", MACs: "learn", Aging: 0, Learning: "none"},
-		"{assign: fixed}":                                         {Assign: "fixed", MACs: "static"},
-		"{tagged_hosts: [s1-0h0, s0-0h0]}":                        {Assign: "renamed", MACs: "static", TaggedHosts: []string{"s1-0h0", "s0-0h0"}},
+		"{assign: fixed, macs: learn}":                            {Assign: "fixed", Torus: "dateline", MACs: "learn", Aging: DefaultAging, Learning: "broadcasts"},
+		"{assign: fixed, macs: learn, aging: 0s, learning: none}": {Assign: "fixed", Torus: "dateline", MACs: "learn", Aging: 0, Learning: "none"},
+		"{assign: fixed}":                                         {Assign: "fixed", Torus: "dateline", MACs: "static"},
+		"{tagged_hosts: [s1-0h0, s0-0h0]}":                        {Assign: "renamed", Torus: "dateline", MACs: "static", TaggedHosts: []string{"s1-0h0", "s0-0h0"}},
 	} {
 		s, err := Parse("x.yaml", []byte("name: x\ntopology: {kind: mesh, dims: [3, 3]}\nrouting: {mode: vlan, vlan: "+src+"}\n"))
 		if err != nil {
@@ -675,4 +679,17 @@ func TestSeed003Topologies(t *testing.T) {
 	if got := s.Topology.String(); got != "custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:2" {
 		t.Errorf("custom fabric as text: %s", got)
 	}
+}
+
+// routing.vlan.torus lines on a torus with two links between neighbours,
+// surviving marshalling.
+func TestVLANTorusLines(t *testing.T) {
+	s, err := Parse("x.yaml", []byte("name: x\ntopology: {kind: torus, dims: [5, 5], links: 2}\nrouting: {mode: vlan, vlan: {assign: fixed, torus: lines}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Routing.VLAN; v.Torus != vlan.Lines || v.Assign != vlan.Fixed {
+		t.Errorf("routing.vlan %+v", *v)
+	}
+	roundTrip(t, s)
 }

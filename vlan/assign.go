@@ -23,13 +23,38 @@ const (
 )
 
 // ParseMethod reads fixed or renamed.
-func ParseMethod(s string) (Method, error) {
-	switch m := Method(s); m {
-	case Fixed, Renamed:
-		return m, nil
+func ParseMethod(s string) (Method, error) { return parseOne(s, "VLAN assignment", Fixed, Renamed) }
+
+// parseOne is s as the one of vals it names, or an error naming what.
+func parseOne[T ~string](s, what string, vals ...T) (T, error) {
+	if i := slices.Index(vals, T(s)); i >= 0 {
+		return vals[i], nil
 	}
-	return "", fmt.Errorf("unknown VLAN assignment %q (want fixed or renamed)", s)
+	return "", fmt.Errorf("unknown %s %q (want %s or %s)", what, s, vals[0], vals[1])
 }
+
+// Torus is the path set on a torus with two links between neighbours
+// (seed 002 Table 3's: "two links between switches are used for breaking
+// cycles in the torus").
+type Torus string
+
+const (
+	// Dateline: dimension order, each ring the shorter way; a frame takes
+	// lane 0 until it has crossed its ring's wrap link, lane 1 from it on.
+	// Minimal; Table 3's 2k^(n-1) fixed VLANs at k = 4 only (pairedTies).
+	Dateline Torus = "dateline"
+	// Lines: dimension order, each ring two lines, one per lane: lane 0
+	// the ring without its wrap link, lane 1 without the link half way
+	// round; a source's frames take the line whose distances from it sum
+	// least (lane 0 on a tie). Each lane is a line, so no cycle needs
+	// breaking, and each ring holds two trees: Table 3's 2k^(n-1) fixed
+	// VLANs at every k. Minimal at k = 4 only: 7% more hops on 6×6, 6% on
+	// 8×8.
+	Lines Torus = "lines"
+)
+
+// ParseTorus reads dateline or lines.
+func ParseTorus(s string) (Torus, error) { return parseOne(s, "torus path set", Dateline, Lines) }
 
 // FirstVID is the first VLAN ID handed out (seed 002 Fig. 1 numbers its
 // VLANs #10, #11, ...).
@@ -43,8 +68,10 @@ type Assignment struct {
 	// means something only on its switch).
 	VLANs    int      `json:"vlans"`
 	Switches []Switch `json:"switches"`
-	// Off: the links turned off the paths avoid.
-	Off Off `json:"-"`
+	// Off: the links turned off the paths avoid; Torus: the path set on a
+	// torus with two links between neighbours.
+	Off   Off   `json:"-"`
+	Torus Torus `json:"torus,omitempty"`
 	// TaggedHosts are the hosts whose ports are tagged members (TagHosts).
 	TaggedHosts map[int]bool `json:"-"`
 	// path is the path set assigned (Verify walks it).
@@ -125,20 +152,17 @@ type Membership struct {
 // (Path). The fixed method fails where the paths from a switch do not form
 // a tree, its precondition.
 func Assign(top *topology.Topology, m Method) (*Assignment, error) {
-	return AssignOff(top, m, nil)
+	return AssignOff(top, m, Dateline, nil)
 }
 
-// AssignOff is Assign over the paths around links turned off (PathOff).
-func AssignOff(top *topology.Topology, m Method, off Off) (*Assignment, error) {
-	a, err := assignPaths(top, m, off)
+// AssignOff is Assign over the paths around links turned off (OffPaths),
+// with torus path set tp.
+func AssignOff(top *topology.Topology, m Method, tp Torus, off Off) (*Assignment, error) {
+	a, err := AssignPaths(top, m, OffPaths(top, m, tp, off))
 	if a != nil {
-		a.Off = off
+		a.Off, a.Torus = off, tp
 	}
 	return a, err
-}
-
-func assignPaths(top *topology.Topology, m Method, off Off) (*Assignment, error) {
-	return AssignPaths(top, m, OffPaths(top, m, off))
 }
 
 // PathFunc is a path set: the switch path from switch s, entered by host

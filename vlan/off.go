@@ -22,14 +22,14 @@ type tie struct {
 // number, so every new path is as short as it can be from where the kept
 // tree stops. The result is a tree by construction (each switch gets one
 // tie), which the fixed method needs.
-func repairTree(top *topology.Topology, off Off, s, port int) ([]tie, error) {
+func repairTree(top *topology.Topology, tp Torus, off Off, s, port int) ([]tie, error) {
 	t := make([]tie, len(top.Switches))
 	t[s] = tie{from: -1, set: true}
 	for d := range top.Switches {
 		if top.Switches[d].NumHosts == 0 {
 			continue
 		}
-		p, err := pathOn(top, Fixed, nil, s, port, d)
+		p, err := pathOn(top, Fixed, tp, nil, s, port, d)
 		if err != nil {
 			return nil, err
 		}

@@ -50,8 +50,8 @@ type Hop struct {
 // unlike the destination-based tables of ethfab's minimal routing on the
 // same topologies (controller/paths.go); VLANs carry the state. port is
 // the source host's port on s; m the assignment the paths are for.
-func Path(top *topology.Topology, m Method, s, port, d int) ([]Hop, error) {
-	return pathOn(top, m, nil, s, port, d)
+func Path(top *topology.Topology, m Method, tp Torus, s, port, d int) ([]Hop, error) {
+	return pathOn(top, m, tp, nil, s, port, d)
 }
 
 // pairedTies: on a ring of even size k, the destination half way round
@@ -134,15 +134,15 @@ func OffByName(top *topology.Topology, pairs [][2]string) (Off, error) {
 // A topology the links off cut in two is refused, naming a pair. The
 // path set fills its tables on first use: it is not safe for concurrent
 // use.
-func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
+func OffPaths(top *topology.Topology, m Method, tp Torus, off Off) PathFunc {
 	if len(off) == 0 {
-		return func(s, port, d int) ([]Hop, error) { return Path(top, m, s, port, d) }
+		return func(s, port, d int) ([]Hop, error) { return Path(top, m, tp, s, port, d) }
 	}
 	if m == Renamed && northLastFits(top, off) == nil {
 		return func(s, port, d int) ([]Hop, error) { return northLast(top, off, s, port, d) }
 	}
 	if ringsAroundFit(top, off) == nil {
-		return func(s, port, d int) ([]Hop, error) { return pathOn(top, m, off, s, port, d) }
+		return func(s, port, d int) ([]Hop, error) { return pathOn(top, m, tp, off, s, port, d) }
 	}
 	if m == Fixed {
 		trees := map[int][]tie{}
@@ -150,7 +150,7 @@ func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
 			t, ok := trees[s]
 			if !ok {
 				var err error
-				if t, err = repairTree(top, off, s, port); err != nil {
+				if t, err = repairTree(top, tp, off, s, port); err != nil {
 					return nil, err
 				}
 				trees[s] = t
@@ -173,7 +173,7 @@ func OffPaths(top *topology.Topology, m Method, off Off) PathFunc {
 
 // pathOn is the path set's own routing; off, on rings and tori only
 // (ringsAroundFit), are links the frames go round the other way.
-func pathOn(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, error) {
+func pathOn(top *topology.Topology, m Method, tp Torus, off Off, s, port, d int) ([]Hop, error) {
 	var hops []Hop
 	in := port
 	step := func(at, out int) int {
@@ -201,7 +201,11 @@ func pathOn(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, e
 			if m == Fixed && sp.Kind != topology.Mesh && k > 2 && k%2 == 0 && (t-c+k)%k == k/2 {
 				way = 1 - 2*(c%2)
 			}
-			if len(off) > 0 && c != t {
+			lines := tp == Lines && sp.Kind == topology.Torus && sp.Links == 2 && k > 2
+			if lines && c != t {
+				way, lane = linesWay(top, off, at, dim, k, c, t)
+			}
+			if len(off) > 0 && c != t && !lines {
 				if way == 0 {
 					way = topology.GridDir(sp.Kind, c, t, k)
 				}
@@ -217,7 +221,7 @@ func pathOn(top *topology.Topology, m Method, off Off, s, port, d int) ([]Hop, e
 				if way != 0 {
 					dir = way
 				}
-				if sp.Links == 2 && k > 2 && ((dir == 1 && c == k-1) || (dir == -1 && c == 0)) {
+				if sp.Links == 2 && k > 2 && !lines && ((dir == 1 && c == k-1) || (dir == -1 && c == 0)) {
 					lane = 1 // the wrap link and everything after it
 				}
 				out := top.Switches[at].GridPort(dim, dir, lane)
@@ -315,15 +319,52 @@ func ringsAroundFit(top *topology.Topology, off Off) error {
 		if dim < 0 || dims[dim] <= 2 {
 			return fmt.Errorf("vlan: %s-%s is not a link of a ring of three or more switches", a.Name, b.Name)
 		}
-		ring := slices.Clone(a.Coords)
-		ring[dim] = -1
-		key := fmt.Sprint(ring)
+		key := ring(a.Coords, dim)
 		if rings[key] {
 			return fmt.Errorf("vlan: two links off one ring (%s-%s's) cut it", a.Name, b.Name)
 		}
 		rings[key] = true
 	}
 	return nil
+}
+
+// linesWay is the direction and lane of a Lines path along a ring of k
+// switches (dimension dim) from coordinate c to t, at switch at. Lane 0
+// is the ring without its wrap link (positions as coordinates), lane 1
+// the ring without the link between k/2-1 and k/2 (positions counted from
+// k/2); the source takes the line whose distances from it sum least, lane
+// 0 on a tie. Where that way crosses a link off (ringsAroundFit: at most
+// one per ring, both lanes), the frame goes round the other way on the
+// same lane: with the link off neither lane of that ring has a cycle left
+// to break, a pair that did not cross it keeps its path, and each lane's
+// sources still share one tree.
+func linesWay(top *topology.Topology, off Off, at, dim, k, c, t int) (way, lane int) {
+	start := [2]int{0, k / 2} // each lane's line starts here
+	pos := func(lane, x int) int { return (x - start[lane] + k) % k }
+	sum := func(lane int) int {
+		n := 0
+		for x := range k {
+			n += max(pos(lane, x)-pos(lane, c), pos(lane, c)-pos(lane, x))
+		}
+		return n
+	}
+	if sum(1) < sum(0) {
+		lane = 1
+	}
+	if way = 1; pos(lane, t) < pos(lane, c) {
+		way = -1
+	}
+	if len(off) > 0 && arcOff(top, off, at, dim, way, t) {
+		way = -way
+	}
+	return way, lane
+}
+
+// ring names the ring of dimension dim a switch at coords is on.
+func ring(coords []int, dim int) string {
+	r := slices.Clone(coords)
+	r[dim] = -1
+	return fmt.Sprint(r)
 }
 
 // arcOff says whether the way from switch at along dimension dim in

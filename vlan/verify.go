@@ -162,7 +162,7 @@ func (a *Assignment) flood(top *topology.Topology, src topology.Host) (map[int]i
 func (a *Assignment) forward(top *topology.Topology, src, dst topology.Host) string {
 	path := a.path
 	if path == nil {
-		path = OffPaths(top, a.Method, a.Off)
+		path = OffPaths(top, a.Method, a.Torus, a.Off)
 	}
 	p, err := path(src.Switch, src.Port, dst.Switch)
 	if err != nil {

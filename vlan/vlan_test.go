@@ -75,6 +75,41 @@ func TestTable3(t *testing.T) {
 			}
 		}
 	}
+	// The lines path set (each ring two lines, one per lane): Table 3's
+	// 2k^(n-1) fixed VLANs at every k, with every path and broadcast
+	// walked; renamed needs 2n, one set per lane and dimension. Minimal
+	// at k = 4 only.
+	for _, c := range [][2]int{{3, 2}, {4, 2}, {5, 2}, {6, 2}, {7, 2}, {8, 2}, {3, 3}, {4, 3}, {5, 3}} {
+		k, n := c[0], c[1]
+		dims := fmt.Sprint(k)
+		for i := 1; i < n; i++ {
+			dims += fmt.Sprintf("x%d", k)
+		}
+		top := build(t, "torus:dims="+dims+",links=2")
+		for _, m := range []Method{Fixed, Renamed} {
+			a, err := AssignOff(top, m, Lines, nil)
+			if err != nil {
+				t.Fatalf("torus %s %s lines: %v", dims, m, err)
+			}
+			want := 2 * pow(k, n-1)
+			if m == Renamed {
+				want = 2 * n
+			}
+			if a.VLANs != want {
+				t.Errorf("torus %s %s lines: %d VLANs, want %d", dims, m, a.VLANs, want)
+			}
+			r, err := Verify(top, a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Failures+r.BroadcastFailures != 0 || (m == Fixed && r.Duplicates != 0) {
+				t.Errorf("torus %s %s lines: %+v", dims, m, r)
+			}
+		}
+		if f, v, _ := Table3(top.Spec, Fixed); v != 2*pow(k, n-1) {
+			t.Errorf("Table 3 torus %s: %s = %d", dims, f, v)
+		}
+	}
 	// "1-link deactivation": one link along the first dimension off, in
 	// the edge row, the next, the middle one and the far edge, near and
 	// far from the row's start; every path and broadcast walked. Meshes
@@ -113,7 +148,7 @@ func TestTable3(t *testing.T) {
 				off := Off{}
 				off.Add(a, b)
 				for _, m := range []Method{Fixed, Renamed} {
-					got, err := AssignOff(top, m, off)
+					got, err := AssignOff(top, m, Dateline, off)
 					if err != nil {
 						t.Fatalf("%s %s, %s-%s off: %v", spec, m, top.Switches[a].Name, top.Switches[b].Name, err)
 					}
@@ -313,7 +348,7 @@ func TestMeshLinkOff(t *testing.T) {
 		at := func(p [2]int) int { return p[1]*top.Spec.Dims[0] + p[0] }
 		off := Off{}
 		off.Add(at(c.a), at(c.b))
-		a, err := AssignOff(top, Renamed, off)
+		a, err := AssignOff(top, Renamed, Dateline, off)
 		if err != nil {
 			t.Fatalf("%s: %v", c.dims, err)
 		}
@@ -369,13 +404,21 @@ func TestLinkOffEverywhere(t *testing.T) {
 				offs = append(offs, two)
 			}
 		}
-		for _, m := range []Method{Fixed, Renamed} {
-			on, err := Assign(top, m)
+		tps := []Torus{Dateline}
+		if strings.HasPrefix(spec, "torus") && strings.Contains(spec, "links=2") {
+			tps = append(tps, Lines)
+		}
+		for _, pm := range []struct {
+			m  Method
+			tp Torus
+		}{{Fixed, tps[0]}, {Renamed, tps[0]}, {Fixed, tps[len(tps)-1]}, {Renamed, tps[len(tps)-1]}} {
+			m, tp := pm.m, pm.tp
+			on, err := AssignOff(top, m, tp, nil)
 			if err != nil {
 				t.Fatalf("%s %s: %v", spec, m, err)
 			}
 			for _, off := range offs {
-				a, err := AssignOff(top, m, off)
+				a, err := AssignOff(top, m, tp, off)
 				if cut(top, off) {
 					if err == nil || !strings.Contains(err.Error(), "cannot reach") {
 						t.Fatalf("%s %s, %v off cuts the fabric: %v, want it refused", spec, m, off, err)
@@ -444,7 +487,7 @@ func TestLinkOffEverywhere(t *testing.T) {
 			off.Add(id[l[0]], id[l[1]])
 		}
 		for _, m := range []Method{Fixed, Renamed} {
-			a, err := AssignOff(ft, m, off)
+			a, err := AssignOff(ft, m, Dateline, off)
 			if err != nil {
 				t.Fatalf("fat tree, %v off, %s: %v", links, m, err)
 			}
@@ -458,7 +501,7 @@ func TestLinkOffEverywhere(t *testing.T) {
 	off := Off{}
 	off.Add(l.A.Switch, l.B.Switch)
 	for _, m := range []Method{Fixed, Renamed} {
-		if _, err := AssignOff(top, m, off); err == nil || !strings.Contains(err.Error(), "cannot reach") {
+		if _, err := AssignOff(top, m, Dateline, off); err == nil || !strings.Contains(err.Error(), "cannot reach") {
 			t.Errorf("an M-tree link off, %s: %v, want it refused", m, err)
 		}
 	}

@@ -35,6 +35,7 @@ Examples:
   ethfab plan --topology torus:dims=4x4,links=2 --verify
   ethfab plan --topology mesh:dims=4x4 --vlan-assign fixed --verify
   ethfab plan --topology torus:dims=4x4,links=2 --routing vlan --link-off s1-1:s2-1 --verify
+  ethfab plan --topology torus:dims=6x6,links=2 --vlan-assign fixed --vlan-torus lines --verify
   ethfab plan --topology xgft:h=2,m=8x16,w=1x8 --routing shortest --verify
   ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C+A-C,hosts=A:1+C:1 --verify
   ethfab plan --topology custom:switches=A+B+C,links=A-B+B-C,hosts=A:2+C:2 --routing shortest --flows Ah0:Ch0,Ah1:Ch1
@@ -46,6 +47,7 @@ Examples:
 			&cli.StringFlag{Name: "routing", Value: "minimal", Usage: "minimal | valiant | conditional | qcn-switch | vlan | shortest"},
 			&cli.BoolFlag{Name: "source-guard", Value: true, Usage: "compile each access switch's source guard, as up does (--source-guard=false: without)"},
 			&cli.StringFlag{Name: "vlan-assign", Usage: "fixed | renamed: assign seed 002's switch-tagged VLANs (mesh, torus, ring, mtree, myriclos, fattree; default renamed with --routing vlan, which compiles them as 802.1Q bridges); --verify walks them"},
+			&cli.StringFlag{Name: "vlan-torus", Value: "dateline", Usage: "dateline | lines: the VLAN paths on a torus with two links between neighbours: dateline, the shorter way round each ring, lane 0 until the wrap link and lane 1 from it; lines, each ring two lines, one per lane (lane 0 without the wrap link, lane 1 without the one half way round), each source on the nearer (seed 002 Table 3's 2k^(n-1) fixed VLANs at every k; not always the shortest paths)"},
 			&cli.StringSliceFlag{Name: "link-off", Usage: "A:B: route the VLAN paths around the link between switches A and B, as `ethfab link LAB A B off` does in the safe order (repeatable)"},
 			&cli.StringFlag{Name: "machines", Usage: "split the fabric across machines: N, local:N or NAME[:CORES],... (whole Dragonfly groups, Flattened Butterfly rows or Clos pods; other fabrics by gpmetis when installed, else region growing)"},
 			&cli.StringFlag{Name: "flows", Usage: "SRC:DST[,SRC:DST...]: saturated flows between hosts (<switch>h<index>) of a custom or xgft fabric; prints each flow's max-min fair share under the static routing and over every adaptive (snoop-ar) choice, and a model of QCN's points alone on the static paths"},
@@ -85,6 +87,13 @@ Examples:
 					return fmt.Errorf("--vlan-assign: %w", err)
 				}
 			}
+			tp, err := vlan.ParseTorus(c.String("vlan-torus"))
+			if err != nil {
+				return fmt.Errorf("--vlan-torus: %w", err)
+			}
+			if c.IsSet("vlan-torus") && vm == "" && mode != controller.VLAN {
+				return fmt.Errorf("--vlan-torus: the VLAN paths' set needs --routing vlan or --vlan-assign")
+			}
 			var off [][2]string
 			for _, l := range c.StringSlice("link-off") {
 				a, b, ok := strings.Cut(l, ":")
@@ -118,7 +127,7 @@ Examples:
 			}
 			r, err := plan.Run(plan.Options{Topology: spec, Scheme: sc, Compact: c.Bool("compact"), Mode: mode,
 				Verify: c.Bool("verify"), MaxPairs: c.Int64("max-pairs"), Seed: c.Int64("seed"), SampleSize: c.Int("sample-switches"),
-				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, LinksOff: off, Machines: machines, Graph: graph, Flows: flows})
+				SourceGuard: c.Bool("source-guard"), AvailableMiB: avail, VLAN: vm, VLANTorus: tp, LinksOff: off, Machines: machines, Graph: graph, Flows: flows})
 			if err != nil {
 				return err
 			}

@@ -83,7 +83,7 @@ func TestVLANImageDeliversEveryPair(t *testing.T) {
 	for _, c := range vlanCases {
 		name := fmt.Sprintf("%s %s tagged %v off %v", c.spec, c.assign, c.tagged, c.off)
 		top, plan, a, off, img := vlanImage(t, c.spec, c.assign, c.tagged, c.off)
-		path := vlan.OffPaths(top, c.assign, off)
+		path := vlan.OffPaths(top, c.assign, vlan.Dateline, off)
 		w := wires(top)
 		// A host's frames enter its switch tagged with its port's VLAN
 		// if the port is tagged, untagged otherwise.

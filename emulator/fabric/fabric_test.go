@@ -408,6 +408,10 @@ func TestLinkSafeOrder(t *testing.T) {
 		// the other way (vlan.OffPaths).
 		{"eft-lte", "topology: {kind: torus, dims: [4, 4], links: 2}\nrouting: {mode: vlan}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
 			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
+		// The lines path set (each ring two lines, one per lane), fixed
+		// VLANs, on a 5x5 torus.
+		{"eft-ltl", "topology: {kind: torus, dims: [5, 5], links: 2}\nrouting: {mode: vlan, vlan: {assign: fixed, torus: lines}}\novs: {datapath: ebpf}\nlinks: {host: {rate: 50mbit}}\n",
+			"s1-1", "s2-1", "s1-1h0", "s2-1h0"},
 	} {
 		t.Run(c.name, func(t *testing.T) { linkSafeOrder(t, c.name, c.yaml, c.a, c.b, c.src, c.dst) })
 	}

@@ -260,7 +260,7 @@ func (l *Lab) Reroute(ctx context.Context, offPairs [][2]string) error {
 		if err != nil {
 			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)
 		}
-		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANOff: off,
+		ctl, err := controller.New(plan, controller.Options{Mode: controller.VLAN, VLANAssign: l.VLANAssign, VLANTorus: l.VLANTorus, VLANOff: off,
 			VLANWas: was, VLANLearn: l.VLANLearn, VLANAging: l.VLANAging, VLANTagged: tagged})
 		if err != nil {
 			return nil, fmt.Errorf("lab %s: %w", l.Lab, err)

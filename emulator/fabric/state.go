@@ -152,6 +152,9 @@ type Lab struct {
 	// --order safe).
 	VLANAssign vlan.Method `json:"vlan_assign,omitempty"`
 	VLANOff    [][2]string `json:"vlan_off,omitempty"`
+	// VLANTorus is routing.vlan.torus: the path set on a torus with two
+	// links between neighbours.
+	VLANTorus vlan.Torus `json:"vlan_torus,omitempty"`
 	// VLANLearn: the switches learn MACs (routing.vlan.macs learn),
 	// forgetting them after VLANAging (0: never).
 	VLANLearn bool          `json:"vlan_learn,omitempty"`

@@ -121,7 +121,7 @@ func compile(sc *scenario.Scenario, originals []addressing.MAC) (*Compiled, erro
 	}
 	o := controller.Options{Mode: sc.Routing.Mode, Compact: sc.Addressing.Compact, Originals: rewrite, SourceGuard: sc.Addressing.SourceGuard}
 	if v := sc.Routing.VLAN; v != nil {
-		o.VLANAssign = v.Assign
+		o.VLANAssign, o.VLANTorus = v.Assign, v.Torus
 		o.VLANLearn, o.VLANAging = v.MACs == "learn", v.Aging
 		if o.VLANTagged, err = hostIDs(top, v.TaggedHosts); err != nil {
 			return nil, fmt.Errorf("routing.vlan.tagged_hosts: %w", err)
@@ -583,7 +583,7 @@ func (u *upper) record(context.Context) (string, error) {
 	dir := LabDir(sc.Name)
 	lab := &Lab{Format: LabFormat, Lab: sc.Name, Dir: dir, State: "building", Scenario: sc.Source, Topology: top.Spec,
 		Addressing: comp.Plan.Scheme, Compact: comp.Plan.Compact, Assign: comp.Assign, Routing: comp.Mode, SourceGuard: comp.SourceGuard,
-		VLANAssign: comp.Ctl.Options().VLANAssign, VLANLearn: comp.Ctl.Options().VLANLearn, VLANAging: comp.Ctl.Options().VLANAging,
+		VLANAssign: comp.Ctl.Options().VLANAssign, VLANTorus: comp.Ctl.Options().VLANTorus, VLANLearn: comp.Ctl.Options().VLANLearn, VLANAging: comp.Ctl.Options().VLANAging,
 		VLANTagged: hostNames(top, comp.Ctl.Options().VLANTagged),
 		compiled:   comp, Warnings: u.warnings,
 		OVS: OVSState{RunDir: filepath.Join(dir, "ovs"), Datapath: u.datapath, Ports: string(u.ports), Allocator: u.allocator, FlowCache: onOff(u.cached)}}

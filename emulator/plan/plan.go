@@ -41,6 +41,9 @@ type Options struct {
 	// VLAN, when set, also assigns seed 002's switch-tagged VLANs by that
 	// method (seed 002's topologies only); Verify walks them too.
 	VLAN vlan.Method
+	// VLANTorus is the VLAN paths' set on a torus with two links between
+	// neighbours (default dateline).
+	VLANTorus vlan.Torus
 	// LinksOff are links between switches (by name) the VLAN paths avoid,
 	// as `ethfab link ... off` in the safe order routes around them.
 	LinksOff [][2]string
@@ -94,6 +97,8 @@ type Report struct {
 // VLANReport is seed 002's VLAN assignment of the fabric (--vlan-assign).
 type VLANReport struct {
 	Method vlan.Method `json:"method"`
+	// Torus is the path set on a torus with two links between neighbours.
+	Torus vlan.Torus `json:"torus,omitempty"`
 	// LinksOff are the links the paths avoid (--link-off), as A-B.
 	LinksOff []string `json:"links_off,omitempty"`
 	// VLANs: the fabric's for fixed, the most on one switch for renamed.
@@ -219,17 +224,23 @@ type Table3Row struct {
 
 // vlanReport assigns (unless the controller routing by VLANs already
 // did: a) around the links off and, with verify, walks the VLANs.
-func vlanReport(top *topology.Topology, m vlan.Method, off vlan.Off, a *vlan.Assignment, verify bool) (*VLANReport, error) {
+func vlanReport(top *topology.Topology, m vlan.Method, tp vlan.Torus, off vlan.Off, a *vlan.Assignment, verify bool) (*VLANReport, error) {
 	if !top.Spec.Kind.Testbed() {
 		return nil, fmt.Errorf("VLAN assignment runs on seed 002's topologies (mesh, torus, ring, mtree, myriclos, fattree), not %s", top.Spec.Kind)
 	}
 	var err error
 	if a == nil {
-		if a, err = vlan.AssignOff(top, m, off); err != nil {
+		if tp == vlan.Lines && (top.Spec.Kind != topology.Torus || top.Spec.Links != 2) {
+			return nil, fmt.Errorf("the lines path set is for tori with two links between neighbours, not %s", top.Spec)
+		}
+		if a, err = vlan.AssignOff(top, m, tp, off); err != nil {
 			return nil, err
 		}
 	}
 	r := &VLANReport{Method: m, VLANs: a.VLANs, Switches: a.Switches, HostLimit: map[string]int{}}
+	if top.Spec.Kind == topology.Torus && top.Spec.Links == 2 {
+		r.Torus = a.Torus
+	}
 	for l := range off {
 		r.LinksOff = append(r.LinksOff, top.Switches[l[0]].Name+"-"+top.Switches[l[1]].Name)
 	}
@@ -305,7 +316,7 @@ func Run(o Options) (*Report, error) {
 	if len(off) > 0 && o.VLAN == "" {
 		return nil, fmt.Errorf("links off are routed around by VLAN paths only (--routing vlan or --vlan-assign)")
 	}
-	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard, VLANAssign: o.VLAN, VLANOff: off})
+	ctl, err := controller.New(ap, controller.Options{Mode: o.Mode, Compact: o.Compact, SourceGuard: o.SourceGuard, VLANAssign: o.VLAN, VLANTorus: o.VLANTorus, VLANOff: off})
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +339,7 @@ func Run(o Options) (*Report, error) {
 	if o.VLAN == "" {
 		return r, nil
 	}
-	r.VLAN, err = vlanReport(top, o.VLAN, off, ctl.VLANAssignment(), o.Verify)
+	r.VLAN, err = vlanReport(top, o.VLAN, o.VLANTorus, off, ctl.VLANAssignment(), o.Verify)
 	return r, err
 }
 
@@ -549,8 +560,12 @@ func (r *Report) WriteText(w io.Writer) {
 		if v.Method == vlan.Renamed {
 			scope = "on the busiest switch"
 		}
-		fmt.Fprintf(w, "  VLANs (%s assignment): %d %s (%s); H = T/V: %d hosts at T = 8,000, %d at 10,000, %d at 12,000; static MAC entries per switch %d / %.1f / %d\n",
-			v.Method, v.VLANs, scope, t3, v.HostLimit["8000"], v.HostLimit["10000"], v.HostLimit["12000"], v.MACEntries.Min, v.MACEntries.Mean, v.MACEntries.Max)
+		method := string(v.Method) + " assignment"
+		if v.Torus != "" {
+			method += ", torus " + string(v.Torus)
+		}
+		fmt.Fprintf(w, "  VLANs (%s): %d %s (%s); H = T/V: %d hosts at T = 8,000, %d at 10,000, %d at 12,000; static MAC entries per switch %d / %.1f / %d\n",
+			method, v.VLANs, scope, t3, v.HostLimit["8000"], v.HostLimit["10000"], v.HostLimit["12000"], v.MACEntries.Min, v.MACEntries.Mean, v.MACEntries.Max)
 		if vr := v.Verify; vr != nil {
 			status := "OK"
 			if vr.Failures+vr.BroadcastFailures > 0 {

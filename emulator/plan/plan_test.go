@@ -154,6 +154,19 @@ func TestVLANPlan(t *testing.T) {
 	if r, err = Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.VLAN, LinksOff: [][2]string{{"s1-2", "s1-3"}}}); err != nil || r.VLAN.Table3 != nil {
 		t.Errorf("4x4 mesh, s1-2-s1-3 off: %v, Table 3 %v", err, r.VLAN.Table3)
 	}
+	// --vlan-torus lines: Table 3's torus count at k = 6 too (12, where
+	// the shortest paths need 18), walked; refused off a two-link torus.
+	t66, _ := topology.ParseSpec("torus:dims=6x6,links=2")
+	r, err = Run(Options{Topology: t66, Scheme: addressing.PerSwitch, Mode: controller.VLAN, VLAN: vlan.Fixed, VLANTorus: vlan.Lines, Verify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.VLAN; v.VLANs != 12 || v.Torus != vlan.Lines || v.Table3 == nil || !v.Table3.Matches || v.Verify.Failures+v.Verify.BroadcastFailures+v.Verify.Duplicates != 0 {
+		t.Errorf("6x6 torus, fixed, lines: %d VLANs, torus %q, Table 3 %v, %+v", v.VLANs, v.Torus, v.Table3, v.Verify)
+	}
+	if _, err := Run(Options{Topology: sp, Scheme: addressing.PerSwitch, Mode: controller.VLAN, VLANTorus: vlan.Lines}); err == nil || !strings.Contains(err.Error(), "tori with two links") {
+		t.Errorf("lines on a mesh: %v", err)
+	}
 	mt, _ := topology.ParseSpec("mtree:dims=4x4")
 	for _, c := range []struct {
 		sp   topology.Spec
