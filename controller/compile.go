@@ -210,7 +210,10 @@ func (c *Controller) Options() Options { return c.opts }
 func (c *Controller) HopBound() int {
 	s := c.top.Spec
 	if s.Kind.PathRouted() {
-		return c.top.Diameter() // shortest paths (paths.go), VLANs' too
+		// Shortest paths (paths.go). VLAN paths may be longer: around
+		// links off, and on a torus's lines (vlan.Lines); only the
+		// walk of the other modes and the CoS report read this bound.
+		return c.top.Diameter()
 	}
 	switch s.Kind {
 	case topology.Dragonfly:

@@ -464,7 +464,8 @@ func Table3(sp topology.Spec, m Method) (formula string, value int, ok bool) {
 // Table3OneLinkOff is Table 3's "1-link deactivation" row: a mesh or a
 // torus with "a single horizontal (x-directional) link" off. The paper
 // gives no row for the other topologies, nor for a link along another
-// dimension (OffPaths goes round one by up*/down* on a mesh).
+// dimension (on a mesh, OffPaths goes round one by up*/down* for renamed
+// VLANs and repaired trees for fixed ones).
 func Table3OneLinkOff(sp topology.Spec, m Method) (formula string, value int, ok bool) {
 	return table3(sp, m, true)
 }

@@ -30,7 +30,8 @@ type Hop struct {
 //     round, ties forward, except under the fixed method (pairedTies);
 //     with two links between neighbours the frame keeps lane 0 until it
 //     crosses its ring's wrap link and lane 1 from it on (the classic
-//     dateline, which breaks the ring's cycle);
+//     dateline, which breaks the ring's cycle), or, with tp Lines, takes
+//     one of the ring's two lines, a lane each (linesWay);
 //   - M-tree: the tree's path;
 //   - Myrinet-Clos: straight across, or through the other column's
 //     switch in the destination's row;
@@ -112,11 +113,12 @@ func OffByName(top *topology.Topology, pairs [][2]string) (Off, error) {
 //     its first dimension: seed 002's own case ("a single horizontal
 //     (x-directional) link is deactivated and the north-last turn model
 //     is employed to avoid it", northLast).
-//   - A ring, or a torus with its second link (the dateline lanes), no
-//     ring with two links off, either method: dimension order as with
-//     every link on, where a ring with a link off is a line and its
-//     frames go round it the way that stays on (ringsAroundFit). A pair
-//     whose way round did not cross the link keeps its path.
+//   - A ring, or a torus with its second link (dateline lanes or
+//     lines), no ring with two links off, either method: dimension order
+//     as with every link on, where a ring with a link off is a line and
+//     its frames go round it the way that stays on (ringsAroundFit; on
+//     lines, on their own lane, linesWay). A pair whose way round did not
+//     cross the link keeps its path.
 //   - Fixed, any other topology: the paths from each switch must stay
 //     one tree (the method's precondition), so each switch keeps the
 //     part of its tree the links off leave whole, and the switches cut

@@ -408,11 +408,8 @@ func TestLinkOffEverywhere(t *testing.T) {
 		if strings.HasPrefix(spec, "torus") && strings.Contains(spec, "links=2") {
 			tps = append(tps, Lines)
 		}
-		for _, pm := range []struct {
-			m  Method
-			tp Torus
-		}{{Fixed, tps[0]}, {Renamed, tps[0]}, {Fixed, tps[len(tps)-1]}, {Renamed, tps[len(tps)-1]}} {
-			m, tp := pm.m, pm.tp
+		for i := range 2 * len(tps) {
+			m, tp := []Method{Fixed, Renamed}[i%2], tps[i/2]
 			on, err := AssignOff(top, m, tp, nil)
 			if err != nil {
 				t.Fatalf("%s %s: %v", spec, m, err)

@@ -228,9 +228,9 @@ func AvoidLink(ctx context.Context, l *Lab, a, b string, avoid bool) error {
 //
 // The order matters. A switch whose new paths turn some frames another
 // way (a detour's first switch) sends them to switches whose old tables
-// may have no VLAN for them: the switch below a link turned off gets
-// frames from above that must turn east, which dimension order never
-// sent it. So switches that only gain paths go first and the turning ones
+// may have no VLAN for them: under north-last, a switch in the edge row
+// the detour crosses gets frames from above that must turn east, which
+// dimension order never sent it. So switches that only gain paths go first and the turning ones
 // last when links go off, and the other way round when they come on. In
 // one bundle each, all at once, a ping across the link every 100 ms lost
 // one probe per operation (TestLinkSafeOrder).

@@ -474,6 +474,27 @@ func (l *Lab) matches(sc *scenario.Scenario) error {
 			return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
 		}
 	}
+	if v := sc.Routing.VLAN; v != nil && l.Routing == controller.VLAN {
+		// Both assignments, and both torus path sets on a 4×4 torus, may
+		// give the same rule counts: the counts alone do not tell them
+		// apart. A lab from before routing.vlan.torus ran dateline.
+		torus := l.VLANTorus
+		if torus == "" {
+			torus = vlan.Dateline
+		}
+		want := v.Torus
+		if want == "" {
+			want = vlan.Dateline
+		}
+		for _, f := range []struct {
+			field     string
+			lab, want any
+		}{{"routing.vlan.assign", l.VLANAssign, v.Assign}, {"routing.vlan.torus", torus, want}} {
+			if f.lab != f.want {
+				return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
+			}
+		}
+	}
 	if d := sc.OVS.Datapath; d != scenario.DatapathAuto && d != "" && string(d) != l.OVS.Datapath {
 		return fmt.Errorf("lab %s runs ovs.datapath %s, %s wants %s (ethfab down %s, or run without --lab)", l.Lab, l.OVS.Datapath, sc.Source, d, l.Lab)
 	}

@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ethfab/ethfab/controller"
+	"github.com/ethfab/ethfab/scenario"
+	"github.com/ethfab/ethfab/vlan"
 )
 
 // useStateRoot points StateRoot at a fresh directory inside a bigger one
@@ -108,5 +112,41 @@ func TestHalfTornDownLabIsNotUp(t *testing.T) {
 	}
 	if l.State != "broken" || len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "2 of 2 namespaces are gone") {
 		t.Errorf("state %q, warnings %q", l.State, l.Warnings)
+	}
+}
+
+// A scenario attaches (run --lab) only to a lab of its own VLAN
+// assignment and torus path set: both path sets on a 4×4 torus compile
+// the same rule counts, which alone would not tell them apart. A lab
+// recorded before routing.vlan.torus ran dateline.
+func TestMatchesVLANPaths(t *testing.T) {
+	parse := func(vlanYAML string) *scenario.Scenario {
+		sc, err := scenario.Parse("x.yaml", []byte("name: x\ntopology: {kind: torus, dims: [4, 4], links: 2}\nrouting: {mode: vlan, vlan: "+vlanYAML+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	lab := func(assign vlan.Method, tp vlan.Torus) *Lab {
+		sc := parse("{}")
+		return &Lab{Lab: "x", Topology: sc.Topology, Addressing: sc.Addressing.Scheme, Compact: sc.Addressing.Compact,
+			Assign: sc.Addressing.Assign, SourceGuard: sc.Addressing.SourceGuard, Routing: controller.VLAN, VLANAssign: assign, VLANTorus: tp}
+	}
+	for _, c := range []struct {
+		lab  *Lab
+		yaml string
+		want string // "" matches
+	}{
+		{lab(vlan.Renamed, ""), "{}", ""},
+		{lab(vlan.Renamed, vlan.Dateline), "{torus: dateline}", ""},
+		{lab(vlan.Fixed, vlan.Lines), "{assign: fixed, torus: lines}", ""},
+		{lab(vlan.Fixed, ""), "{assign: fixed, torus: lines}", "routing.vlan.torus dateline"},
+		{lab(vlan.Renamed, vlan.Lines), "{}", "routing.vlan.torus lines"},
+		{lab(vlan.Renamed, ""), "{assign: fixed}", "routing.vlan.assign renamed"},
+	} {
+		err := c.lab.matches(parse(c.yaml))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("lab %s/%q, scenario %s: %v, want %q", c.lab.VLANAssign, c.lab.VLANTorus, c.yaml, err, c.want)
+		}
 	}
 }
