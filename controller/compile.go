@@ -144,9 +144,6 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		if opts.VLANTorus == "" {
 			c.opts.VLANTorus = vlan.Dateline
 		}
-		if sp := c.top.Spec; c.opts.VLANTorus == vlan.Lines && (sp.Kind != topology.Torus || sp.Links != 2) {
-			return nil, fmt.Errorf("the lines path set is for tori with two links between neighbours, not %s", sp)
-		}
 		if opts.VLANLearn && c.opts.VLANAssign != vlan.Fixed {
 			// Seed 002's learning procedure has each host send in every
 			// VLAN; a renamed VLAN ID means something only inside its

@@ -536,8 +536,8 @@ func (d *decoder) routing(e *entry, s *Scenario, topoOK bool) Routing {
 			if e := vf["torus"]; e != nil {
 				if t, ok := d.enum(e.val, "routing.vlan.torus", string(vlan.Dateline), string(vlan.Lines)); ok {
 					v.Torus = vlan.Torus(t)
-					if sp := s.Topology; topoOK && v.Torus == vlan.Lines && (sp.Kind != topology.Torus || sp.Links != 2) {
-						d.errf(e.val, "routing.vlan.torus", "lines is for tori with two links between neighbours (topology: {kind: torus, links: 2}), not %s", sp)
+					if err := v.Torus.For(s.Topology); topoOK && err != nil {
+						d.errf(e.val, "routing.vlan.torus", "%v", err)
 					}
 				}
 			}

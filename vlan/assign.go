@@ -56,6 +56,15 @@ const (
 // ParseTorus reads dateline or lines.
 func ParseTorus(s string) (Torus, error) { return parseOne(s, "torus path set", Dateline, Lines) }
 
+// For says why path set t cannot route topology sp, or nil: lines needs a
+// torus with two links between neighbours.
+func (t Torus) For(sp topology.Spec) error {
+	if t == Lines && (sp.Kind != topology.Torus || sp.Links != 2) {
+		return fmt.Errorf("lines is for tori with two links between neighbours (torus:...,links=2), not %s", sp)
+	}
+	return nil
+}
+
 // FirstVID is the first VLAN ID handed out (seed 002 Fig. 1 numbers its
 // VLANs #10, #11, ...).
 const FirstVID = 10
@@ -158,6 +167,9 @@ func Assign(top *topology.Topology, m Method) (*Assignment, error) {
 // AssignOff is Assign over the paths around links turned off (OffPaths),
 // with torus path set tp.
 func AssignOff(top *topology.Topology, m Method, tp Torus, off Off) (*Assignment, error) {
+	if err := tp.For(top.Spec); err != nil {
+		return nil, fmt.Errorf("vlan: %w", err)
+	}
 	a, err := AssignPaths(top, m, OffPaths(top, m, tp, off))
 	if a != nil {
 		a.Off, a.Torus = off, tp

@@ -141,7 +141,7 @@ func OffPaths(top *topology.Topology, m Method, tp Torus, off Off) PathFunc {
 		return func(s, port, d int) ([]Hop, error) { return Path(top, m, tp, s, port, d) }
 	}
 	if m == Renamed && northLastFits(top, off) == nil {
-		return func(s, port, d int) ([]Hop, error) { return northLast(top, off, s, port, d) }
+		return northLast(top, off)
 	}
 	if ringsAroundFit(top, off) == nil {
 		return func(s, port, d int) ([]Hop, error) { return pathOn(top, m, tp, off, s, port, d) }
@@ -205,9 +205,11 @@ func pathOn(top *topology.Topology, m Method, tp Torus, off Off, s, port, d int)
 			}
 			lines := tp == Lines && sp.Kind == topology.Torus && sp.Links == 2 && k > 2
 			if lines && c != t {
-				way, lane = linesWay(top, off, at, dim, k, c, t)
+				way, lane = linesWay(k, c, t)
 			}
-			if len(off) > 0 && c != t && !lines {
+			// Round a ring with a link off the other way, on the same lane:
+			// with the link off the ring's lanes have no cycle left.
+			if len(off) > 0 && c != t {
 				if way == 0 {
 					way = topology.GridDir(sp.Kind, c, t, k)
 				}
@@ -331,16 +333,14 @@ func ringsAroundFit(top *topology.Topology, off Off) error {
 }
 
 // linesWay is the direction and lane of a Lines path along a ring of k
-// switches (dimension dim) from coordinate c to t, at switch at. Lane 0
-// is the ring without its wrap link (positions as coordinates), lane 1
-// the ring without the link between k/2-1 and k/2 (positions counted from
-// k/2); the source takes the line whose distances from it sum least, lane
-// 0 on a tie. Where that way crosses a link off (ringsAroundFit: at most
-// one per ring, both lanes), the frame goes round the other way on the
-// same lane: with the link off neither lane of that ring has a cycle left
-// to break, a pair that did not cross it keeps its path, and each lane's
-// sources still share one tree.
-func linesWay(top *topology.Topology, off Off, at, dim, k, c, t int) (way, lane int) {
+// switches from coordinate c to t. Lane 0 is the ring without its wrap
+// link (positions as coordinates), lane 1 the ring without the link
+// between k/2-1 and k/2 (positions counted from k/2); the source takes
+// the line whose distances from it sum least, lane 0 on a tie. Around a
+// link off (ringsAroundFit: at most one per ring, both lanes) pathOn
+// turns a way that crosses it round on the same lane: a pair that did not
+// cross keeps its path, and each lane's sources still share one tree.
+func linesWay(k, c, t int) (way, lane int) {
 	start := [2]int{0, k / 2} // each lane's line starts here
 	pos := func(lane, x int) int { return (x - start[lane] + k) % k }
 	sum := func(lane int) int {
@@ -355,9 +355,6 @@ func linesWay(top *topology.Topology, off Off, at, dim, k, c, t int) (way, lane 
 	}
 	if way = 1; pos(lane, t) < pos(lane, c) {
 		way = -1
-	}
-	if len(off) > 0 && arcOff(top, off, at, dim, way, t) {
-		way = -way
 	}
 	return way, lane
 }
@@ -404,8 +401,8 @@ func indexOf(xs []int, v int) int {
 	return -1
 }
 
-// northLast routes a mesh around links off in one row of its first
-// dimension (OffPaths): a frame whose first-dimension stretch would cross
+// northLast is the path set round links off in one row of a mesh's
+// first dimension (OffPaths, once northLastFits): a frame whose first-dimension stretch would cross
 // a link off goes along the second dimension to the edge row nearest the
 // link's (the far one if the link is in an edge row), crosses there, and
 // goes back along the second dimension last, then on in dimension order;
@@ -419,10 +416,7 @@ func indexOf(xs []int, v int) int {
 // the link's (sessions before 50) gave the switches there a third set
 // (frames from above that may turn east but not west, beside those that
 // go straight on).
-func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
-	if err := northLastFits(top, off); err != nil {
-		return nil, err
-	}
+func northLast(top *topology.Topology, off Off) PathFunc {
 	var row []int // the coordinates of the links' row, the first one's ignored
 	base := 0     // the switch at the row's first coordinate 0 (stride 1 along it)
 	for l := range off {
@@ -433,37 +427,36 @@ func northLast(top *topology.Topology, off Off, s, port, d int) ([]Hop, error) {
 	if k := top.Spec.Dims[1]; row[1] == 0 || (row[1] != k-1 && k-1-row[1] < row[1]) {
 		edge = k - 1
 	}
-	src, dst := top.Switches[s].Coords, top.Switches[d].Coords
-	crosses := slices.Equal(src[1:], row[1:])
-	if crosses {
-		crosses = false
-		for x := min(src[0], dst[0]); x < max(src[0], dst[0]); x++ {
-			if off.Has(base+x, base+x+1) {
-				crosses = true
+	return func(s, port, d int) ([]Hop, error) {
+		src, dst := top.Switches[s].Coords, top.Switches[d].Coords
+		crosses := false
+		if slices.Equal(src[1:], row[1:]) {
+			for x := min(src[0], dst[0]); x < max(src[0], dst[0]) && !crosses; x++ {
+				crosses = off.Has(base+x, base+x+1)
 			}
 		}
-	}
-	var hops []Hop
-	in, cur := port, s
-	walk := func(dim, to int) {
-		for c := top.Switches[cur].Coords[dim]; c != to; c = top.Switches[cur].Coords[dim] {
-			dir := 1
-			if to < c {
-				dir = -1
+		var hops []Hop
+		in, cur := port, s
+		walk := func(dim, to int) {
+			for c := top.Switches[cur].Coords[dim]; c != to; c = top.Switches[cur].Coords[dim] {
+				dir := 1
+				if to < c {
+					dir = -1
+				}
+				out := top.Switches[cur].GridPort(dim, dir, 0)
+				hops = append(hops, Hop{Switch: cur, In: in, Out: out})
+				p := top.Switches[cur].Port(out)
+				in, cur = p.Peer.Port, p.Peer.Switch
 			}
-			out := top.Switches[cur].GridPort(dim, dir, 0)
-			hops = append(hops, Hop{Switch: cur, In: in, Out: out})
-			p := top.Switches[cur].Port(out)
-			in, cur = p.Peer.Port, p.Peer.Switch
 		}
+		if crosses {
+			walk(1, edge)
+		}
+		for dim := range dst {
+			walk(dim, dst[dim])
+		}
+		return append(hops, Hop{Switch: d, In: in}), nil
 	}
-	if crosses {
-		walk(1, edge)
-	}
-	for dim := range dst {
-		walk(dim, dst[dim])
-	}
-	return append(hops, Hop{Switch: d, In: in}), nil
 }
 
 // northLastFits says why north-last cannot route around the links off,

@@ -94,8 +94,8 @@ Examples:
 			if c.IsSet("vlan-torus") && vm == "" && mode != controller.VLAN {
 				return fmt.Errorf("--vlan-torus: the VLAN paths' set needs --routing vlan or --vlan-assign")
 			}
-			if tp == vlan.Lines && (spec.Kind != topology.Torus || spec.Links != 2) {
-				return fmt.Errorf("--vlan-torus: lines is for tori with two links between neighbours (torus:...,links=2), not %s", spec)
+			if err := tp.For(spec); err != nil {
+				return fmt.Errorf("--vlan-torus: %w", err)
 			}
 			var off [][2]string
 			for _, l := range c.StringSlice("link-off") {

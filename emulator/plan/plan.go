@@ -230,9 +230,6 @@ func vlanReport(top *topology.Topology, m vlan.Method, tp vlan.Torus, off vlan.O
 	}
 	var err error
 	if a == nil {
-		if tp == vlan.Lines && (top.Spec.Kind != topology.Torus || top.Spec.Links != 2) {
-			return nil, fmt.Errorf("the lines path set is for tori with two links between neighbours, not %s", top.Spec)
-		}
 		if a, err = vlan.AssignOff(top, m, tp, off); err != nil {
 			return nil, err
 		}
@@ -250,11 +247,11 @@ func vlanReport(top *topology.Topology, m vlan.Method, tp vlan.Torus, off vlan.O
 	f, v, ok := vlan.Table3(top.Spec, m)
 	if len(off) > 0 {
 		ok = false
-		for l := range off {
-			a, b := top.Switches[l[0]].Coords, top.Switches[l[1]].Coords
-			if len(off) == 1 && len(a) > 1 && a[0] != b[0] && slices.Equal(a[1:], b[1:]) {
-				f, v, ok = vlan.Table3OneLinkOff(top.Spec, m)
-			}
+	}
+	for l := range off {
+		a, b := top.Switches[l[0]].Coords, top.Switches[l[1]].Coords
+		if len(off) == 1 && len(a) > 1 && a[0] != b[0] && slices.Equal(a[1:], b[1:]) {
+			f, v, ok = vlan.Table3OneLinkOff(top.Spec, m)
 		}
 	}
 	if ok {
