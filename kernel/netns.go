@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ethfab/ethfab/internal/fanout"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -308,24 +309,33 @@ func NamespaceMarker(ns string) (string, error) {
 // not an error. It does not wait for the kernel to reclaim the namespaces
 // (and the veths inside them): that happens asynchronously once nothing
 // else (a process, an open fd) holds them.
+//
+// Sixteen at a time: each unmount waits for an RCU grace period of its
+// own (namespace_unlock), and concurrent waits share one. DF(4,8,4)'s
+// 1,073 namespaces took 293 ms one after another, 11-80 ms this way,
+// while the kernel was tearing down the first of them.
 func DeleteNamespaces(names []string) error {
-	var errs []error
-	for _, n := range names {
-		if err := validNetnsName(n); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		path := filepath.Join(NetnsDir, n)
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil &&
-			!errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			errs = append(errs, fmt.Errorf("unmount netns %s: %w", n, err))
-			continue
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove netns %s: %w", n, err))
-		}
-	}
+	errs := make([]error, len(names))
+	fanout.Each(len(names), 16, func(i int) error {
+		errs[i] = deleteNamespace(names[i])
+		return nil
+	})
 	return errors.Join(errs...)
+}
+
+func deleteNamespace(n string) error {
+	if err := validNetnsName(n); err != nil {
+		return err
+	}
+	path := filepath.Join(NetnsDir, n)
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil &&
+		!errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount netns %s: %w", n, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove netns %s: %w", n, err)
+	}
+	return nil
 }
 
 // NetnsProbe makes and drops a network namespace in a child process

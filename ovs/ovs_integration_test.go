@@ -342,10 +342,10 @@ func testFabric(t *testing.T, n int, pmdSwitch string, cut bool) {
 	stop := pool.Stop
 	if n > 1 {
 		// The paced teardown: one instance after the other, each once
-		// the kernel's workers settled (here always; see PaceAboveSockets).
-		old := PaceAboveSockets
-		PaceAboveSockets = 0
-		defer func() { PaceAboveSockets = old }()
+		// the kernel's workers settled (here always; see PaceSockets).
+		old := PaceSockets
+		PaceSockets = 0
+		defer func() { PaceSockets = old }()
 		stop = func() error { return StopPoolRunDir(runDir) }
 	}
 	if err := stop(); err != nil {

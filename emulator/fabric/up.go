@@ -519,8 +519,8 @@ func (u *upper) partition() {
 	if nInst <= 0 && u.ports == scenario.PortsPMD {
 		// One instance's PMD threads read every port from both cores, and
 		// ports attach in one pass whatever their number; but an instance
-		// that stops releases all its packet sockets at once, and teardown
-		// paces instances, not sockets (ovs.PaceAboveSockets): at most
+		// that stops releases all its packet sockets at once, however
+		// teardown paces instances (ovs.PaceSockets): at most
 		// pmdPortsPerInstance each, which DF(4,8,4) measured as harmless.
 		nInst = max(1, (ports+pmdPortsPerInstance-1)/pmdPortsPerInstance)
 	}
