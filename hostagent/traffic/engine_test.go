@@ -418,8 +418,12 @@ func TestEngineReactionPoint(t *testing.T) {
 	if rp == nil || rp.CNMs != 10 || rp.Limiters != 1 || rp.Dropped == 0 || rp.Held == 0 || rp.Malformed+rp.Unknown != 0 {
 		t.Fatalf("reaction points: %+v", rp)
 	}
-	if r.Fidelity.Unsent != 0 {
-		t.Errorf("%d frames unsent: held frames counted as the machine's", r.Fidelity.Unsent)
+	// The limiter still held HeldAtEnd frames when the senders stopped:
+	// counted as unsent, they would be the machine's lag. Only the frames
+	// a busy machine had not yet sent at the stop may be (24 once, with
+	// 256 held).
+	if r.Fidelity.Unsent >= rp.HeldAtEnd {
+		t.Errorf("%d frames unsent, %d held at the end: held frames counted as the machine's", r.Fidelity.Unsent, rp.HeldAtEnd)
 	}
 	flows := map[string]FlowStats{}
 	for _, f := range r.Flows {
