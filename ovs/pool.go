@@ -185,9 +185,9 @@ func StopPoolRunDir(runDir string) error {
 // PaceSockets is the most sockets (a packet socket with a BPF filter per
 // port, and the daemon's others) that instances stopping at once may
 // hold. All of DF(4,8,4)'s eight instances at once (4,576 sockets, 3,960
-// of them ports) left the kernel's workers where they were (33; 35 to 37
-// in an earlier measurement); ~64k at once blocked ~2,050 workers and
-// every later BPF attach until the machine restarted.
+// of them ports) left the kernel's workers where they were (34 before and
+// after; 35 to 37 at most in an earlier trace); ~64k at once blocked
+// ~2,050 workers and every later BPF attach until the machine restarted.
 var PaceSockets = 4608
 
 // paceSlack and paceWait: how many more workers than before count as
