@@ -141,9 +141,7 @@ func New(plan *addressing.Plan, opts Options) (*Controller, error) {
 		if opts.VLANAssign == "" {
 			c.opts.VLANAssign = vlan.Renamed
 		}
-		if opts.VLANTorus == "" {
-			c.opts.VLANTorus = vlan.Dateline
-		}
+		c.opts.VLANTorus = opts.VLANTorus.OrDefault()
 		if opts.VLANLearn && c.opts.VLANAssign != vlan.Fixed {
 			// Seed 002's learning procedure has each host send in every
 			// VLAN; a renamed VLAN ID means something only inside its

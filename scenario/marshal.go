@@ -119,7 +119,7 @@ func (s *Scenario) effectiveTree() *node {
 	}
 	if v := s.Routing.VLAN; v != nil {
 		vm := mkMap(true, "assign", mkStr(string(v.Assign)), "macs", mkStr(v.MACs))
-		if v.Torus != "" && v.Torus != vlan.Dateline {
+		if v.Torus.OrDefault() != vlan.Dateline {
 			vm.add("torus", mkStr(string(v.Torus)))
 		}
 		if v.MACs == "learn" {

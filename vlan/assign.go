@@ -53,6 +53,15 @@ const (
 	Lines Torus = "lines"
 )
 
+// OrDefault is t, or Dateline when t is unset (a lab recorded, or options
+// made, before the path set was a choice).
+func (t Torus) OrDefault() Torus {
+	if t == "" {
+		return Dateline
+	}
+	return t
+}
+
 // ParseTorus reads dateline or lines.
 func ParseTorus(s string) (Torus, error) { return parseOne(s, "torus path set", Dateline, Lines) }
 

@@ -459,40 +459,28 @@ func (l *Lab) attach(sc *scenario.Scenario, originals []addressing.MAC) (*Compil
 // matches compares the scenario's compiled fields with the lab's, by the
 // scenario's field names.
 func (l *Lab) matches(sc *scenario.Scenario) error {
-	for _, f := range []struct {
+	type field struct {
 		field     string
 		lab, want any
-	}{
+	}
+	fields := []field{
 		{"topology", l.Topology.String(), sc.Topology.String()},
 		{"addressing.scheme", l.Addressing, sc.Addressing.Scheme},
 		{"addressing.compact", l.Compact, sc.Addressing.Compact},
 		{"addressing.assign", l.Assign, sc.Addressing.Assign},
 		{"addressing.source_guard", l.SourceGuard, sc.Addressing.SourceGuard},
 		{"routing.mode", l.Routing, sc.Routing.Mode},
-	} {
-		if f.lab != f.want {
-			return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
-		}
 	}
 	if v := sc.Routing.VLAN; v != nil && l.Routing == controller.VLAN {
 		// Both assignments, and both torus path sets on a 4×4 torus, may
 		// give the same rule counts: the counts alone do not tell them
 		// apart. A lab from before routing.vlan.torus ran dateline.
-		torus := l.VLANTorus
-		if torus == "" {
-			torus = vlan.Dateline
-		}
-		want := v.Torus
-		if want == "" {
-			want = vlan.Dateline
-		}
-		for _, f := range []struct {
-			field     string
-			lab, want any
-		}{{"routing.vlan.assign", l.VLANAssign, v.Assign}, {"routing.vlan.torus", torus, want}} {
-			if f.lab != f.want {
-				return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
-			}
+		fields = append(fields, field{"routing.vlan.assign", l.VLANAssign, v.Assign},
+			field{"routing.vlan.torus", l.VLANTorus.OrDefault(), v.Torus.OrDefault()})
+	}
+	for _, f := range fields {
+		if f.lab != f.want {
+			return fmt.Errorf("lab %s runs %s %v, %s wants %v (ethfab down %s, or run without --lab)", l.Lab, f.field, f.lab, sc.Source, f.want, l.Lab)
 		}
 	}
 	if d := sc.OVS.Datapath; d != scenario.DatapathAuto && d != "" && string(d) != l.OVS.Datapath {
