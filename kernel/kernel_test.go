@@ -103,6 +103,9 @@ func TestNamespacesAndVethsBulk(t *testing.T) {
 			A: VethEnd{NS: names[a], Name: fmt.Sprintf("v%da", j), MAC: fmt.Sprintf("02:ef:00:00:%02x:0a", j), MTU: 9000},
 			B: VethEnd{NS: names[b], Name: fmt.Sprintf("v%db", j), MAC: fmt.Sprintf("02:ef:00:00:%02x:0b", j)},
 		})
+		// Promiscuous ends on either side of the pair (the first end is
+		// made by the create request, the peer by the "up" after it).
+		pairs[j].A.Promisc, pairs[j].B.Promisc = j%3 == 1, j%3 == 2
 	}
 	if err := CreateVeths(pairs, 2); err != nil {
 		t.Fatal(err)
@@ -113,6 +116,9 @@ func TestNamespacesAndVethsBulk(t *testing.T) {
 			a := l.Attrs()
 			if l.Type() != "veth" || a.Flags&net.FlagUp == 0 || a.HardwareAddr.String() != e.MAC {
 				t.Errorf("%s/%s: type %s flags %v mac %s; want veth, up, %s", e.NS, e.Name, l.Type(), a.Flags, a.HardwareAddr, e.MAC)
+			}
+			if promisc := a.RawFlags&unix.IFF_PROMISC != 0; promisc != e.Promisc {
+				t.Errorf("%s/%s: promiscuous %v, want %v", e.NS, e.Name, promisc, e.Promisc)
 			}
 			if wantMTU := max(e.MTU, 1500); a.MTU != wantMTU {
 				t.Errorf("%s/%s: MTU %d, want %d", e.NS, e.Name, a.MTU, wantMTU)

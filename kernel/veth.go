@@ -24,6 +24,11 @@ type VethEnd struct {
 	// fails if its namespace already has it. Set it on both ends or on
 	// neither: the kernel honours a peer's only with the first end's.
 	Index int
+	// Promisc: the end is born promiscuous. Open vSwitch turns every port
+	// it attaches promiscuous and reads its flags back unless it already
+	// is: an ioctl, a link notification to every listener in the
+	// namespace and OVS's reaction to it, per port.
+	Promisc bool
 }
 
 // Veth is a veth pair to create.
@@ -150,7 +155,7 @@ func CreateVeths(pairs []Veth, workers int) error {
 				}
 				reqs := make([]*nl.NetlinkRequest, 0, 2*len(j.pairs))
 				for _, p := range j.pairs {
-					reqs = append(reqs, vethRequest(p, fds), upRequest(p.B.Name))
+					reqs = append(reqs, vethRequest(p, fds), upRequest(p.B))
 				}
 				res := c.execAcked(reqs, vethBatch)
 				c.Close()
@@ -204,13 +209,21 @@ func openNamespaces(pairs []Veth, shared map[string]int) (fds map[string]int, re
 }
 
 // upRequest sets IFF_UP on an interface named in the socket's namespace.
-func upRequest(name string) *nl.NetlinkRequest {
+func upRequest(e VethEnd) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	msg.Flags, msg.Change = e.flags(), e.flags()
 	req.AddData(msg)
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(e.Name)))
 	return req
+}
+
+// flags are the end's interface flags once up.
+func (e VethEnd) flags() uint32 {
+	if e.Promisc {
+		return unix.IFF_UP | unix.IFF_PROMISC
+	}
+	return unix.IFF_UP
 }
 
 func checkEnd(e VethEnd) error {
@@ -236,7 +249,7 @@ func checkEnd(e VethEnd) error {
 func vethRequest(p Veth, fds map[string]int) *nl.NetlinkRequest {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	msg := nl.NewIfInfomsg(unix.AF_UNSPEC)
-	msg.Flags, msg.Change = unix.IFF_UP, unix.IFF_UP
+	msg.Flags, msg.Change = p.A.flags(), p.A.flags()
 	msg.Index = int32(p.A.Index)
 	req.AddData(msg)
 	for _, a := range endAttrs(p.A, fds) {

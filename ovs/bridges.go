@@ -251,7 +251,10 @@ func (i *Instance) CreateEmptyBridges(ctx context.Context, bridges []Bridge) err
 // transactAndWait commits ops and waits until ovs-vswitchd has applied
 // them, as `ovs-vsctl --wait` does: the transaction raises next_cfg, and
 // the daemon sets cur_cfg to it once it has reconfigured (here: opened
-// every new bridge's management socket).
+// every new bridge's management socket, attached every new port). It
+// writes cur_cfg in the transaction that records what the
+// reconfiguration did, each interface's ofport or error among it
+// (vswitchd/bridge.c, bridge_run), so once cur_cfg is there, so are they.
 func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb.Operation) error {
 	rootRow := &vswitchd.OpenvSwitch{UUID: root}
 	mop, err := i.ovs.Where(rootRow).Mutate(rootRow, model.Mutation{
@@ -283,13 +286,13 @@ func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
 	for {
-		if i.ifs.curCfg.Load() >= int64(next) {
+		if i.cur.cfg.Load() >= int64(next) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ovs: ovs-vswitchd did not apply configuration %d within %v (it is at %d)", next, CallTimeout, i.ifs.curCfg.Load())
-		case <-i.ifs.changed:
+			return fmt.Errorf("ovs: ovs-vswitchd did not apply configuration %d within %v (it is at %d)", next, CallTimeout, i.cur.cfg.Load())
+		case <-i.cur.changed:
 		case <-time.After(100 * time.Millisecond): // another waiter may have taken the wake-up
 		}
 	}
@@ -298,23 +301,37 @@ func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb
 // AddPorts adds the ports of bridges made by CreateEmptyBridges, in one
 // transaction, and waits until ovs-vswitchd has attached every one.
 func (i *Instance) AddPorts(ctx context.Context, bridges []Bridge) error {
-	if err := i.connect(ctx); err != nil {
+	root, err := i.prepare(ctx, bridges)
+	if err != nil {
 		return err
 	}
-	if err := i.addPorts(ctx, 0, bridges); err != nil {
+	ops, err := i.addPortOps(0, bridges)
+	if err != nil {
 		return err
 	}
-	return i.WaitPorts(ctx, bridges, 10*time.Minute)
+	if err := i.transactAndWait(ctx, root, ops); err != nil {
+		return err
+	}
+	return i.awaitPorts(ctx, bridges, 10*time.Minute)
 }
 
 // addPorts inserts the bridges' ports and adds them to their bridges,
 // found by name; base numbers the bridges as bridgeOps did.
 func (i *Instance) addPorts(ctx context.Context, base int, bridges []Bridge) error {
+	ops, err := i.addPortOps(base, bridges)
+	if err != nil {
+		return err
+	}
+	return i.transact(ctx, ops)
+}
+
+// addPortOps are addPorts' operations.
+func (i *Instance) addPortOps(base int, bridges []Bridge) ([]ovsdb.Operation, error) {
 	var ops []ovsdb.Operation
 	for bi, b := range bridges {
 		pops, uuids, err := i.portOps(base+bi, b)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ops = append(ops, pops...)
 		brRow := &vswitchd.Bridge{Name: b.Name}
@@ -322,11 +339,11 @@ func (i *Instance) addPorts(ctx context.Context, base int, bridges []Bridge) err
 			Field: &brRow.Ports, Mutator: ovsdb.MutateOperationInsert, Value: uuids,
 		})
 		if err != nil {
-			return fmt.Errorf("ovs: mutate %s.ports: %w", b.Name, err)
+			return nil, fmt.Errorf("ovs: mutate %s.ports: %w", b.Name, err)
 		}
 		ops = append(ops, mop...)
 	}
-	return i.transact(ctx, ops)
+	return ops, nil
 }
 
 func (i *Instance) tags(extra map[string]string) map[string]string {
@@ -390,9 +407,22 @@ func (i *Instance) waitRootUUID(ctx context.Context) (string, error) {
 // (Interface.ofport assigned). Interfaces that report an error fail the
 // wait at once, listed by name.
 func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time.Duration) error {
-	if err := i.connect(ctx); err != nil {
+	root, err := i.prepare(ctx, nil)
+	if err != nil {
 		return err
 	}
+	// Once vswitchd has applied a configuration raised after the ports
+	// went in, it has tried every one of them.
+	if err := i.transactAndWait(ctx, root, nil); err != nil {
+		return err
+	}
+	return i.awaitPorts(ctx, bridges, timeout)
+}
+
+// awaitPorts reads the interfaces' ofports and errors until every port of
+// bridges has its ofport or one has failed. After transactAndWait the
+// first read settles it; the rest is for a port whose device appears late.
+func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge, timeout time.Duration) error {
 	want := map[string]bool{}
 	for _, b := range bridges {
 		for _, p := range b.Ports {
@@ -402,19 +432,23 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		pending := 0
+		ifaces, err := selectRows[vswitchd.Interface](ctx, i, vswitchd.InterfaceTable, "name", "ofport", "error")
+		if err != nil {
+			return err
+		}
+		pending := len(want)
 		var failed []string
-		i.ifs.mu.Lock()
-		for name := range want {
-			st, ok := i.ifs.byName[name]
+		for _, it := range ifaces {
+			if !want[it.Name] {
+				continue
+			}
 			switch {
-			case ok && st.err != "":
-				failed = append(failed, fmt.Sprintf("%s: %s", name, st.err))
-			case !ok || st.ofport <= 0:
-				pending++
+			case it.Error != nil && *it.Error != "":
+				failed = append(failed, fmt.Sprintf("%s: %s", it.Name, *it.Error))
+			case it.Ofport != nil && *it.Ofport > 0:
+				pending--
 			}
 		}
-		i.ifs.mu.Unlock()
 		if len(failed) > 0 {
 			slices.Sort(failed)
 			return fmt.Errorf("ovs: %d interface(s) failed to attach: %s", len(failed), strings.Join(failed, "; "))
@@ -425,10 +459,37 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("ovs: %d of %d ports not attached: %w", pending, len(want), ctx.Err())
-		case <-i.ifs.changed:
-		case <-time.After(100 * time.Millisecond):
+		case <-i.cur.changed:
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// selectRows reads the named columns of every row of table from the
+// database, as models of type T (a vswitchd row type).
+func selectRows[T any](ctx context.Context, i *Instance, table string, columns ...string) ([]T, error) {
+	res, err := i.transactResults(ctx, []ovsdb.Operation{{Op: ovsdb.OperationSelect, Table: table, Columns: columns}})
+	if err != nil {
+		return nil, err
+	}
+	tc := i.ovs.Cache()
+	dbm, m := tc.DatabaseModel(), tc.Mapper()
+	out := make([]T, len(res[0].Rows))
+	for k := range out {
+		row := res[0].Rows[k]
+		info, err := dbm.NewModelInfo(&out[k])
+		if err == nil {
+			err = m.GetRowData(&row, info)
+		}
+		// The mapper fills the schema's columns, which leave out _uuid.
+		if u, ok := row["_uuid"].(ovsdb.UUID); ok && err == nil {
+			err = info.SetField("_uuid", u.GoUUID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ovs: %s row: %w", table, err)
+		}
+	}
+	return out, nil
 }
 
 // Bridges lists the instance's bridges with their ports as attached.
@@ -436,13 +497,17 @@ func (i *Instance) Bridges(ctx context.Context) ([]BridgeInfo, error) {
 	if err := i.connect(ctx); err != nil {
 		return nil, err
 	}
-	var brs []vswitchd.Bridge
-	var ports []vswitchd.Port
-	var ifaces []vswitchd.Interface
-	for _, l := range []any{&brs, &ports, &ifaces} {
-		if err := i.ovs.List(ctx, l); err != nil {
-			return nil, fmt.Errorf("ovs: list: %w", err)
-		}
+	brs, err := selectRows[vswitchd.Bridge](ctx, i, vswitchd.BridgeTable, "_uuid", "name", "ports", "external_ids", "datapath_id")
+	if err != nil {
+		return nil, err
+	}
+	ports, err := selectRows[vswitchd.Port](ctx, i, vswitchd.PortTable, "_uuid", "name", "interfaces")
+	if err != nil {
+		return nil, err
+	}
+	ifaces, err := selectRows[vswitchd.Interface](ctx, i, vswitchd.InterfaceTable, "_uuid", "name", "ofport", "error")
+	if err != nil {
+		return nil, err
 	}
 	portByUUID := make(map[string]*vswitchd.Port, len(ports))
 	for k := range ports {

@@ -68,3 +68,77 @@ func TestLinesNil(t *testing.T) {
 		t.Fatalf("%q", b.String())
 	}
 }
+
+func TestTogetherRunsListsAtOnce(t *testing.T) {
+	// Each list's first step waits for the other's: only lists run at the
+	// same time get past them.
+	aStarted, bStarted := make(chan struct{}), make(chan struct{})
+	meet := func(mine, theirs chan struct{}) func(context.Context) (string, error) {
+		return func(ctx context.Context) (string, error) {
+			close(mine)
+			select {
+			case <-theirs:
+				return "met", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+	}
+	var after []string
+	r := &record{} // not safe for concurrent use: Run serialises its calls
+	list := []Step{
+		{Name: "first", Do: func(context.Context) (string, error) { return "first done", nil }},
+		{Name: "both", Together: [][]Step{
+			{{Name: "a1", Do: meet(aStarted, bStarted)}, {Name: "a2", Do: func(context.Context) (string, error) { after = append(after, "a2"); return "", nil }}},
+			{{Name: "b1", Do: meet(bStarted, aStarted)}},
+		}},
+		{Name: "last", Do: func(context.Context) (string, error) { after = append(after, "last"); return "last done", nil }},
+	}
+	timing, err := Run(context.Background(), r, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"first", "both", "a1", "a2", "b1", "last"} {
+		if _, ok := timing[name]; !ok {
+			t.Errorf("timing %v lacks %s", timing, name)
+		}
+	}
+	if strings.Join(after, ",") != "a2,last" {
+		t.Errorf("ran %v after the meeting, want a2 then last", after)
+	}
+	// Inner steps report under the outer step's number.
+	starts := 0
+	for _, e := range r.events {
+		if strings.HasPrefix(e, "start 2/3 ") {
+			starts++
+		}
+	}
+	if starts != 3 {
+		t.Errorf("reported %q: want a1, a2 and b1 started as step 2 of 3", r.events)
+	}
+}
+
+func TestTogetherFailureCancelsTheOtherLists(t *testing.T) {
+	boom := errors.New("boom")
+	var ranAfter bool
+	list := []Step{
+		{Name: "both", Together: [][]Step{
+			{{Name: "fails", Do: func(context.Context) (string, error) { return "", boom }}},
+			{{Name: "waits", Do: func(ctx context.Context) (string, error) {
+				<-ctx.Done() // ends only when cancelled
+				return "", ctx.Err()
+			}}, {Name: "never", Do: func(context.Context) (string, error) { ranAfter = true; return "", nil }}},
+		}},
+		{Name: "after", Do: func(context.Context) (string, error) { ranAfter = true; return "", nil }},
+	}
+	timing, err := Run(context.Background(), nil, list)
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "fails: ") {
+		t.Fatalf("error %v: want the failing inner step's, named", err)
+	}
+	if ranAfter {
+		t.Fatal("a step ran after the failure")
+	}
+	if _, ok := timing["both"]; ok {
+		t.Fatalf("timing %v records the failed outer step", timing)
+	}
+}
