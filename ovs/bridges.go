@@ -99,7 +99,7 @@ func (i *Instance) CreateBridgesWith(ctx context.Context, bridges []Bridge, opt 
 	}
 	timeout := opt.WaitTimeout
 	if timeout == 0 {
-		timeout = 10 * time.Minute
+		timeout = portsWait
 	}
 	return i.WaitPorts(ctx, bridges, timeout)
 }
@@ -245,7 +245,7 @@ func (i *Instance) CreateEmptyBridges(ctx context.Context, bridges []Bridge) err
 	if err != nil {
 		return err
 	}
-	return i.transactAndWait(ctx, root, ops)
+	return i.transactAndWait(ctx, root, ops, CallTimeout)
 }
 
 // transactAndWait commits ops and waits until ovs-vswitchd has applied
@@ -255,7 +255,8 @@ func (i *Instance) CreateEmptyBridges(ctx context.Context, bridges []Bridge) err
 // writes cur_cfg in the transaction that records what the
 // reconfiguration did, each interface's ofport or error among it
 // (vswitchd/bridge.c, bridge_run), so once cur_cfg is there, so are they.
-func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb.Operation) error {
+// wait bounds the wait for the daemon.
+func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb.Operation, wait time.Duration) error {
 	rootRow := &vswitchd.OpenvSwitch{UUID: root}
 	mop, err := i.ovs.Where(rootRow).Mutate(rootRow, model.Mutation{
 		Field: &rootRow.NextCfg, Mutator: ovsdb.MutateOperationAdd, Value: 1,
@@ -283,7 +284,7 @@ func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb
 	default:
 		return fmt.Errorf("ovs: next_cfg is %T", v)
 	}
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for {
 		if i.cur.cfg.Load() >= int64(next) {
@@ -291,12 +292,15 @@ func (i *Instance) transactAndWait(ctx context.Context, root string, ops []ovsdb
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ovs: ovs-vswitchd did not apply configuration %d within %v (it is at %d)", next, CallTimeout, i.cur.cfg.Load())
+			return fmt.Errorf("ovs: ovs-vswitchd did not apply configuration %d within %v (it is at %d)", next, wait, i.cur.cfg.Load())
 		case <-i.cur.changed:
 		case <-time.After(100 * time.Millisecond): // another waiter may have taken the wake-up
 		}
 	}
 }
+
+// portsWait bounds the wait for a lab's ports to attach.
+const portsWait = 10 * time.Minute
 
 // AddPorts adds the ports of bridges made by CreateEmptyBridges, in one
 // transaction, and waits until ovs-vswitchd has attached every one.
@@ -309,10 +313,12 @@ func (i *Instance) AddPorts(ctx context.Context, bridges []Bridge) error {
 	if err != nil {
 		return err
 	}
-	if err := i.transactAndWait(ctx, root, ops); err != nil {
+	// Attaching is the daemon's work per port: the ports' wait, not a
+	// call's.
+	if err := i.transactAndWait(ctx, root, ops, portsWait); err != nil {
 		return err
 	}
-	return i.awaitPorts(ctx, bridges, 10*time.Minute)
+	return i.awaitPorts(ctx, bridges, portsWait)
 }
 
 // addPorts inserts the bridges' ports and adds them to their bridges,
@@ -413,7 +419,7 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 	}
 	// Once vswitchd has applied a configuration raised after the ports
 	// went in, it has tried every one of them.
-	if err := i.transactAndWait(ctx, root, nil); err != nil {
+	if err := i.transactAndWait(ctx, root, nil, timeout); err != nil {
 		return err
 	}
 	return i.awaitPorts(ctx, bridges, timeout)
