@@ -466,7 +466,7 @@ func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge, timeout tim
 		case <-ctx.Done():
 			return fmt.Errorf("ovs: %d of %d ports not attached: %w", pending, len(want), ctx.Err())
 		case <-i.cur.changed:
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond): // a reconfiguration of vswitchd's own (a device appeared) raises no cur_cfg
 		}
 	}
 }
