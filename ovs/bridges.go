@@ -314,7 +314,9 @@ func (i *Instance) AddPorts(ctx context.Context, bridges []Bridge) error {
 		return err
 	}
 	// Attaching is the daemon's work per port: the ports' wait, not a
-	// call's.
+	// call's, bounds it all.
+	ctx, cancel := context.WithTimeout(ctx, portsWait)
+	defer cancel()
 	if err := i.transactAndWait(ctx, root, ops, portsWait); err != nil {
 		return err
 	}
@@ -418,7 +420,9 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 		return err
 	}
 	// Once vswitchd has applied a configuration raised after the ports
-	// went in, it has tried every one of them.
+	// went in, it has tried every one of them. timeout bounds it all.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if err := i.transactAndWait(ctx, root, nil, timeout); err != nil {
 		return err
 	}
@@ -427,7 +431,8 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 
 // awaitPorts reads the interfaces' ofports and errors until every port of
 // bridges has its ofport or one has failed. After transactAndWait the
-// first read settles it; the rest is for a port whose device appears late.
+// first read settles it (a port vswitchd could not open has its error in
+// the same transaction as cur_cfg); reading again is a fallback.
 func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge, timeout time.Duration) error {
 	want := map[string]bool{}
 	for _, b := range bridges {
@@ -466,7 +471,7 @@ func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge, timeout tim
 		case <-ctx.Done():
 			return fmt.Errorf("ovs: %d of %d ports not attached: %w", pending, len(want), ctx.Err())
 		case <-i.cur.changed:
-		case <-time.After(100 * time.Millisecond): // a reconfiguration of vswitchd's own (a device appeared) raises no cur_cfg
+		case <-time.After(100 * time.Millisecond): // vswitchd's own reconfigurations raise no cur_cfg
 		}
 	}
 }

@@ -452,6 +452,7 @@ func (u *upper) steps() []steps.Step {
 	// 2.94-3.10 s against 3.11-3.28 s, builds alternating. Not beside the
 	// veths: a daemon in a namespace is woken by each link made there,
 	// and the veth step took 2.0 s instead of 0.7. The ports need both.
+	// The machine's limits are raised before either (raiseSysctls).
 	switches := []steps.Step{
 		{Name: "ovs", What: func() string { return fmt.Sprintf("starting %d private open vswitch instance(s)", len(u.cfgs)) }, Do: u.startOVS},
 		{Name: "bridges", What: func() string { _, n := u.localCounts(); return fmt.Sprintf("creating %d bridges", n) }, Do: u.createBridges},
@@ -720,11 +721,11 @@ func (u *upper) planLinks() error {
 		return n
 	}
 	// Open vSwitch's ports are born promiscuous, as it would make them
-	// (kernel.VethEnd.Promisc). Its port step for DF(4,8,4) went from
-	// 1.41-1.74 s to 0.90-0.98 s: the flag's change cost the daemons an
-	// ioctl, a link notification and the RTM_GETLINKs it set off (18 a
-	// port before, 10 after, by strace). The eBPF datapath needs no
-	// promiscuous port.
+	// (kernel.VethEnd.Promisc; a part's tunnel ends are left to it). Its
+	// port step for DF(4,8,4) went from 1.41-1.74 s to 0.90-0.98 s: the
+	// flag's change cost the daemons an ioctl, a link notification and
+	// the RTM_GETLINKs it set off (18 a port before, 10 after, by
+	// strace). The eBPF datapath needs no promiscuous port.
 	promisc := !u.ebpf()
 	for li, l := range top.Links {
 		if l.Host >= 0 && !u.mine(l.A.Switch) || l.Host < 0 && !u.mine(l.A.Switch) && !u.mine(l.B.Switch) {
@@ -803,7 +804,31 @@ func (u *upper) veths(context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := u.raiseSysctls(); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("veth pairs: %d%s", len(u.pairs), tunnels), nil
+}
+
+// raiseSysctls raises the machine's limits the fabric's links need while
+// labs are up. Before Open vSwitch starts (the step after, beside the
+// shaping): a socket takes wmem_default when it is made, and vswitchd's
+// one send socket must get the raised one.
+func (u *upper) raiseSysctls() error {
+	raises := []func() (string, error){raiseBacklog}
+	if u.datapath == ovs.DatapathNetdev {
+		raises = append(raises, raiseSendBuffer)
+	}
+	for _, raise := range raises {
+		w, err := raise()
+		if err != nil {
+			return err
+		}
+		if w != "" {
+			u.lab.Warnings = append(u.lab.Warnings, w)
+		}
+	}
+	return nil
 }
 
 func (u *upper) hosts(context.Context) (string, error) {
@@ -844,19 +869,6 @@ func (u *upper) shape(context.Context) (string, error) {
 	})
 	if err != nil {
 		return "", err
-	}
-	raises := []func() (string, error){raiseBacklog}
-	if u.datapath == ovs.DatapathNetdev {
-		raises = append(raises, raiseSendBuffer)
-	}
-	for _, raise := range raises {
-		w, err := raise()
-		if err != nil {
-			return "", err
-		}
-		if w != "" {
-			u.lab.Warnings = append(u.lab.Warnings, w)
-		}
 	}
 	done := fmt.Sprintf("link ends shaped: %d", len(u.shapeJobs))
 	opts := u.comp.Ctl.Options()
