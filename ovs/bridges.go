@@ -314,13 +314,8 @@ func (i *Instance) AddPorts(ctx context.Context, bridges []Bridge) error {
 		return err
 	}
 	// Attaching is the daemon's work per port: the ports' wait, not a
-	// call's, bounds it all.
-	ctx, cancel := context.WithTimeout(ctx, portsWait)
-	defer cancel()
-	if err := i.transactAndWait(ctx, root, ops, portsWait); err != nil {
-		return err
-	}
-	return i.awaitPorts(ctx, bridges, portsWait)
+	// call's, bounds it.
+	return i.applyPorts(ctx, root, ops, bridges, portsWait)
 }
 
 // addPorts inserts the bridges' ports and adds them to their bridges,
@@ -420,28 +415,34 @@ func (i *Instance) WaitPorts(ctx context.Context, bridges []Bridge, timeout time
 		return err
 	}
 	// Once vswitchd has applied a configuration raised after the ports
-	// went in, it has tried every one of them. timeout bounds it all.
+	// went in, it has tried every one of them.
+	return i.applyPorts(ctx, root, nil, bridges, timeout)
+}
+
+// applyPorts commits ops (none: it only raises next_cfg), waits until
+// ovs-vswitchd has applied them, then until every port of bridges has
+// attached, all within timeout.
+func (i *Instance) applyPorts(ctx context.Context, root string, ops []ovsdb.Operation, bridges []Bridge, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := i.transactAndWait(ctx, root, nil, timeout); err != nil {
+	if err := i.transactAndWait(ctx, root, ops, timeout); err != nil {
 		return err
 	}
-	return i.awaitPorts(ctx, bridges, timeout)
+	return i.awaitPorts(ctx, bridges)
 }
 
 // awaitPorts reads the interfaces' ofports and errors until every port of
-// bridges has its ofport or one has failed. After transactAndWait the
-// first read settles it (a port vswitchd could not open has its error in
-// the same transaction as cur_cfg); reading again is a fallback.
-func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge, timeout time.Duration) error {
+// bridges has its ofport or one has failed, or ctx ends. After
+// transactAndWait the first read settles it (a port vswitchd could not
+// open has its error in the same transaction as cur_cfg); reading again
+// is a fallback.
+func (i *Instance) awaitPorts(ctx context.Context, bridges []Bridge) error {
 	want := map[string]bool{}
 	for _, b := range bridges {
 		for _, p := range b.Ports {
 			want[p.Name] = true
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	for {
 		ifaces, err := selectRows[vswitchd.Interface](ctx, i, vswitchd.InterfaceTable, "name", "ofport", "error")
 		if err != nil {

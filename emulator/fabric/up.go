@@ -364,10 +364,7 @@ type upper struct {
 	shapeJobs    []shapeJob
 	pool         *ovs.Pool
 	flowFiles    chan error // the flow files' writer (record), until awaited
-	// flowCounts and flowMgmt: each switch's installed rules and its
-	// bridge's OpenFlow socket, recorded with the ports.
-	flowCounts []int
-	flowMgmt   []string
+	flowCounts   []int      // each switch's installed rules, recorded with the ports
 }
 
 type shapeJob struct {
@@ -926,7 +923,9 @@ func (u *upper) attachPorts(ctx context.Context) (string, error) {
 		return "", err
 	}
 	top := u.comp.Top
-	u.recordNodes(u.flowCounts, func(i int) (string, string) { return top.Switches[i].Name, u.flowMgmt[i] })
+	u.recordNodes(u.flowCounts, func(i int) (string, string) {
+		return top.Switches[i].Name, u.pool.Instances[u.owner[i]].MgmtSocket(top.Switches[i].Name)
+	})
 	n, _ := u.localCounts()
 	return fmt.Sprintf("ports: %d attached", n), nil
 }
@@ -954,10 +953,10 @@ func (u *upper) installFlows(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u.flowCounts, u.flowMgmt = make([]int, len(top.Switches)), make([]string, len(top.Switches))
+	u.flowCounts = make([]int, len(top.Switches))
 	total := 0
 	for k, i := range which {
-		u.flowCounts[i], u.flowMgmt[i] = installed[k], jobs[k].Mgmt
+		u.flowCounts[i] = installed[k]
 		total += installed[k]
 	}
 	return fmt.Sprintf("rules: %d installed and read back", total), nil

@@ -89,10 +89,6 @@ func run(ctx context.Context, r Reporter, list []Step, pos, n int, finished func
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
-		what := s.Name
-		if s.What != nil {
-			what = s.What()
-		}
 		at, of := pos, n
 		if pos == 0 {
 			at, of = i+1, len(list)
@@ -104,6 +100,10 @@ func run(ctx context.Context, r Reporter, list []Step, pos, n int, finished func
 			}
 			finished(s.Name, time.Since(t0).Seconds())
 			continue
+		}
+		what := s.Name
+		if s.What != nil {
+			what = s.What()
 		}
 		r.Start(at, of, what)
 		done, err := s.Do(ctx)
