@@ -24,8 +24,10 @@ import (
 	"github.com/ethfab/ethfab/vlan"
 )
 
-// StateRoot holds one directory per lab. It lives on /run (tmpfs), like
-// the named namespaces in /run/netns, so a reboot forgets both together.
+// StateRoot holds one directory per lab. It lives on /run, like the named
+// namespaces in /run/netns: where /run is a tmpfs (systemd's default) a
+// reboot forgets both together; where it is on disk (this project's
+// Firecracker VM: ext4) both files outlive the namespaces they name.
 var StateRoot = "/run/ethfab"
 
 const stateFile = "lab.json"
