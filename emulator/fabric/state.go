@@ -27,7 +27,8 @@ import (
 // StateRoot holds one directory per lab. It lives on /run, like the named
 // namespaces in /run/netns: where /run is a tmpfs (systemd's default) a
 // reboot forgets both together; where it is on disk (this project's
-// Firecracker VM: ext4) both files outlive the namespaces they name.
+// Firecracker VM: ext4) the state files and the /run/netns entries
+// outlive the namespaces they name.
 var StateRoot = "/run/ethfab"
 
 const stateFile = "lab.json"
