@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -546,7 +547,7 @@ func TestProbe(t *testing.T) {
 			t.Errorf("Probe %s = %v, tc says %v", kind, got, want)
 		}
 	}
-	if left, _ := ListNamespaces("ethfab-probe-" + fmt.Sprint(os.Getpid())); len(left) != 0 {
+	if left, _ := ListNamespaces(fmt.Sprintf("%s%d-", probePrefix, os.Getpid())); len(left) != 0 {
 		t.Errorf("Probe left namespaces: %v", left)
 	}
 }
@@ -784,6 +785,29 @@ func TestSweepProcMounts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(live, "self")); err != nil {
 		t.Errorf("the live process's %s was swept: %v", live, err)
+	}
+}
+
+// A probe namespace left by a process that is gone is swept; a live
+// process's is not.
+func TestSweepProbes(t *testing.T) {
+	roottest.Need(t)
+	cmd := exec.Command("/bin/true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("%s%d-1", probePrefix, cmd.Process.Pid)
+	live := fmt.Sprintf("%s%d-999999", probePrefix, os.Getpid())
+	if _, err := CreateNamespaces([]string{dead, live}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DeleteNamespaces([]string{dead, live}) })
+	if n, err := SweepProbes(); n < 1 || err != nil {
+		t.Errorf("swept %d: %v", n, err)
+	}
+	left, _ := ListNamespaces(probePrefix)
+	if slices.Contains(left, dead) || !slices.Contains(left, live) {
+		t.Errorf("left %v: want %s gone and %s kept", left, dead, live)
 	}
 }
 

@@ -274,14 +274,20 @@ func SweepProcMounts() int {
 	dirs, _ := filepath.Glob(filepath.Join(filepath.Dir(NetnsDir), procPrefix+"*"))
 	n := 0
 	for _, d := range dirs {
-		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), procPrefix), "-", 2)[0])
-		if err != nil || pid <= 0 || processAlive(pid) {
+		if !ownerGone(filepath.Base(d), procPrefix) {
 			continue
 		}
 		unmountProc(d)
 		n++
 	}
 	return n
+}
+
+// ownerGone says whether a name made as prefix, the maker's PID, "-" and
+// more belongs to a process that no longer exists.
+func ownerGone(name, prefix string) bool {
+	pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(name, prefix), "-", 2)[0])
+	return err == nil && pid > 0 && !processAlive(pid)
 }
 
 // processAlive says whether a process with this PID exists.

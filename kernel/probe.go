@@ -29,6 +29,25 @@ type Capabilities struct {
 
 var probeSeq atomic.Uint32
 
+// probePrefix begins every probe namespace's name; the prober's PID and a
+// sequence number follow.
+const probePrefix = "ethfab-probe-"
+
+// SweepProbes deletes the probe namespaces (Probe) of processes that are
+// gone: an `up` or `doctor` killed while it probed leaves one, which no
+// lab's `down` finds by the lab's name (a CI run's killed-up test left
+// ethfab-probe-18543-1 behind). It returns how many it deleted.
+func SweepProbes() (int, error) {
+	names, err := ListNamespaces(probePrefix)
+	var dead []string
+	for _, n := range names {
+		if ownerGone(n, probePrefix) {
+			dead = append(dead, n)
+		}
+	}
+	return len(dead), errors.Join(err, DeleteNamespaces(dead))
+}
+
 // Probe tries each capability for real: it creates a throwaway namespace
 // holding a veth pair, installs each qdisc kind on it, flips a checksum
 // offload, and looks up the openvswitch generic netlink family (which
@@ -52,7 +71,10 @@ func Probe() Capabilities {
 	} else if c.Realtime = RealtimeThrottled(); !c.Realtime {
 		note("real-time scheduling: kernel.sched_rt_runtime_us is -1 (no throttle), so ovs.realtime: auto stays off")
 	}
-	name := fmt.Sprintf("ethfab-probe-%d-%d", os.Getpid(), probeSeq.Add(1))
+	if _, err := SweepProbes(); err != nil {
+		note("removing a killed prober's namespace: %v", err)
+	}
+	name := fmt.Sprintf("%s%d-%d", probePrefix, os.Getpid(), probeSeq.Add(1))
 	created, err := CreateNamespaces([]string{name})
 	defer func() {
 		if err := DeleteNamespaces(created); err != nil {

@@ -19,8 +19,11 @@ import (
 // A lab that does not exist is ErrNoLab.
 func Down(name string) (err error) {
 	// A bring-up killed while it made namespaces left its private /proc
-	// mounted (kernel.SweepProcMounts); any down takes it away.
+	// mounted (kernel.SweepProcMounts), one killed while it probed the
+	// kernel its probe namespace (kernel.SweepProbes); any down takes them
+	// away. They are no lab's, so failing to is not this down's failure.
 	kernel.SweepProcMounts()
+	kernel.SweepProbes()
 	l, err := Load(name)
 	if errors.Is(err, ErrNoLab) {
 		// No state: the lab may still have objects whose state directory

@@ -92,6 +92,11 @@ func TestKilledUpIsCleanedByDown(t *testing.T) {
 				t.Fatalf("down after a killed up: %v", err)
 			}
 			assertGone(t, lab, runDir)
+			// Nor the namespace it probes the kernel in, if the kill came
+			// while it probed.
+			if left, _ := kernel.ListNamespaces(fmt.Sprintf("ethfab-probe-%d-", cmd.Process.Pid)); len(left) > 0 {
+				t.Errorf("the killed up's probe namespace left: %v", left)
+			}
 			// Nor the private /proc it made its namespaces' sysctls through.
 			if left, _ := filepath.Glob(fmt.Sprintf("/run/ethfab-proc-%d-*", cmd.Process.Pid)); len(left) > 0 {
 				t.Errorf("the killed up's private /proc left: %v", left)
