@@ -547,7 +547,7 @@ func TestProbe(t *testing.T) {
 			t.Errorf("Probe %s = %v, tc says %v", kind, got, want)
 		}
 	}
-	if left, _ := ListNamespaces(fmt.Sprintf("%s%d-", probePrefix, os.Getpid())); len(left) != 0 {
+	if left, _ := ListNamespaces(fmt.Sprintf("%s%d-", ProbePrefix, os.Getpid())); len(left) != 0 {
 		t.Errorf("Probe left namespaces: %v", left)
 	}
 }
@@ -796,8 +796,8 @@ func TestSweepProbes(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	dead := fmt.Sprintf("%s%d-1", probePrefix, cmd.Process.Pid)
-	live := fmt.Sprintf("%s%d-999999", probePrefix, os.Getpid())
+	dead := fmt.Sprintf("%s%d-1", ProbePrefix, cmd.Process.Pid)
+	live := fmt.Sprintf("%s%d-999999", ProbePrefix, os.Getpid())
 	if _, err := CreateNamespaces([]string{dead, live}); err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +805,7 @@ func TestSweepProbes(t *testing.T) {
 	if n, err := SweepProbes(); n < 1 || err != nil {
 		t.Errorf("swept %d: %v", n, err)
 	}
-	left, _ := ListNamespaces(probePrefix)
+	left, _ := ListNamespaces(ProbePrefix)
 	if slices.Contains(left, dead) || !slices.Contains(left, live) {
 		t.Errorf("left %v: want %s gone and %s kept", left, dead, live)
 	}

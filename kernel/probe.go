@@ -29,19 +29,20 @@ type Capabilities struct {
 
 var probeSeq atomic.Uint32
 
-// probePrefix begins every probe namespace's name; the prober's PID and a
+// ProbePrefix begins every probe namespace's name; the prober's PID and a
 // sequence number follow.
-const probePrefix = "ethfab-probe-"
+const ProbePrefix = "ethfab-probe-"
 
 // SweepProbes deletes the probe namespaces (Probe) of processes that are
 // gone: an `up` or `doctor` killed while it probed leaves one, which no
 // lab's `down` finds by the lab's name (a CI run's killed-up test left
-// ethfab-probe-18543-1 behind). It returns how many it deleted.
+// ethfab-probe-18543-1 behind). Every down runs it. It returns how many
+// it deleted.
 func SweepProbes() (int, error) {
-	names, err := ListNamespaces(probePrefix)
+	names, err := ListNamespaces(ProbePrefix)
 	var dead []string
 	for _, n := range names {
-		if ownerGone(n, probePrefix) {
+		if ownerGone(n, ProbePrefix) {
 			dead = append(dead, n)
 		}
 	}
@@ -71,10 +72,7 @@ func Probe() Capabilities {
 	} else if c.Realtime = RealtimeThrottled(); !c.Realtime {
 		note("real-time scheduling: kernel.sched_rt_runtime_us is -1 (no throttle), so ovs.realtime: auto stays off")
 	}
-	if _, err := SweepProbes(); err != nil {
-		note("removing a killed prober's namespace: %v", err)
-	}
-	name := fmt.Sprintf("%s%d-%d", probePrefix, os.Getpid(), probeSeq.Add(1))
+	name := fmt.Sprintf("%s%d-%d", ProbePrefix, os.Getpid(), probeSeq.Add(1))
 	created, err := CreateNamespaces([]string{name})
 	defer func() {
 		if err := DeleteNamespaces(created); err != nil {

@@ -94,7 +94,7 @@ func TestKilledUpIsCleanedByDown(t *testing.T) {
 			assertGone(t, lab, runDir)
 			// Nor the namespace it probes the kernel in, if the kill came
 			// while it probed.
-			if left, _ := kernel.ListNamespaces(fmt.Sprintf("ethfab-probe-%d-", cmd.Process.Pid)); len(left) > 0 {
+			if left, _ := kernel.ListNamespaces(fmt.Sprintf("%s%d-", kernel.ProbePrefix, cmd.Process.Pid)); len(left) > 0 {
 				t.Errorf("the killed up's probe namespace left: %v", left)
 			}
 			// Nor the private /proc it made its namespaces' sysctls through.
