@@ -293,10 +293,14 @@ def main():
     if not os.path.isfile(os.path.join(args.src, "dgflySimulator.cc")):
         ap.error(f"--src {args.src}: not a FOGSim source directory (no dgflySimulator.cc)")
     fogsim = os.path.join(args.src, "fogsim")
-    if not os.access(fogsim, os.X_OK):
-        print(f"building {fogsim}", file=sys.stderr)
-        subprocess.run(["make", "-C", args.src], check=True, stdout=subprocess.DEVNULL)
     os.makedirs(args.out, exist_ok=True)
+    if not os.access(fogsim, os.X_OK):
+        # FOGSim's sources print hundreds of warnings: they go to a log.
+        blog = os.path.join(args.out, "build.log")
+        print(f"building {fogsim} (log: {blog})", file=sys.stderr)
+        with open(blog, "w") as log:
+            if subprocess.run(["make", "-C", args.src], stdout=log, stderr=subprocess.STDOUT).returncode != 0:
+                sys.exit(f"building FOGSim in {args.src} failed: see {blog}")
     with open(fogsim, "rb") as f:
         build = hashlib.sha256(f.read()).hexdigest()
     work = [(m, x) for x in loads for m in mechs]
