@@ -34,6 +34,9 @@ type Model struct {
 	// CNM takes to reach its source.
 	Slots, Delay int
 	Seed         uint64
+	// Timed runs the reaction points' increases on time (a slot is a
+	// frame's worth of the line), not on the bytes each flow sends.
+	Timed bool
 }
 
 // ModelResult is what a Model's run carried.
@@ -104,6 +107,7 @@ func (m Model) Run() ModelResult {
 			}
 			if rps[c.flow] == nil {
 				rps[c.flow] = NewReactionPoint(1)
+				rps[c.flow].Timed = m.Timed
 			}
 			rps[c.flow].CNM(c.fbq)
 		}
@@ -117,6 +121,9 @@ func (m Model) Run() ModelResult {
 		fwd = fwd[:0]
 		fresh = fresh[:0]
 		for f := range m.Paths {
+			if rps[f] != nil && rps[f].Elapse(float64(m.Frame)) {
+				rps[f] = nil
+			}
 			r := 1.0
 			if rps[f] != nil {
 				r = rps[f].CR

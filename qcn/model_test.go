@@ -51,3 +51,25 @@ func TestModelParkingLot(t *testing.T) {
 		}
 	}
 }
+
+// The same parking lot with the increases on time (the seed's "byte
+// counting or timer"): flow 2 still gets least, but a third of its link
+// or more, and each link stays full, so the mean share is (2 - flow 2)/3
+// at most 0.55 -- the edge of the spec's check 2 (0.50 ± 0.05).
+func TestModelParkingLotTimed(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		m := snoopModel([][]int{{0}, {0, 1}, {1}}, 2)
+		m.Seed, m.Timed = seed, true
+		r := m.Run()
+		t.Logf("seed %d: shares %.3f, queues %.2f / %.2f Qeq", seed, r.Shares, r.Queues[0]/(33<<10), r.Queues[1]/(33<<10))
+		f1, f2, f3 := r.Shares[0], r.Shares[1], r.Shares[2]
+		if f2 < 0.3 || f2 >= min(f1, f3) {
+			t.Errorf("seed %d: flow 2 carried %.3f against %.3f and %.3f: want it least, and at least 0.3", seed, f2, f1, f3)
+		}
+		for i, l := range []float64{f1 + f2, f2 + f3} {
+			if l < 0.99 {
+				t.Errorf("seed %d: link %d carried %.3f, want it full", seed, i, l)
+			}
+		}
+	}
+}

@@ -81,3 +81,69 @@ func TestReactionPointFloor(t *testing.T) {
 		t.Fatalf("no recovery from the floor: CR %g", r.CR)
 	}
 }
+
+// A timed limiter recovers on the time that passes, whatever the flow
+// sends: the same periods as the byte counter's at the line rate, fed in
+// pieces that need not be whole bytes; a CNM restarts the clock.
+func TestReactionPointTimed(t *testing.T) {
+	bytes := NewReactionPoint(10e6)
+	timed := NewReactionPoint(10e6)
+	timed.Timed = true
+	for _, r := range []*ReactionPoint{bytes, timed} {
+		r.CNM(40)
+	}
+	if timed.Sent(10 * ByteCounter) {
+		t.Fatal("a timed limiter released by bytes sent")
+	}
+	if timed.Stage != 0 {
+		t.Fatalf("a timed limiter counted bytes: stage %d", timed.Stage)
+	}
+	if bytes.Elapse(10 * ByteCounter) {
+		t.Fatal("a byte-counting limiter released by time")
+	}
+	// Thirds of a byte: 3·ByteCounter of them make one period, not a
+	// byte sooner.
+	for range 3*ByteCounter - 1 {
+		timed.Elapse(1.0 / 3)
+	}
+	if timed.Stage != 0 {
+		t.Fatalf("a period ran a third of a byte early: stage %d", timed.Stage)
+	}
+	timed.Elapse(1.0/3 + 1e-9)
+	if timed.Stage != 1 {
+		t.Fatalf("after a period's time: stage %d, want 1", timed.Stage)
+	}
+	bytes.Sent(ByteCounter)
+	if bytes.Stage != 1 || math.Abs(bytes.CR-timed.CR) > 1e-6 {
+		t.Fatalf("a period apart: bytes stage %d CR %.0f, timed stage %d CR %.0f", bytes.Stage, bytes.CR, timed.Stage, timed.CR)
+	}
+	timed.Elapse(ByteCounter / 2)
+	timed.CNM(8)
+	timed.Elapse(ByteCounter - 1)
+	if timed.Stage != 0 {
+		t.Fatalf("the CNM did not restart the clock: stage %d", timed.Stage)
+	}
+	for range 200 {
+		if timed.Elapse(ByteCounter) {
+			if timed.CR != 10e6 {
+				t.Fatalf("released at CR %.0f", timed.CR)
+			}
+			return
+		}
+	}
+	t.Fatalf("not released: CR %.0f TR %.0f", timed.CR, timed.TR)
+}
+
+// A timed limiter left alone for hours is released at the line rate by
+// the next Elapse, without running every period of the spell.
+func TestReactionPointTimedLongSpell(t *testing.T) {
+	r := NewReactionPoint(1e9)
+	r.Timed = true
+	r.CNM(MaxFbq)
+	if !r.Elapse(3600 * 1e9 / 8) { // an hour of a 1 Gb/s line
+		t.Fatalf("not released after an hour: CR %g", r.CR)
+	}
+	if r.CR != 1e9 || r.Stage > 20 {
+		t.Fatalf("CR %g after %d periods, want the line rate within a few", r.CR, r.Stage)
+	}
+}

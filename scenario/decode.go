@@ -759,7 +759,7 @@ func (d *decoder) notifyQCN(n *node, snoop bool) QCN {
 	if n == nil {
 		return q
 	}
-	keys := []string{"rp", "qeq", "w", "sample_bytes", "qold", "cnm_priority"}
+	keys := []string{"rp", "rp_increase", "qeq", "w", "sample_bytes", "qold", "cnm_priority"}
 	if snoop {
 		keys = append(keys, "expiry", "remote_refresh", "time_scale")
 	}
@@ -803,6 +803,11 @@ func (d *decoder) notifyQCN(n *node, snoop bool) QCN {
 	if e := f["qold"]; e != nil {
 		if v, ok := d.enum(e.val, path("qold"), QoldSample, QoldCNM); ok {
 			q.Qold = v
+		}
+	}
+	if e := f["rp_increase"]; e != nil {
+		if v, ok := d.enum(e.val, path("rp_increase"), RPBytes, RPTime); ok {
+			q.RPIncrease = v
 		}
 	}
 	for _, x := range []struct {

@@ -138,6 +138,7 @@ func (s *Scenario) effectiveTree() *node {
 	if q := s.Routing.QCN; q.Seed003() {
 		qm := mkMap(false,
 			"rp", mkBool(q.RP),
+			"rp_increase", mkStr(q.RPIncrease),
 			"qeq", mkStr(FormatSize(q.Qeq)),
 			"w", mkFloat(q.W),
 			"sample_bytes", mkStr(FormatSize(q.SampleBytes)),

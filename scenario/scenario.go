@@ -121,6 +121,10 @@ type QCN struct {
 	// point, which samples every SampleBytes bytes received into its queue.
 	RP          bool
 	SampleBytes uint64
+	// RPIncrease is what clocks the reaction points' increases: the
+	// bytes a flow sends (RPBytes, spec §B.2.5) or the time that passes
+	// (RPTime; seed 003: "byte counting or timer").
+	RPIncrease string
 	// Snoop-based adaptive routing (mode snoop-ar): a remote congestion
 	// entry's lifetime (250 ms in the paper, unscaled), and whether every
 	// remote CNM restarts it (a variant; the paper's rule does not).
@@ -172,6 +176,8 @@ const (
 	QoldSample    = "sample"
 	QoldCNM       = "cnm"
 	RealiseMeta   = "metadata"
+	RPBytes       = "bytes"
+	RPTime        = "time"
 )
 
 // DefaultQCN is routing.qcn's defaults (spec §A.3: 16 KB Qeq with a
@@ -186,7 +192,7 @@ func DefaultQCN() QCN {
 // 003, spec §B.2.3: the 802.1Qau standard's 33 KB Qeq, w = 2, a sample
 // every 150 KB received; reaction points off until rp: true).
 func DefaultNotifyQCN() QCN {
-	return QCN{Qeq: 33 << 10, W: 2, SampleBytes: 150_000, Qold: QoldSample, CNMProbability: 1, Expiry: 250 * time.Millisecond}
+	return QCN{Qeq: 33 << 10, W: 2, SampleBytes: 150_000, RPIncrease: RPBytes, Qold: QoldSample, CNMProbability: 1, Expiry: 250 * time.Millisecond}
 }
 
 // PauseScope is what an emulated PAUSE reaches.

@@ -184,6 +184,24 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("effective scenario (%v) does not say refresh: auto:\n%s", err, b)
 	}
 	roundTrip(t, s)
+
+	// Seed 003's reaction points count bytes unless told to run on time.
+	s, err = Parse("q.yaml", []byte("name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [1, 2]}\naddressing: {scheme: flat}\novs: {datapath: ebpf}\nrouting:\n  mode: snoop-ar\n  qcn: {rp: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Routing.QCN.RPIncrease != RPBytes {
+		t.Errorf("rp_increase defaults to %q, want bytes", s.Routing.QCN.RPIncrease)
+	}
+	roundTrip(t, s)
+	s, err = Parse("q.yaml", []byte("name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [1, 2]}\naddressing: {scheme: flat}\nrouting:\n  mode: shortest\n  qcn: {rp: true, rp_increase: time}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Routing.QCN.RPIncrease != RPTime || !s.Routing.Notifies() {
+		t.Errorf("rp_increase %q, notifies %v: want time, true", s.Routing.QCN.RPIncrease, s.Routing.Notifies())
+	}
+	roundTrip(t, s)
 }
 
 // TestErrors pins the exact position and path of each error: an editor
@@ -271,6 +289,7 @@ func TestErrors(t *testing.T) {
 		{"qcn pcl", head + "routing:\n  mode: qcn-switch\n  qcn:\n    pcl: 0\n", 6, 10, "routing.qcn.pcl", "out of range"},
 		{"qcn qeq", head + "routing:\n  mode: qcn-switch\n  qcn:\n    qeq: 16\n", 6, 10, "routing.qcn.qeq", "want bytes with a unit"},
 		{"qcn priority on ovs", head + "routing:\n  mode: qcn-switch\n  qcn:\n    cnm_priority: true\n", 6, 19, "routing.qcn.cnm_priority", "eBPF datapath only"},
+		{"qcn rp_increase", "name: x\ntopology: {kind: xgft, h: 2, m: [2, 2], w: [1, 2]}\naddressing: {scheme: flat}\nrouting:\n  mode: shortest\n  qcn: {rp: true, rp_increase: timer}\n", 6, 32, "routing.qcn.rp_increase", `unknown value "timer" (want bytes, time)`},
 		{"qcn priority not bool", head + "routing:\n  mode: qcn-switch\n  qcn:\n    cnm_priority: high\n", 6, 19, "routing.qcn.cnm_priority", "true or false"},
 		{"qcn group", head + "routing:\n  mode: qcn-switch\n  qcn:\n    realise: group\n", 6, 14, "routing.qcn.realise", "group is not built"},
 		{"qcn refresh", head + "routing:\n  mode: qcn-switch\n  qcn:\n    refresh: 40\n", 6, 14, "routing.qcn.refresh", "has no unit"},

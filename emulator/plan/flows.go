@@ -40,6 +40,9 @@ type FlowReport struct {
 	AdaptiveBest float64  `json:"adaptive_best_share"`
 	AdaptivePath []string `json:"adaptive_path"`
 	QCNModel     *float64 `json:"qcn_model_share,omitempty"`
+	// QCNModelTimed is the model's share with the reaction points'
+	// increases on time (routing.qcn.rp_increase: time).
+	QCNModelTimed *float64 `json:"qcn_model_timed_share,omitempty"`
 }
 
 // QCNModelReport is qcn.Model's run: its settings and what it carried.
@@ -52,6 +55,7 @@ type QCNModelReport struct {
 	Slots       int     `json:"frame_times"`
 	Seed        uint64  `json:"seed"`
 	Mean        float64 `json:"mean_share"`
+	MeanTimed   float64 `json:"mean_share_timed"` // with rp_increase: time
 	// HotQueueQeq is the fullest switch link's time-average backlog
 	// over Qeq.
 	HotQueueQeq float64 `json:"hot_queue_qeq"`
@@ -146,10 +150,13 @@ func flowsReport(ctl *controller.Controller, names [][2]string) (*FlowsReport, e
 	m := qcn.Model{Paths: paths, Links: len(link), Plain: plain, Frame: modelFrame, Limit: modelLimit, Qeq: int(q.Qeq), W: q.W,
 		SampleBytes: int(q.SampleBytes), Slots: modelSlots, Delay: 2, Seed: 1}
 	res := m.Run()
+	m.Timed = true
+	timed := m.Run()
 	mr := &QCNModelReport{Frame: m.Frame, QueueLimit: m.Limit, Qeq: m.Qeq, SampleBytes: m.SampleBytes, W: m.W, Slots: m.Slots, Seed: m.Seed, Lost: res.Lost}
 	for i, s := range res.Shares {
-		r.Flows[i].QCNModel = &res.Shares[i]
+		r.Flows[i].QCNModel, r.Flows[i].QCNModelTimed = &res.Shares[i], &timed.Shares[i]
 		mr.Mean += s / float64(len(flows))
+		mr.MeanTimed += timed.Shares[i] / float64(len(flows))
 	}
 	for i, b := range res.Queues {
 		if plain[i] {
@@ -167,15 +174,15 @@ func (r *FlowsReport) writeText(w io.Writer) {
 	for _, f := range r.Flows {
 		model := ""
 		if f.QCNModel != nil {
-			model = fmt.Sprintf("   QCN model %.3f", *f.QCNModel)
+			model = fmt.Sprintf("   QCN model %.3f (timed %.3f)", *f.QCNModel, *f.QCNModelTimed)
 		}
 		fmt.Fprintf(w, "    %s -> %s: static %.3f via %s; adaptive %.3f via %s%s\n", f.Src, f.Dst, f.Static,
 			strings.Join(f.StaticPath, "-"), f.AdaptiveBest, strings.Join(f.AdaptivePath, "-"), model)
 	}
 	fmt.Fprintf(w, "    mean: static %.3f; adaptive %.3f to %.3f over every choice set\n", r.StaticMean, r.AdaptiveMeanMin, r.AdaptiveMeanMax)
 	if m := r.QCNModel; m != nil {
-		fmt.Fprintf(w, "    QCN model on the static paths (reaction points at every source, congestion points Qeq %d B, w %g, a sample every %d B; %d-byte frames, %d KB queues, %d frame times, seed %d): mean %.3f, hot queue %.2f Qeq, %d frames lost\n",
-			m.Qeq, m.W, m.SampleBytes, m.Frame, m.QueueLimit>>10, m.Slots, m.Seed, m.Mean, m.HotQueueQeq, m.Lost)
+		fmt.Fprintf(w, "    QCN model on the static paths (reaction points at every source, congestion points Qeq %d B, w %g, a sample every %d B; %d-byte frames, %d KB queues, %d frame times, seed %d): mean %.3f, hot queue %.2f Qeq, %d frames lost; with the increases on time (rp_increase: time) mean %.3f\n",
+			m.Qeq, m.W, m.SampleBytes, m.Frame, m.QueueLimit>>10, m.Slots, m.Seed, m.Mean, m.HotQueueQeq, m.Lost, m.MeanTimed)
 		if m.LostAtHosts > 0 {
 			fmt.Fprintf(w, "    %d of them at hosts' ports, which have no congestion point (in a lab either): flows into one host are not throttled\n", m.LostAtHosts)
 		}

@@ -284,6 +284,9 @@ func TestFlowsReport(t *testing.T) {
 	if got := strings.Join(f.Flows[1].StaticPath, "-"); got != "A2-P-Q-R-B2" {
 		t.Errorf("flow 2's static path %s, want A2-P-Q-R-B2", got)
 	}
+	if m := f.Flows; *m[1].QCNModelTimed >= min(*m[0].QCNModelTimed, *m[2].QCNModelTimed) || *m[1].QCNModelTimed <= *m[1].QCNModel {
+		t.Errorf("QCN model shares on time %.3f / %.3f / %.3f: want flow 2 least, and above its %.3f by bytes", *m[0].QCNModelTimed, *m[1].QCNModelTimed, *m[2].QCNModelTimed, *m[1].QCNModel)
+	}
 	if m := f.Flows; *m[1].QCNModel >= min(*m[0].QCNModel, *m[2].QCNModel) {
 		t.Errorf("QCN model shares %.3f / %.3f / %.3f: want flow 2 least", *m[0].QCNModel, *m[1].QCNModel, *m[2].QCNModel)
 	}

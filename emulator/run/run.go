@@ -537,7 +537,7 @@ func (r *runner) traffic(ctx context.Context, ph scenario.Phase) error {
 		go func(t0 time.Time) { events <- r.linkEvents(ctx, ph.LinkEvents, t0) }(time.Now())
 		var rp *traffic.RPConfig
 		if r.sc.Routing.Notifies() {
-			rp = &traffic.RPConfig{}
+			rp = &traffic.RPConfig{Timed: r.sc.Routing.QCN.RPIncrease == scenario.RPTime}
 		}
 		res, err := r.engine.Run(ctx, traffic.Config{Pattern: p, Load: load, FrameSize: t.Frame, RateBps: rate,
 			Warmup: warmup, Duration: t.Duration, Drain: r.o.Drain, Seed: t.Seed, Probes: probes, RP: rp, Realtime: r.realtime})

@@ -424,7 +424,7 @@ func (e *Engine) measure(ctx context.Context, cfg *Config) (_ *measurement, err 
 	}
 	var rp *rpState
 	if cfg.RP != nil {
-		if rp, err = e.startRP(cfg, srcs); err != nil {
+		if rp, err = e.startRP(cfg, srcs, start); err != nil {
 			for _, s := range e.socks {
 				if s != nil {
 					s.stopReading()

@@ -3,6 +3,7 @@ package traffic
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -377,21 +378,7 @@ func TestEngineReactionPoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hosts := e.Hosts()
-	var cnm qcn.CNM
-	copy(cnm.Dst[:], hosts[0].MAC)
-	cnm.Src = [6]byte{0x06, 0xef, 0xcf, 0x0c, 0, 1}
-	copy(cnm.VictimDst[:], hosts[3].MAC)
-	cnm.Fbq = qcn.MaxFbq
-	frame, err := cnm.Append(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx, err := packet.OpenSender(l.ns[0], "p0") // the bridge's port to host 0
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Close()
+	send := cnmTo(t, l, e, 0, 3, qcn.MaxFbq)
 	// Ten CNMs of the largest feedback, 0.3 s into the 1 s window: the
 	// flow 0 -> 3 is cut to 20 Mbit/s x (65/128)^10, 23 kbit/s, and the
 	// byte counter cannot raise it again within the run.
@@ -399,7 +386,7 @@ func TestEngineReactionPoint(t *testing.T) {
 	go func() {
 		time.Sleep(500 * time.Millisecond)
 		for range 10 {
-			if err := tx.Send(frame); err != nil {
+			if err := send(); err != nil {
 				sent <- err
 				return
 			}
@@ -442,4 +429,70 @@ func TestEngineReactionPoint(t *testing.T) {
 		t.Errorf("unlimited flows accepted %.3f (want about 1) and %.3f (about 0.5)", other.AcceptedLoad, same.AcceptedLoad)
 	}
 	t.Logf("accepted: limited %.3f, same host %.3f, other host %.3f; %+v", cut.AcceptedLoad, same.AcceptedLoad, other.AcceptedLoad, *rp)
+}
+
+// A timed reaction point recovers on the time that passes, a counting one
+// on the bytes its flow sends: one light cut (Fbq 1) of a flow sending 5%
+// of its 20 Mbit/s link is released about 0.33 s later on time (five
+// fast-recovery periods and one active increase, each 150 KB or 75 KB at
+// the line rate), and not within the run by bytes (the flow sends 125
+// KB a second).
+func TestEngineReactionPointTimed(t *testing.T) {
+	l := newLab(t, "flatfly:dims=2,t=2", 0) // 4 hosts
+	e, err := Open(l.hosts, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	p, err := pat.New(pat.Spec{Kind: pat.Flows, Flows: []pat.Flow{{Src: l.hosts[0].Name, Dst: l.hosts[3].Name}}}, l.topo, 1, pat.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := cnmTo(t, l, e, 0, 3, 1)
+	for _, timed := range []bool{false, true} {
+		sent := make(chan error, 1)
+		go func() {
+			time.Sleep(400 * time.Millisecond)
+			sent <- send()
+		}()
+		r, err := e.Run(context.Background(), Config{Pattern: p, Load: 0.05, RateBps: 20_000_000,
+			Warmup: 200 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 200 * time.Millisecond, Seed: 3, RP: &RPConfig{Timed: timed}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		rp := r.RP
+		if rp == nil || rp.CNMs != 1 || rp.Limiters != 1 || rp.Malformed+rp.Unknown != 0 {
+			t.Fatalf("timed %v: reaction points %+v", timed, rp)
+		}
+		if want := map[bool]uint64{false: 0, true: 1}[timed]; rp.Released != want {
+			t.Errorf("timed %v: %d limiters released, want %d", timed, rp.Released, want)
+		}
+		t.Logf("timed %v: %+v", timed, *rp)
+	}
+}
+
+// cnmTo returns a function that writes a CNM to host src, for its flow to
+// host dst, with feedback fbq, from the bridge's port to src (p<src>), as
+// a congestion point would; the sender closes with the test.
+func cnmTo(t *testing.T, l *testLab, e *Engine, src, dst int, fbq uint8) func() error {
+	t.Helper()
+	hosts := e.Hosts()
+	var cnm qcn.CNM
+	copy(cnm.Dst[:], hosts[src].MAC)
+	cnm.Src = [6]byte{0x06, 0xef, 0xcf, 0x0c, 0, 1}
+	copy(cnm.VictimDst[:], hosts[dst].MAC)
+	cnm.Fbq = fbq
+	frame, err := cnm.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := packet.OpenSender(l.ns[0], fmt.Sprintf("p%d", src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Close() })
+	return func() error { return tx.Send(frame) }
 }

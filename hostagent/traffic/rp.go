@@ -30,6 +30,9 @@ import (
 type RPConfig struct {
 	// Queue is how many frames one limited flow may hold (default 256).
 	Queue int
+	// Timed runs the limiters' increases on time, not on the bytes
+	// their flows send (qcn.ReactionPoint.Timed).
+	Timed bool
 }
 
 // defaultRPQueue is RPConfig.Queue's default: 256 frames of 1 KB, 100 ms
@@ -57,12 +60,19 @@ type limiter struct {
 	rp   *qcn.ReactionPoint
 	free int64
 	held []int64
+	// clock is how far a timed limiter's clock has run (ns since start):
+	// it runs on lazily, to each CNM's arrival and each frame's release,
+	// which is exact, the increases being a function of the time alone
+	// between those events.
+	clock int64
 }
 
 // rpState is a run's reaction points: per source, its limiters under the
 // source's mutex (the CNM readers and the senders share them).
 type rpState struct {
 	queue    int
+	timed    bool
+	start    int64 // the run's start, CLOCK_MONOTONIC ns
 	line     float64
 	frameNs  func(cr float64) int64 // a frame's time at rate cr
 	frameLen int
@@ -78,14 +88,14 @@ type rpState struct {
 }
 
 // startRP opens a CNM socket on every host and starts its reader.
-func (e *Engine) startRP(cfg *Config, srcs []*source) (*rpState, error) {
+func (e *Engine) startRP(cfg *Config, srcs []*source, start int64) (*rpState, error) {
 	q := cfg.RP.Queue
 	if q <= 0 {
 		q = defaultRPQueue
 	}
 	line := float64(cfg.RateBps)
 	bits := float64(cfg.FrameSize * 8)
-	r := &rpState{queue: q, line: line, frameLen: cfg.FrameSize, byMAC: map[[6]byte]int32{},
+	r := &rpState{queue: q, timed: cfg.RP.Timed, start: start, line: line, frameLen: cfg.FrameSize, byMAC: map[[6]byte]int32{},
 		frameNs: func(cr float64) int64 { return int64(bits * 1e9 / cr) }}
 	for i, h := range e.hosts {
 		var m [6]byte
@@ -134,16 +144,29 @@ func (r *rpState) read(p *packet.Socket, s *source) {
 			r.unknown.Add(1)
 			continue
 		}
+		now := monoNow() - r.start
 		s.mu.Lock()
 		l := s.limited[d]
 		if l == nil {
-			l = &limiter{rp: qcn.NewReactionPoint(r.line)}
+			l = &limiter{rp: qcn.NewReactionPoint(r.line), clock: now}
+			l.rp.Timed = r.timed
 			s.limited[d] = l
 			r.created.Add(1)
 		}
+		r.elapse(l, now) // a timed limiter released here is cut at once
 		l.rp.CNM(c.Fbq)
 		s.mu.Unlock()
 	}
+}
+
+// elapse runs a timed limiter's clock on to t (ns since start); one
+// counting bytes is left as it is. Called with the source's mu held.
+func (r *rpState) elapse(l *limiter, t int64) {
+	if !r.timed || t <= l.clock {
+		return
+	}
+	l.rp.Elapse(float64(t-l.clock) * r.line / 8e9)
+	l.clock = t
 }
 
 // stop closes the sockets and waits for the readers.
@@ -291,6 +314,7 @@ func (s *source) admit(r *rpState, d int32, at, now int64, measured bool) (due i
 // frame: 0.6 of the line rate at 100 Mbit/s). A limiter back at the line
 // rate with nothing held is dropped; the byte counter runs.
 func (r *rpState) charge(s *source, d int32, l *limiter, due int64) {
+	r.elapse(l, due)
 	l.free = max(l.free, due) + r.frameNs(l.rp.CR)
 	if l.rp.Sent(r.frameLen) && len(l.held) == 0 {
 		delete(s.limited, d)
