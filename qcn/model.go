@@ -121,7 +121,7 @@ func (m Model) Run() ModelResult {
 		fwd = fwd[:0]
 		fresh = fresh[:0]
 		for f := range m.Paths {
-			if rps[f] != nil && rps[f].Elapse(float64(m.Frame)) {
+			if m.Timed && rps[f] != nil && rps[f].Elapse(float64(m.Frame)) {
 				rps[f] = nil
 			}
 			r := 1.0

@@ -162,7 +162,7 @@ func (r *rpState) read(p *packet.Socket, s *source) {
 // elapse runs a timed limiter's clock on to t (ns since start); one
 // counting bytes is left as it is. Called with the source's mu held.
 func (r *rpState) elapse(l *limiter, t int64) {
-	if !r.timed || t <= l.clock {
+	if !l.rp.Timed || t <= l.clock {
 		return
 	}
 	l.rp.Elapse(float64(t-l.clock) * r.line / 8e9)
